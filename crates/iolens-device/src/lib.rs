@@ -1,0 +1,1 @@
+//! Block devices behind paths (being written).

@@ -1,0 +1,373 @@
+//! The agent loop: issue requests, timestamp them, record completions.
+//!
+//! Per operation the loop takes two timestamps (submission, completion), records the latency in
+//! the agent's own histogram, updates its own counters and in-flight tracker, and pushes a busy
+//! period into its own single-producer ring. Everything it touches is owned by the agent, except
+//! the ring (wait-free) and a progress counter stored every few thousand operations.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::Duration;
+
+use iolens_metrics::{AgentRaw, CpuTime};
+use iolens_record::busy::{InFlightTracker, UnionSweep};
+use iolens_record::clock::now_ns;
+use iolens_record::trace::TraceBuffer;
+use iolens_record::{Interval, OpKind, OpRecord, OpStatus};
+use iolens_workload::{AgentSpec, FsyncPolicy};
+
+use crate::backend::{Completion, Direction, IoBackend, Request};
+use crate::offsets::{agent_rng, MixPicker, OffsetGen, SizePicker};
+use crate::pacing::Pacer;
+
+/// Busy periods longer than this are published in pieces so the collector can advance.
+const SPLIT_PERIOD_NS: u64 = 2_000_000;
+/// An idle agent re-publishes its watermark this often.
+const IDLE_MARK_NS: u64 = 1_000_000;
+/// Operations between progress publications.
+const PROGRESS_EVERY: u64 = 1024;
+
+/// Live counters one agent publishes for the progress display; padded to its own cache line.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct AgentProgress {
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+/// What an agent thread needs besides its backend.
+pub(crate) struct AgentSetup<'a> {
+    pub index: u16,
+    pub spec: &'a AgentSpec,
+    pub region: u64,
+    pub align: u64,
+    pub stop: &'a AtomicBool,
+    pub start: &'a Barrier,
+    pub periods: rtrb::Producer<Interval>,
+    pub trace: Option<TraceBuffer>,
+    pub progress: &'a AgentProgress,
+}
+
+/// Why an agent stopped before its termination condition.
+#[derive(Debug)]
+pub(crate) enum AgentFailure {
+    /// A request failed with this errno.
+    Op { errno: i32, offset: u64, dir: Direction },
+    Fsync(std::io::Error),
+    Backend(std::io::Error),
+}
+
+pub(crate) struct AgentOutcome {
+    pub raw: AgentRaw,
+    pub failure: Option<AgentFailure>,
+    pub ring_stalls: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct InFlight {
+    start: u64,
+    offset: u64,
+    len: u32,
+    write: bool,
+    measured: bool,
+}
+
+fn thread_cpu() -> CpuTime {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    CpuTime { user_s: secs(ru.ru_utime), sys_s: secs(ru.ru_stime) }
+}
+
+/// Publishes busy periods to the collector and keeps the agent's own union.
+struct PeriodSink {
+    ring: rtrb::Producer<Interval>,
+    own: UnionSweep,
+    last_mark: u64,
+    stalls: u64,
+}
+
+impl PeriodSink {
+    #[inline]
+    fn publish(&mut self, iv: Interval) {
+        if !iv.is_empty() {
+            self.own.push(iv);
+        }
+        self.last_mark = iv.end;
+        let mut iv = iv;
+        loop {
+            match self.ring.push(iv) {
+                Ok(()) => return,
+                Err(rtrb::PushError::Full(back)) => {
+                    iv = back;
+                    self.stalls += 1;
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn publish_opt(&mut self, iv: Option<Interval>) {
+        if let Some(iv) = iv {
+            self.publish(iv);
+        }
+    }
+
+    /// While idle, tells the collector nothing of ours will start before `t`.
+    #[inline]
+    fn idle_mark(&mut self, t: u64) {
+        if t.saturating_sub(self.last_mark) >= IDLE_MARK_NS {
+            self.publish(Interval::new(t, t));
+        }
+    }
+}
+
+/// Sleeps until `due`, waking at least every 100 ms to honour `stop`.
+fn sleep_until(due: u64, stop: &AtomicBool) {
+    loop {
+        let now = now_ns();
+        if now >= due || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = due - now;
+        if left > 200_000 {
+            std::thread::sleep(Duration::from_nanos((left - 100_000).min(100_000_000)));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> AgentOutcome {
+    let spec = setup.spec;
+    let depth = backend.depth();
+    let mut rng = agent_rng(spec.seed);
+    let sizes = SizePicker::new(&spec.sizes);
+    let mix = MixPicker::new(spec.op);
+    let mut offsets = OffsetGen::new(&spec.pattern, setup.region, setup.align, spec.sizes.max());
+    let mut free_slots: Vec<u16> = (0..depth as u16).rev().collect();
+    let mut slots = vec![InFlight::default(); depth];
+    let mut done: Vec<Completion> = Vec::with_capacity(depth);
+    let mut trace = setup.trace;
+    let mut sink = PeriodSink { ring: setup.periods, own: UnionSweep::new(), last_mark: 0, stalls: 0 };
+    let mut tracker = InFlightTracker::new(SPLIT_PERIOD_NS);
+    let mut raw = AgentRaw::default();
+    let mut failure = None;
+
+    setup.start.wait();
+    let t_start = now_ns();
+    let ramp_end = t_start + spec.ramp.as_nanos() as u64;
+    let deadline = spec.termination.time.map_or(u64::MAX, |d| ramp_end + d.as_nanos() as u64);
+    let byte_limit = match spec.termination {
+        iolens_workload::Termination { bytes: Some(b), .. } => b,
+        iolens_workload::Termination { time: Some(_), .. } => u64::MAX,
+        _ => setup.region,
+    };
+    let mut pacer = Pacer::new(&spec.rate, t_start);
+    let mut measuring = spec.ramp.is_zero();
+    let mut cpu_start = if measuring { thread_cpu() } else { CpuTime::default() };
+    raw.window_start_ns = ramp_end;
+    sink.publish(Interval::new(t_start, t_start));
+
+    let mut issuing = true;
+    let mut in_flight = 0usize;
+    let mut issued_bytes = 0u64;
+    let mut completed_ops = 0u64;
+    let mut writes_since_fsync = 0u64;
+    let mut wrote = false;
+    let fsync_every = match spec.fsync {
+        FsyncPolicy::EveryN(n) => n,
+        _ => 0,
+    };
+
+    loop {
+        while issuing && in_flight < depth {
+            if let Some(p) = &pacer {
+                let now = now_ns();
+                if now < p.due() {
+                    if in_flight > 0 {
+                        break;
+                    }
+                    sink.idle_mark(now);
+                    sleep_until(p.due().min(deadline), setup.stop);
+                    if now_ns() >= deadline || setup.stop.load(Ordering::Relaxed) {
+                        issuing = false;
+                        break;
+                    }
+                }
+            }
+            let len = sizes.pick(&mut rng);
+            let offset = offsets.next(len, &mut rng);
+            let write = !mix.is_read(&mut rng);
+            let slot = free_slots.pop().expect("a free slot while below depth");
+            let dir = if write { Direction::Write } else { Direction::Read };
+            let t = now_ns();
+            if let Err(e) = backend.submit(Request { dir, offset, len: len as u32, slot }) {
+                failure = Some(AgentFailure::Backend(e));
+                free_slots.push(slot);
+                issuing = false;
+                break;
+            }
+            let measured = t >= ramp_end;
+            slots[slot as usize] = InFlight { start: t, offset, len: len as u32, write, measured };
+            in_flight += 1;
+            if measured {
+                sink.publish_opt(tracker.submit(t));
+                issued_bytes += len;
+                if issued_bytes >= byte_limit {
+                    issuing = false;
+                }
+            }
+            if let Some(p) = &mut pacer {
+                p.issued(t, &mut rng);
+            }
+        }
+        if in_flight == 0 {
+            if issuing {
+                continue;
+            }
+            break;
+        }
+
+        done.clear();
+        if let Err(e) = backend.complete(1, |c| done.push(c)) {
+            failure = Some(AgentFailure::Backend(e));
+            break;
+        }
+        let t = now_ns();
+        for c in &done {
+            let op = slots[c.slot as usize];
+            free_slots.push(c.slot);
+            in_flight -= 1;
+            let status = if c.result < 0 {
+                OpStatus::Error
+            } else if (c.result as u64) < op.len as u64 {
+                OpStatus::Short
+            } else {
+                OpStatus::Complete
+            };
+            if op.measured {
+                let lat = t - op.start;
+                raw.latency.record(lat);
+                let ctr = &mut raw.counters;
+                ctr.latency_sum_ns += lat;
+                if op.write {
+                    ctr.write_ops += 1;
+                    ctr.write_bytes += op.len as u64;
+                } else {
+                    ctr.read_ops += 1;
+                    ctr.read_bytes += op.len as u64;
+                }
+                match status {
+                    OpStatus::Complete => {}
+                    OpStatus::Short => ctr.short_ops += 1,
+                    OpStatus::Error => ctr.errors += 1,
+                }
+                sink.publish_opt(tracker.complete(t));
+                if let Some(tb) = &mut trace {
+                    tb.push(&OpRecord {
+                        start_ns: op.start,
+                        end_ns: t,
+                        offset: op.offset,
+                        bytes: op.len,
+                        stream: setup.index,
+                        kind: if op.write { OpKind::Write } else { OpKind::Read },
+                        status,
+                    });
+                }
+            }
+            if status == OpStatus::Error && failure.is_none() {
+                failure = Some(AgentFailure::Op {
+                    errno: (-c.result) as i32,
+                    offset: op.offset,
+                    dir: if op.write { Direction::Write } else { Direction::Read },
+                });
+                issuing = false;
+            }
+            if op.write {
+                wrote = true;
+                writes_since_fsync += 1;
+            }
+        }
+        completed_ops += done.len() as u64;
+        if completed_ops % PROGRESS_EVERY < done.len() as u64 {
+            setup.progress.ops.store(completed_ops, Ordering::Relaxed);
+            setup.progress.bytes.store(issued_bytes, Ordering::Relaxed);
+        }
+        if fsync_every > 0 && writes_since_fsync >= fsync_every {
+            writes_since_fsync = 0;
+            if let Err(e) = timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index) {
+                failure.get_or_insert(AgentFailure::Fsync(e));
+                issuing = false;
+            }
+        }
+        if !measuring && t >= ramp_end {
+            measuring = true;
+            cpu_start = thread_cpu();
+        }
+        if t >= deadline || setup.stop.load(Ordering::Relaxed) {
+            issuing = false;
+        }
+        if tracker.in_flight() == 0 {
+            sink.idle_mark(t);
+        }
+    }
+
+    if spec.fsync == FsyncPolicy::AtEnd && wrote && failure.is_none() {
+        if let Err(e) = timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index) {
+            failure = Some(AgentFailure::Fsync(e));
+        }
+    }
+    let t_end = now_ns();
+    raw.window_end_ns = t_end.max(ramp_end);
+    if measuring {
+        let cpu_end = thread_cpu();
+        raw.cpu = CpuTime { user_s: cpu_end.user_s - cpu_start.user_s, sys_s: cpu_end.sys_s - cpu_start.sys_s };
+    }
+    setup.progress.ops.store(completed_ops, Ordering::Relaxed);
+    setup.progress.bytes.store(issued_bytes, Ordering::Relaxed);
+    if let Some(tb) = trace {
+        // A failed trace write is counted by the writer and reported as a warning.
+        let _ = tb.finish();
+    }
+    raw.busy = sink.own.finish();
+    AgentOutcome { raw, failure, ring_stalls: sink.stalls }
+}
+
+/// An fsync timed like any operation: it occupies the agent, so it counts in busy time.
+fn timed_fsync<B: IoBackend>(
+    backend: &mut B,
+    tracker: &mut InFlightTracker,
+    sink: &mut PeriodSink,
+    raw: &mut AgentRaw,
+    ramp_end: u64,
+    trace: &mut Option<TraceBuffer>,
+    stream: u16,
+) -> std::io::Result<()> {
+    let t0 = now_ns();
+    let measured = t0 >= ramp_end;
+    if measured {
+        sink.publish_opt(tracker.submit(t0));
+    }
+    let result = backend.fsync();
+    let t1 = now_ns();
+    if measured {
+        sink.publish_opt(tracker.complete(t1));
+        raw.counters.fsyncs += 1;
+        raw.counters.fsync_ns += t1 - t0;
+        if let Some(tb) = trace {
+            tb.push(&OpRecord {
+                start_ns: t0,
+                end_ns: t1,
+                offset: 0,
+                bytes: 0,
+                stream,
+                kind: OpKind::Fsync,
+                status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
+            });
+        }
+    }
+    result
+}

@@ -1,0 +1,24 @@
+//! Phase barriers: every participant reaches a point before any goes on. A single process needs
+//! none beyond its own threads; an MPI backend implements the same trait across ranks.
+
+/// Separates phases of a run across all participating processes.
+pub trait PhaseBarrier: Sync {
+    /// Blocks until every participant called `wait` for the same `phase`.
+    fn wait(&self, phase: &str);
+    /// Number of participating processes.
+    fn size(&self) -> usize {
+        1
+    }
+    /// This process's index among them.
+    fn rank(&self) -> usize {
+        0
+    }
+}
+
+/// The barrier of a single process: there is no one else to wait for.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalBarrier;
+
+impl PhaseBarrier for LocalBarrier {
+    fn wait(&self, _phase: &str) {}
+}

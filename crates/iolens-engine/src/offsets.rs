@@ -1,0 +1,238 @@
+//! Where requests land and how large they are: the agent's access pattern and size mix.
+
+use iolens_workload::{Distribution, OpMix, Pattern, SizeSpec};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution as _, Normal, Zipf};
+
+/// Picks request sizes: fixed, or weighted like fio's bssplit.
+#[derive(Debug, Clone)]
+pub struct SizePicker {
+    sizes: Vec<u64>,
+    /// Cumulative weights; empty for a fixed size.
+    cumulative: Vec<u64>,
+}
+
+impl SizePicker {
+    pub fn new(spec: &SizeSpec) -> SizePicker {
+        match spec {
+            SizeSpec::Fixed(s) => SizePicker { sizes: vec![*s], cumulative: vec![] },
+            SizeSpec::Weighted(list) => {
+                let mut total = 0;
+                let cumulative = list
+                    .iter()
+                    .map(|(_, w)| {
+                        total += *w as u64;
+                        total
+                    })
+                    .collect();
+                SizePicker { sizes: list.iter().map(|(s, _)| *s).collect(), cumulative }
+            }
+        }
+    }
+
+    #[inline]
+    pub fn pick(&self, rng: &mut SmallRng) -> u64 {
+        if self.cumulative.is_empty() {
+            return self.sizes[0];
+        }
+        let total = *self.cumulative.last().unwrap();
+        let x = rng.random_range(0..total.max(1));
+        let i = self.cumulative.partition_point(|c| *c <= x);
+        self.sizes[i.min(self.sizes.len() - 1)]
+    }
+}
+
+/// Chooses read or write per request.
+#[derive(Debug, Clone, Copy)]
+pub struct MixPicker {
+    read_pct: u8,
+}
+
+impl MixPicker {
+    pub fn new(op: OpMix) -> MixPicker {
+        MixPicker {
+            read_pct: match op {
+                OpMix::Read => 100,
+                OpMix::Write => 0,
+                OpMix::Mixed { read_pct } => read_pct,
+            },
+        }
+    }
+
+    #[inline]
+    pub fn is_read(&self, rng: &mut SmallRng) -> bool {
+        match self.read_pct {
+            100 => true,
+            0 => false,
+            p => rng.random_range(0..100u8) < p,
+        }
+    }
+}
+
+enum Placement {
+    Sequential { cursor: u64 },
+    Strided { cursor: u64, stride: u64 },
+    Uniform,
+    Normal(Normal<f64>),
+    /// Zipf ranks scattered over the region by a bijection so hot blocks are not all adjacent.
+    Zipf { zipf: Zipf<f64>, multiplier: u64 },
+}
+
+/// Generates request offsets inside `[0, region)`, aligned to `align`, so a request of up to
+/// the largest size always fits.
+pub struct OffsetGen {
+    placement: Placement,
+    region: u64,
+    align: u64,
+    /// Aligned start positions available for a request of the largest size.
+    slots: u64,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl OffsetGen {
+    pub fn new(pattern: &Pattern, region: u64, align: u64, max_size: u64) -> OffsetGen {
+        let align = align.max(1);
+        let slots = (region.saturating_sub(max_size) / align + 1).max(1);
+        let placement = match pattern {
+            Pattern::Sequential => Placement::Sequential { cursor: 0 },
+            Pattern::Strided { stride } => Placement::Strided { cursor: 0, stride: *stride },
+            Pattern::Random(Distribution::Uniform) => Placement::Uniform,
+            Pattern::Random(Distribution::Normal { center, spread }) => {
+                let slots_f = slots as f64;
+                Placement::Normal(
+                    Normal::new(center * slots_f, (spread * slots_f).max(1e-9)).expect("validated spread"),
+                )
+            }
+            Pattern::Random(Distribution::Zipf { theta }) => {
+                let mut multiplier = 0x9E37_79B9_7F4A_7C15 % slots.max(2) | 1;
+                while gcd(multiplier, slots) != 1 {
+                    multiplier += 2;
+                }
+                Placement::Zipf { zipf: Zipf::new(slots as f64, *theta).expect("validated theta"), multiplier }
+            }
+        };
+        OffsetGen { placement, region, align, slots }
+    }
+
+    /// The offset of the next request of `len` bytes.
+    #[inline]
+    pub fn next(&mut self, len: u64, rng: &mut SmallRng) -> u64 {
+        match &mut self.placement {
+            Placement::Sequential { cursor } => {
+                if *cursor + len > self.region {
+                    *cursor = 0;
+                }
+                let at = *cursor;
+                *cursor += len;
+                at
+            }
+            Placement::Strided { cursor, stride } => {
+                if *cursor + len > self.region {
+                    *cursor = 0;
+                }
+                let at = *cursor;
+                *cursor += *stride;
+                at
+            }
+            Placement::Uniform => rng.random_range(0..self.slots) * self.align,
+            Placement::Normal(normal) => {
+                let slot = normal.sample(rng).round().clamp(0.0, (self.slots - 1) as f64) as u64;
+                slot * self.align
+            }
+            Placement::Zipf { zipf, multiplier } => {
+                let rank = zipf.sample(rng) as u64 - 1;
+                ((rank as u128 * *multiplier as u128) % self.slots as u128) as u64 * self.align
+            }
+        }
+    }
+}
+
+/// A fast, seedable generator for the agent's random streams.
+pub fn agent_rng(seed: u64) -> SmallRng {
+    SmallRng::seed_from_u64(seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_wraps_and_stays_inside() {
+        let mut g = OffsetGen::new(&Pattern::Sequential, 10 * 4096, 4096, 4096);
+        let mut rng = agent_rng(1);
+        let offs: Vec<u64> = (0..12).map(|_| g.next(4096, &mut rng)).collect();
+        assert_eq!(&offs[..3], &[0, 4096, 8192]);
+        assert_eq!(offs[10], 0, "wraps at the end of the region");
+    }
+
+    #[test]
+    fn strided_steps_by_stride() {
+        let mut g = OffsetGen::new(&Pattern::Strided { stride: 3 * 4096 }, 10 * 4096, 4096, 4096);
+        let mut rng = agent_rng(1);
+        let offs: Vec<u64> = (0..5).map(|_| g.next(4096, &mut rng)).collect();
+        assert_eq!(offs, vec![0, 12288, 24576, 36864, 0]);
+    }
+
+    fn histogram(pattern: Pattern, n: usize) -> Vec<u64> {
+        let mut g = OffsetGen::new(&pattern, 100 * 4096, 4096, 4096);
+        let mut rng = agent_rng(42);
+        let mut counts = vec![0u64; 100];
+        for _ in 0..n {
+            let off = g.next(4096, &mut rng);
+            assert_eq!(off % 4096, 0);
+            assert!(off + 4096 <= 100 * 4096);
+            counts[(off / 4096) as usize] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn uniform_covers_region_evenly() {
+        let c = histogram(Pattern::Random(Distribution::Uniform), 100_000);
+        assert!(c.iter().all(|&x| (800..1200).contains(&x)), "{c:?}");
+    }
+
+    #[test]
+    fn normal_concentrates_around_hot_spot() {
+        let c = histogram(Pattern::Random(Distribution::Normal { center: 0.25, spread: 0.05 }), 100_000);
+        let near: u64 = c[20..31].iter().sum();
+        assert!(near > 70_000, "±1σ-ish window holds most ops: {near}");
+        assert_eq!(c[90], 0);
+    }
+
+    #[test]
+    fn zipf_is_skewed_and_scattered() {
+        let c = histogram(Pattern::Random(Distribution::Zipf { theta: 1.2 }), 100_000);
+        let mut sorted = c.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: u64 = sorted[..10].iter().sum();
+        assert!(top10 > 50_000, "10% of blocks take most ops: {top10}");
+        let hottest = c.iter().position(|&x| x == sorted[0]).unwrap();
+        assert_eq!(hottest, 0, "rank 1 maps to block 0");
+        assert!(c[1] < sorted[1], "rank 2 is not the adjacent block");
+    }
+
+    #[test]
+    fn weighted_sizes_follow_weights() {
+        let p = SizePicker::new(&SizeSpec::Weighted(vec![(4096, 75), (65536, 25)]));
+        let mut rng = agent_rng(3);
+        let small = (0..100_000).filter(|_| p.pick(&mut rng) == 4096).count();
+        assert!((73_000..77_000).contains(&small), "{small}");
+    }
+
+    #[test]
+    fn mix_follows_percentage() {
+        let m = MixPicker::new(OpMix::Mixed { read_pct: 70 });
+        let mut rng = agent_rng(5);
+        let reads = (0..100_000).filter(|_| m.is_read(&mut rng)).count();
+        assert!((68_500..71_500).contains(&reads), "{reads}");
+    }
+}

@@ -1,0 +1,122 @@
+use iolens_device::DiskStats;
+use serde::Serialize;
+
+/// One per-second sample of the device, as a delta over the sample's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeviceSample {
+    /// Seconds since the measurement window started (end of the sample's interval).
+    pub t_s: f64,
+    pub interval_s: f64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Share of the interval the device had requests in flight (io_ticks).
+    pub util: f64,
+    /// Mean requests queued or in service (weighted time / interval).
+    pub avg_queue: f64,
+}
+
+impl DeviceSample {
+    pub fn from_delta(t_s: f64, interval_s: f64, d: &DiskStats) -> DeviceSample {
+        let per = |ms: u64| if interval_s > 0.0 { ms as f64 / 1e3 / interval_s } else { 0.0 };
+        DeviceSample {
+            t_s,
+            interval_s,
+            read_ops: d.read_ios,
+            write_ops: d.write_ios,
+            read_bytes: d.read_bytes(),
+            write_bytes: d.write_bytes(),
+            util: per(d.io_ticks_ms).min(1.0),
+            avg_queue: per(d.time_in_queue_ms),
+        }
+    }
+}
+
+/// Device-side counters over the measurement window, beside the application's.
+///
+/// Device figures count what reached the block device: cache hits never show up here, and
+/// read-ahead, metadata and journal writes do. The counters are device-wide, so other activity
+/// on the same device during the run is included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeviceReport {
+    pub device: String,
+    pub filesystem: String,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub flushes: u64,
+    /// io_ticks / wall: share of the window with requests in flight on the device.
+    pub util: f64,
+    /// Weighted time in queue / wall: mean number of requests queued or in service.
+    pub avg_queue: f64,
+    /// Device bytes / application bytes, per direction and in total (`None` without app bytes).
+    pub read_amplification: Option<f64>,
+    pub write_amplification: Option<f64>,
+    pub amplification: Option<f64>,
+    pub samples: Vec<DeviceSample>,
+}
+
+impl DeviceReport {
+    /// Builds the report from the window's counter delta and the application's byte counts.
+    pub fn new(
+        device: String,
+        filesystem: String,
+        delta: &DiskStats,
+        wall_s: f64,
+        app_read_bytes: u64,
+        app_write_bytes: u64,
+        samples: Vec<DeviceSample>,
+    ) -> DeviceReport {
+        let whole = DeviceSample::from_delta(wall_s, wall_s, delta);
+        let amp = |dev: u64, app: u64| (app > 0).then(|| dev as f64 / app as f64);
+        DeviceReport {
+            device,
+            filesystem,
+            read_ops: delta.read_ios,
+            write_ops: delta.write_ios,
+            read_bytes: delta.read_bytes(),
+            write_bytes: delta.write_bytes(),
+            read_merges: delta.read_merges,
+            write_merges: delta.write_merges,
+            flushes: delta.flush_ios,
+            util: whole.util,
+            avg_queue: whole.avg_queue,
+            read_amplification: amp(delta.read_bytes(), app_read_bytes),
+            write_amplification: amp(delta.write_bytes(), app_write_bytes),
+            amplification: amp(delta.read_bytes() + delta.write_bytes(), app_read_bytes + app_write_bytes),
+            samples,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amplification_and_utilization() {
+        let delta = DiskStats {
+            read_ios: 10,
+            read_sectors: 2048, // 1 MiB
+            write_ios: 4,
+            write_sectors: 4096, // 2 MiB
+            io_ticks_ms: 500,
+            time_in_queue_ms: 2000,
+            ..Default::default()
+        };
+        let r = DeviceReport::new("vda".into(), "ext4".into(), &delta, 1.0, 4 << 20, 1 << 20, vec![]);
+        assert_eq!(r.read_bytes, 1 << 20);
+        assert_eq!(r.write_bytes, 2 << 20);
+        assert_eq!(r.read_amplification, Some(0.25), "most reads came from cache");
+        assert_eq!(r.write_amplification, Some(2.0));
+        assert_eq!(r.amplification, Some(3.0 / 5.0));
+        assert!((r.util - 0.5).abs() < 1e-12);
+        assert!((r.avg_queue - 2.0).abs() < 1e-12);
+        let none = DeviceReport::new("vda".into(), "ext4".into(), &delta, 1.0, 0, 0, vec![]);
+        assert_eq!(none.amplification, None);
+    }
+}

@@ -1,0 +1,290 @@
+use iolens_record::busy::UnionTotals;
+use serde::Serialize;
+
+use crate::{DeviceReport, LatencyHistogram, LatencySummary, Warning};
+
+/// Version of the JSON result layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Operation counts and sizes as the application asked for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OpCounters {
+    pub read_ops: u64,
+    pub write_ops: u64,
+    /// Bytes requested by reads (what the application asked for, not what moved below it).
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub fsyncs: u64,
+    pub fsync_ns: u64,
+    /// Requests that moved fewer bytes than asked (end of file, device end).
+    pub short_ops: u64,
+    pub errors: u64,
+    /// Sum of data-op response times, for an exact mean.
+    pub latency_sum_ns: u64,
+}
+
+impl OpCounters {
+    pub fn ops(&self) -> u64 {
+        self.read_ops + self.write_ops
+    }
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+    pub fn merge(&mut self, o: &OpCounters) {
+        self.read_ops += o.read_ops;
+        self.write_ops += o.write_ops;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.fsyncs += o.fsyncs;
+        self.fsync_ns += o.fsync_ns;
+        self.short_ops += o.short_ops;
+        self.errors += o.errors;
+        self.latency_sum_ns += o.latency_sum_ns;
+    }
+}
+
+/// CPU time consumed (user and system), in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuTime {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl CpuTime {
+    pub fn merge(&mut self, o: &CpuTime) {
+        self.user_s += o.user_s;
+        self.sys_s += o.sys_s;
+    }
+}
+
+/// What one agent (or a merge of several) accumulated: raw, mergeable data.
+#[derive(Debug, Clone, Default)]
+pub struct AgentRaw {
+    pub counters: OpCounters,
+    pub latency: LatencyHistogram,
+    /// The busy periods of this agent alone (its own in-flight union).
+    pub busy: UnionTotals,
+    pub cpu: CpuTime,
+    /// Measurement window (after the ramp), nanoseconds of the monotonic clock.
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+}
+
+impl AgentRaw {
+    /// Merges counters, histograms and CPU; the window widens. Busy time is *not* summed here:
+    /// the union across agents must come from their intervals, so the caller sets it.
+    pub fn merge_except_busy(&mut self, o: &AgentRaw) {
+        self.counters.merge(&o.counters);
+        self.latency.merge(&o.latency);
+        self.cpu.merge(&o.cpu);
+        if self.window_start_ns == 0 || (o.window_start_ns != 0 && o.window_start_ns < self.window_start_ns) {
+            self.window_start_ns = o.window_start_ns;
+        }
+        self.window_end_ns = self.window_end_ns.max(o.window_end_ns);
+    }
+
+    pub fn wall_ns(&self) -> u64 {
+        self.window_end_ns.saturating_sub(self.window_start_ns)
+    }
+
+    /// The figures of this data with `block_unit`-byte blocks for BPS.
+    pub fn figures(&self, block_unit: u64) -> Figures {
+        Figures::compute(self, block_unit)
+    }
+}
+
+/// CPU figures of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuFigures {
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// (user + sys) per data operation, nanoseconds.
+    pub per_op_ns: f64,
+}
+
+/// The figures a report shows, derived from raw data. All are application-side: bytes are what
+/// the application requested, times are what it waited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures {
+    pub ops: u64,
+    pub bytes: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub fsyncs: u64,
+    pub fsync_s: f64,
+    pub short_ops: u64,
+    pub errors: u64,
+    /// Measurement window: from the end of the ramp to the end of the phase.
+    pub wall_s: f64,
+    /// Overlapped busy time: the union of all in-flight intervals (idle gaps excluded).
+    pub busy_s: f64,
+    pub busy_periods: u64,
+    /// Blocks (of `block_unit` bytes) requested per second of busy time.
+    pub bps: f64,
+    pub block_unit: u64,
+    /// Data operations per second of wall time.
+    pub iops: f64,
+    /// Requested bytes per second of wall time.
+    pub bw_bytes_s: f64,
+    /// Average response time of a data operation, seconds.
+    pub arpt_s: f64,
+    pub lat_ns: LatencySummary,
+    pub cpu: CpuFigures,
+    /// busy_s / wall_s: the share of the run spent with at least one request in flight.
+    pub io_wait_fraction: f64,
+}
+
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 {
+        num / den
+    } else {
+        0.0
+    }
+}
+
+impl Figures {
+    pub fn compute(raw: &AgentRaw, block_unit: u64) -> Figures {
+        let c = &raw.counters;
+        let ops = c.ops();
+        let bytes = c.bytes();
+        let wall_s = raw.wall_ns() as f64 / 1e9;
+        let busy_s = raw.busy.busy_ns as f64 / 1e9;
+        let blocks = bytes as f64 / block_unit.max(1) as f64;
+        let cpu_s = raw.cpu.user_s + raw.cpu.sys_s;
+        Figures {
+            ops,
+            bytes,
+            read_ops: c.read_ops,
+            write_ops: c.write_ops,
+            read_bytes: c.read_bytes,
+            write_bytes: c.write_bytes,
+            fsyncs: c.fsyncs,
+            fsync_s: c.fsync_ns as f64 / 1e9,
+            short_ops: c.short_ops,
+            errors: c.errors,
+            wall_s,
+            busy_s,
+            busy_periods: raw.busy.periods,
+            bps: ratio(blocks, busy_s),
+            block_unit,
+            iops: ratio(ops as f64, wall_s),
+            bw_bytes_s: ratio(bytes as f64, wall_s),
+            arpt_s: ratio(c.latency_sum_ns as f64 / 1e9, ops as f64),
+            lat_ns: raw.latency.summary(),
+            cpu: CpuFigures {
+                user_s: raw.cpu.user_s,
+                sys_s: raw.cpu.sys_s,
+                per_op_ns: ratio(cpu_s * 1e9, ops as f64),
+            },
+            io_wait_fraction: ratio(busy_s, wall_s).min(1.0),
+        }
+    }
+}
+
+/// How one agent was configured, in words, for reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentInfo {
+    pub name: String,
+    pub target: String,
+    /// e.g. "randread", "write", "mix 70% read"
+    pub rw: String,
+    /// e.g. "4KiB" or "4KiB:50,64KiB:50"
+    pub bs: String,
+    pub engine: String,
+    pub qd: u32,
+    pub direct: bool,
+}
+
+/// One agent's result line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentResult {
+    #[serde(flatten)]
+    pub info: AgentInfo,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// A whole run: what `--json` writes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub tool: String,
+    pub tool_version: String,
+    pub command: String,
+    pub job: String,
+    /// True when the run was stopped early (Ctrl-C); figures cover what ran.
+    pub interrupted: bool,
+    /// The error that ended the run early, if any; figures cover what ran.
+    pub error: Option<String>,
+    pub aggregate: Figures,
+    pub agents: Vec<AgentResult>,
+    /// Counters of the device behind the targets over the measurement window, beside the
+    /// application's; `None` when no block device is behind them (tmpfs, null engine).
+    pub device: Option<DeviceReport>,
+    pub warnings: Vec<Warning>,
+    /// Memory the streaming busy-time union needed (peak disjoint runs held).
+    pub union_peak_pending: u64,
+    pub trace_file: Option<String>,
+    pub trace_dropped_records: u64,
+    /// Times an agent waited because the collector had not drained its ring yet.
+    pub union_ring_stalls: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(ops: u64, size: u64, busy_ns: u64, wall_ns: u64) -> AgentRaw {
+        let mut r = AgentRaw::default();
+        r.counters.read_ops = ops;
+        r.counters.read_bytes = ops * size;
+        r.counters.latency_sum_ns = ops * 1000;
+        for _ in 0..ops {
+            r.latency.record(1000);
+        }
+        r.busy = UnionTotals { busy_ns, periods: 1, first_start: 10, last_end: 10 + busy_ns };
+        r.window_start_ns = 10;
+        r.window_end_ns = 10 + wall_ns;
+        r.cpu = CpuTime { user_s: 0.5, sys_s: 0.5 };
+        r
+    }
+
+    #[test]
+    fn derived_figures() {
+        // 1000 reads of 4 KiB, busy 0.5 s of a 2 s window.
+        let f = raw(1000, 4096, 500_000_000, 2_000_000_000).figures(512);
+        assert_eq!(f.ops, 1000);
+        assert_eq!(f.bytes, 4_096_000);
+        assert!((f.bps - 8.0 * 1000.0 / 0.5).abs() < 1e-9, "blocks / busy time");
+        assert!((f.iops - 500.0).abs() < 1e-9, "ops / wall time");
+        assert!((f.bw_bytes_s - 2_048_000.0).abs() < 1e-6);
+        assert!((f.arpt_s - 1e-6).abs() < 1e-15);
+        assert!((f.io_wait_fraction - 0.25).abs() < 1e-12);
+        assert!((f.cpu.per_op_ns - 1e6).abs() < 1e-6);
+        assert_eq!(f.lat_ns.p50, 1000);
+    }
+
+    #[test]
+    fn empty_run_has_zero_not_nan() {
+        let f = AgentRaw::default().figures(512);
+        for v in [f.bps, f.iops, f.bw_bytes_s, f.arpt_s, f.io_wait_fraction, f.cpu.per_op_ns] {
+            assert_eq!(v, 0.0);
+        }
+    }
+
+    #[test]
+    fn merge_adds_counts_and_widens_window() {
+        let mut a = raw(10, 4096, 100, 1000);
+        let mut b = raw(30, 8192, 100, 1000);
+        b.window_start_ns = 5;
+        b.window_end_ns = 2000;
+        a.merge_except_busy(&b);
+        assert_eq!(a.counters.ops(), 40);
+        assert_eq!(a.counters.bytes(), 10 * 4096 + 30 * 8192);
+        assert_eq!(a.latency.count(), 40);
+        assert_eq!((a.window_start_ns, a.window_end_ns), (5, 2000));
+        assert_eq!(a.cpu.user_s, 1.0);
+    }
+}

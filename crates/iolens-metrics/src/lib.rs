@@ -1,0 +1,19 @@
+//! Run metrics: what agents accumulate while they run, how those pieces merge (across agents,
+//! and across processes or ranks), the derived figures a report shows, and warnings.
+//!
+//! Every accumulator here is mergeable: latency histograms add, counters add, busy time comes
+//! from the union of in-flight intervals (see `iolens_record::busy`), device counters are deltas
+//! of `/proc/diskstats`. Derived figures ([`Figures`]) are computed once, from merged raw data,
+//! never averaged from other derived figures.
+
+mod device;
+mod figures;
+mod histogram;
+mod warnings;
+
+pub use device::{DeviceReport, DeviceSample};
+pub use figures::{
+    AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
+};
+pub use histogram::{LatencyHistogram, LatencySummary};
+pub use warnings::{evaluate_warnings, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S};

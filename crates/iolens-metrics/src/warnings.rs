@@ -1,0 +1,201 @@
+use serde::Serialize;
+
+use crate::{DeviceReport, Figures};
+
+/// What a warning is about; stable identifiers for scripts reading the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    PageCacheReads,
+    WritesNotDurable,
+    DeviceCountersUnavailable,
+    ShortRun,
+    FewOps,
+    Interrupted,
+    OpErrors,
+    ShortTransfers,
+    TraceDropped,
+    CleanupFailed,
+}
+
+/// A warning as a value: shown under the table and written into the JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    pub code: WarningCode,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(code: WarningCode, message: impl Into<String>) -> Warning {
+        Warning { code, message: message.into() }
+    }
+}
+
+/// The facts about a run the warning rules look at.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts<'a> {
+    pub aggregate: &'a Figures,
+    pub device: Option<&'a DeviceReport>,
+    /// Why there are no device counters, when there are none.
+    pub no_device_reason: Option<String>,
+    /// Some agent read through the page cache (no O_DIRECT).
+    pub buffered_reads: bool,
+    /// Some agent wrote through the page cache without fsync.
+    pub unsynced_writes: bool,
+    /// Every agent used the null engine: there is no storage to warn about.
+    pub null_only: bool,
+    pub interrupted: bool,
+    pub trace_dropped: u64,
+}
+
+/// Runs shorter than this are flagged as too short to trust.
+pub const MIN_TRUSTED_WALL_S: f64 = 1.0;
+/// Fewer data operations than this make high percentiles meaningless.
+pub const MIN_TRUSTED_OPS: u64 = 1000;
+/// Device bytes below this share of application bytes mean the cache absorbed the traffic.
+const CACHE_SHARE: f64 = 0.5;
+/// Below this many application bytes, cache comparisons drown in device noise.
+const MIN_BYTES_FOR_CACHE_CHECK: u64 = 1 << 20;
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// Applies the honesty rules to a finished run.
+pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
+    let f = facts.aggregate;
+    let mut out = Vec::new();
+    if facts.interrupted {
+        out.push(Warning::new(
+            WarningCode::Interrupted,
+            "run interrupted: the figures cover only the part that ran",
+        ));
+    }
+    if !facts.null_only {
+        match facts.device {
+            Some(dev) => {
+                if facts.buffered_reads
+                    && f.read_bytes >= MIN_BYTES_FOR_CACHE_CHECK
+                    && (dev.read_bytes as f64) < CACHE_SHARE * f.read_bytes as f64
+                {
+                    out.push(Warning::new(
+                        WarningCode::PageCacheReads,
+                        format!(
+                            "reads served mostly from the page cache: the device read {} for {} requested ({:.0}%); \
+                             this measures memory, not storage (use --direct, or a region larger than RAM)",
+                            mib(dev.read_bytes),
+                            mib(f.read_bytes),
+                            100.0 * dev.read_bytes as f64 / f.read_bytes as f64
+                        ),
+                    ));
+                }
+                if facts.unsynced_writes
+                    && f.write_bytes >= MIN_BYTES_FOR_CACHE_CHECK
+                    && (dev.write_bytes as f64) < CACHE_SHARE * f.write_bytes as f64
+                {
+                    out.push(Warning::new(
+                        WarningCode::WritesNotDurable,
+                        format!(
+                            "writes not on stable storage at the end of the phase: the device wrote {} of {} requested \
+                             ({:.0}%); the rest sits in the page cache (use --fsync end or --direct)",
+                            mib(dev.write_bytes),
+                            mib(f.write_bytes),
+                            100.0 * dev.write_bytes as f64 / f.write_bytes as f64
+                        ),
+                    ));
+                }
+            }
+            None => {
+                if facts.buffered_reads || facts.unsynced_writes {
+                    out.push(Warning::new(
+                        WarningCode::DeviceCountersUnavailable,
+                        format!(
+                            "no device counters ({}): cache hits and unsynced writes cannot be told apart from storage",
+                            facts.no_device_reason.as_deref().unwrap_or("no block device behind the target")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if !facts.interrupted && f.wall_s < MIN_TRUSTED_WALL_S {
+        out.push(Warning::new(
+            WarningCode::ShortRun,
+            format!("run lasted {:.3} s: figures from under {MIN_TRUSTED_WALL_S} s are noisy (use --time)", f.wall_s),
+        ));
+    }
+    if f.ops < MIN_TRUSTED_OPS {
+        out.push(Warning::new(
+            WarningCode::FewOps,
+            format!("only {} operations: percentiles above p99 are not meaningful", f.ops),
+        ));
+    }
+    if f.errors > 0 {
+        out.push(Warning::new(WarningCode::OpErrors, format!("{} operations failed", f.errors)));
+    }
+    if f.short_ops > 0 {
+        out.push(Warning::new(
+            WarningCode::ShortTransfers,
+            format!("{} operations moved fewer bytes than requested", f.short_ops),
+        ));
+    }
+    if facts.trace_dropped > 0 {
+        out.push(Warning::new(
+            WarningCode::TraceDropped,
+            format!("{} trace records could not be written: the trace file is incomplete", facts.trace_dropped),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(read: u64, write: u64, wall_s: f64, ops: u64) -> Figures {
+        Figures { read_bytes: read, write_bytes: write, bytes: read + write, wall_s, ops, ..Default::default() }
+    }
+
+    fn codes(w: &[Warning]) -> Vec<WarningCode> {
+        w.iter().map(|w| w.code).collect()
+    }
+
+    #[test]
+    fn cached_reads_and_unsynced_writes_are_flagged() {
+        let f = figures(100 << 20, 100 << 20, 5.0, 10_000);
+        let dev = DeviceReport { read_bytes: 1 << 20, write_bytes: 2 << 20, ..Default::default() };
+        let facts = RunFacts {
+            aggregate: &f,
+            device: Some(&dev),
+            buffered_reads: true,
+            unsynced_writes: true,
+            ..Default::default()
+        };
+        assert_eq!(codes(&evaluate_warnings(&facts)), vec![WarningCode::PageCacheReads, WarningCode::WritesNotDurable]);
+    }
+
+    #[test]
+    fn direct_io_reaching_the_device_is_not_flagged() {
+        let f = figures(100 << 20, 0, 5.0, 10_000);
+        let dev = DeviceReport { read_bytes: 100 << 20, ..Default::default() };
+        let facts = RunFacts { aggregate: &f, device: Some(&dev), buffered_reads: true, ..Default::default() };
+        assert!(evaluate_warnings(&facts).is_empty());
+    }
+
+    #[test]
+    fn short_runs_few_ops_and_missing_device() {
+        let f = figures(1 << 20, 0, 0.2, 10);
+        let facts = RunFacts {
+            aggregate: &f,
+            buffered_reads: true,
+            no_device_reason: Some("tmpfs".into()),
+            ..Default::default()
+        };
+        let w = evaluate_warnings(&facts);
+        assert_eq!(
+            codes(&w),
+            vec![WarningCode::DeviceCountersUnavailable, WarningCode::ShortRun, WarningCode::FewOps]
+        );
+        assert!(w[0].message.contains("tmpfs"));
+    }
+}

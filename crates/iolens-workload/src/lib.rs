@@ -1,0 +1,18 @@
+//! The workload model of iolens, after IOAgent: a [`Job`] is a set of [`AgentSpec`]s, each one
+//! thread with its own target, operation mix, access pattern, request sizes, I/O mode, rate, fsync
+//! policy and termination.
+//!
+//! This crate only describes work; it performs no I/O. Jobs come from TOML job files
+//! ([`load_job_file`], [`parse_job`]) or from command-line flags ([`FlagWorkload`]); both paths
+//! produce the same validated [`Job`]. Human-friendly quantities are parsed by [`parse_size`]
+//! (binary: `1k` = 1024, IEC forms such as `4KiB`) and [`parse_duration`] (`ms`, `s`, `m`, `h`).
+
+mod flags;
+mod jobfile;
+mod model;
+mod units;
+
+pub use flags::FlagWorkload;
+pub use jobfile::{load_job_file, parse_job, JobError};
+pub use model::*;
+pub use units::{format_bytes, parse_duration, parse_size, UnitError};

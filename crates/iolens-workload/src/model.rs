@@ -1,0 +1,162 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A complete workload: agents that run concurrently, one thread each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub name: String,
+    /// The block unit of BPS (bytes); 512 unless the job says otherwise.
+    pub block_unit: u64,
+    pub agents: Vec<AgentSpec>,
+}
+
+/// One IOAgent agent: a thread issuing a stream of requests against one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSpec {
+    pub name: String,
+    /// A regular file, a directory (iolens creates the agent's own file in it) or a block device.
+    pub target: PathBuf,
+    pub op: OpMix,
+    pub pattern: Pattern,
+    pub sizes: SizeSpec,
+    pub engine: EngineKind,
+    /// Requests in flight (buffers) for the asynchronous engine; 1 for sync.
+    pub queue_depth: u32,
+    /// O_DIRECT: bypass the page cache.
+    pub direct: bool,
+    pub rate: Rate,
+    pub fsync: FsyncPolicy,
+    /// Size of the region the agent addresses (file size); `None` = the target's size, or a
+    /// default for new files.
+    pub region_size: Option<u64>,
+    pub termination: Termination,
+    /// Excluded from every metric: operations that start before the ramp ends are not recorded.
+    pub ramp: Duration,
+    /// Seed for the agent's random streams (offsets, sizes, mix, arrivals).
+    pub seed: u64,
+}
+
+/// Whether an agent reads, writes or mixes both.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpMix {
+    Read,
+    Write,
+    /// Each request is a read with probability `read_pct`/100, else a write.
+    Mixed { read_pct: u8 },
+}
+
+impl OpMix {
+    pub fn reads(self) -> bool {
+        !matches!(self, OpMix::Write)
+    }
+    pub fn writes(self) -> bool {
+        !matches!(self, OpMix::Read)
+    }
+}
+
+/// Where in the region successive requests land.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pattern {
+    Sequential,
+    /// Each request starts `stride` bytes after the previous one's start (wrapping at the end).
+    Strided { stride: u64 },
+    Random(Distribution),
+}
+
+/// The distribution of random offsets over the region.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    Uniform,
+    /// A hot spot: offsets normally distributed around `center` (fraction of the region, 0..1)
+    /// with standard deviation `spread` (fraction of the region). IOAgent's "Poisson" case.
+    Normal { center: f64, spread: f64 },
+    /// Zipf over the region's blocks with exponent `theta` (> 0); block 0 is the hottest, and
+    /// hot blocks are scattered over the region.
+    Zipf { theta: f64 },
+}
+
+/// Request sizes: one size, or a weighted list (like fio's bssplit).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SizeSpec {
+    Fixed(u64),
+    /// (size in bytes, weight) pairs; weights are relative.
+    Weighted(Vec<(u64, u32)>),
+}
+
+impl SizeSpec {
+    pub fn max(&self) -> u64 {
+        match self {
+            SizeSpec::Fixed(s) => *s,
+            SizeSpec::Weighted(list) => list.iter().map(|(s, _)| *s).max().unwrap_or(0),
+        }
+    }
+    pub fn min(&self) -> u64 {
+        match self {
+            SizeSpec::Fixed(s) => *s,
+            SizeSpec::Weighted(list) => list.iter().map(|(s, _)| *s).min().unwrap_or(0),
+        }
+    }
+}
+
+/// The I/O backend an agent uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// pread/pwrite, one request at a time.
+    Sync,
+    /// io_uring with `queue_depth` requests in flight.
+    IoUring,
+    /// No I/O at all: measures the tool's own per-op overhead.
+    Null,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
+/// Issue rate of an agent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Operations per second; 0 = as fast as possible.
+    pub ops_per_s: f64,
+    pub arrival: Arrival,
+}
+
+impl Rate {
+    pub const UNLIMITED: Rate = Rate { ops_per_s: 0.0, arrival: Arrival::Constant };
+}
+
+/// Inter-arrival times of a rate-limited agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    Constant,
+    /// Exponentially distributed gaps (a Poisson process) with the configured mean rate.
+    Poisson,
+}
+
+/// When writes are flushed to stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    None,
+    /// fsync after every N write operations.
+    EveryN(u64),
+    /// One fsync at the end of the phase; its time is counted in the phase.
+    AtEnd,
+}
+
+/// When an agent stops. With neither set, the agent moves `region_size` bytes once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Termination {
+    /// Time-driven: stop after this long (the ramp comes on top).
+    pub time: Option<Duration>,
+    /// Size-driven: stop after this many bytes were requested (after the ramp).
+    pub bytes: Option<u64>,
+}
+
+/// Region size for new files when neither the job nor the target gives one.
+pub const DEFAULT_REGION_SIZE: u64 = 64 << 20;
