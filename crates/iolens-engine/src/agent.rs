@@ -52,7 +52,11 @@ pub(crate) struct AgentSetup<'a> {
 #[derive(Debug)]
 pub(crate) enum AgentFailure {
     /// A request failed with this errno.
-    Op { errno: i32, offset: u64, dir: Direction },
+    Op {
+        errno: i32,
+        offset: u64,
+        dir: Direction,
+    },
     Fsync(std::io::Error),
     Backend(std::io::Error),
 }
@@ -298,7 +302,15 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         }
         if fsync_every > 0 && writes_since_fsync >= fsync_every {
             writes_since_fsync = 0;
-            if let Err(e) = timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index) {
+            if let Err(e) = timed_fsync(
+                &mut backend,
+                &mut tracker,
+                &mut sink,
+                &mut raw,
+                ramp_end,
+                &mut trace,
+                setup.index,
+            ) {
                 failure.get_or_insert(AgentFailure::Fsync(e));
                 issuing = false;
             }
@@ -316,7 +328,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     }
 
     if spec.fsync == FsyncPolicy::AtEnd && wrote && failure.is_none() {
-        if let Err(e) = timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index) {
+        if let Err(e) =
+            timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index)
+        {
             failure = Some(AgentFailure::Fsync(e));
         }
     }
@@ -324,7 +338,8 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     raw.window_end_ns = t_end.max(ramp_end);
     if measuring {
         let cpu_end = thread_cpu();
-        raw.cpu = CpuTime { user_s: cpu_end.user_s - cpu_start.user_s, sys_s: cpu_end.sys_s - cpu_start.sys_s };
+        raw.cpu =
+            CpuTime { user_s: cpu_end.user_s - cpu_start.user_s, sys_s: cpu_end.sys_s - cpu_start.sys_s };
     }
     setup.progress.ops.store(completed_ops, Ordering::Relaxed);
     setup.progress.bytes.store(issued_bytes, Ordering::Relaxed);

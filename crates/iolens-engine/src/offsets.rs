@@ -71,12 +71,20 @@ impl MixPicker {
 }
 
 enum Placement {
-    Sequential { cursor: u64 },
-    Strided { cursor: u64, stride: u64 },
+    Sequential {
+        cursor: u64,
+    },
+    Strided {
+        cursor: u64,
+        stride: u64,
+    },
     Uniform,
     Normal(Normal<f64>),
     /// Zipf ranks scattered over the region by a bijection so hot blocks are not all adjacent.
-    Zipf { zipf: Zipf<f64>, multiplier: u64 },
+    Zipf {
+        zipf: Zipf<f64>,
+        multiplier: u64,
+    },
 }
 
 /// Generates request offsets inside `[0, region)`, aligned to `align`, so a request of up to
@@ -116,7 +124,10 @@ impl OffsetGen {
                 while gcd(multiplier, slots) != 1 {
                     multiplier += 2;
                 }
-                Placement::Zipf { zipf: Zipf::new(slots as f64, *theta).expect("validated theta"), multiplier }
+                Placement::Zipf {
+                    zipf: Zipf::new(slots as f64, *theta).expect("validated theta"),
+                    multiplier,
+                }
             }
         };
         OffsetGen { placement, region, align, slots }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning, WarningCode,
-    SCHEMA_VERSION,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning,
+    WarningCode, SCHEMA_VERSION,
 };
 use iolens_record::clock::now_ns;
 use iolens_record::trace::TraceWriter;
@@ -116,7 +116,9 @@ fn open_backend(spec: &AgentSpec, targets: &Targets, index: usize) -> Result<Any
     let bt = BackendTarget { fd: std::os::fd::IntoRawFd::into_raw_fd(file), buffers };
     Ok(match spec.engine {
         EngineKind::Sync => AnyBackend::Sync(SyncBackend::new(bt)),
-        EngineKind::IoUring => AnyBackend::Uring(UringBackend::new(bt, depth).map_err(EngineError::UringUnavailable)?),
+        EngineKind::IoUring => {
+            AnyBackend::Uring(UringBackend::new(bt, depth).map_err(EngineError::UringUnavailable)?)
+        }
         EngineKind::Null => unreachable!(),
     })
 }
@@ -153,7 +155,9 @@ fn watch_devices(targets: &Targets) -> (Option<DeviceWatch>, String, Option<Stri
         let fs = if t.kind == TargetKind::BlockDevice {
             "raw device".to_string()
         } else {
-            iolens_device::filesystem_type(&t.path).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into())
+            iolens_device::filesystem_type(&t.path)
+                .map(|f| f.name.to_string())
+                .unwrap_or_else(|_| "unknown".into())
         };
         match iolens_device::device_for_path(&t.path) {
             Ok(Some(dev)) => {
@@ -207,8 +211,12 @@ fn measure(
     targets: &Targets,
 ) -> Result<RunResult, EngineError> {
     let n = job.agents.len();
-    let backends: Vec<AnyBackend> =
-        job.agents.iter().enumerate().map(|(i, spec)| open_backend(spec, targets, i)).collect::<Result<_, _>>()?;
+    let backends: Vec<AnyBackend> = job
+        .agents
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| open_backend(spec, targets, i))
+        .collect::<Result<_, _>>()?;
     let trace = match &opts.trace {
         Some(path) => {
             let names: Vec<String> = job.agents.iter().map(|a| a.name.clone()).collect();
@@ -289,9 +297,15 @@ fn measure(
                 (None, Some(b)) => Some(bytes as f64 / b as f64),
                 _ => None,
             };
-            observer.progress(&super::Progress { elapsed_s, fraction: fraction.map(|f| f.min(1.0)), ops, bytes });
+            observer.progress(&super::Progress {
+                elapsed_s,
+                fraction: fraction.map(|f| f.min(1.0)),
+                ops,
+                bytes,
+            });
         });
-        let outcomes: Vec<AgentOutcome> = handles.into_iter().map(|h| h.join().expect("agent thread panicked")).collect();
+        let outcomes: Vec<AgentOutcome> =
+            handles.into_iter().map(|h| h.join().expect("agent thread panicked")).collect();
         let dev_after = watch.as_ref().and_then(|w| w.read());
         (outcomes, collected, dev_before, dev_after)
     });
@@ -333,7 +347,10 @@ fn measure(
         no_device_reason: if device.is_none() { no_device_reason } else { None },
         buffered_reads: job.agents.iter().any(|a| a.op.reads() && !a.direct && a.engine != EngineKind::Null),
         unsynced_writes: job.agents.iter().any(|a| {
-            a.op.writes() && !a.direct && a.engine != EngineKind::Null && a.fsync == iolens_workload::FsyncPolicy::None
+            a.op.writes()
+                && !a.direct
+                && a.engine != EngineKind::Null
+                && a.fsync == iolens_workload::FsyncPolicy::None
         }),
         null_only,
         interrupted,

@@ -82,10 +82,14 @@ impl Targets {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TargetPolicy {
     pub allow_overwrite: bool,
+    /// Leave the targets' cached pages in memory. By default they are dropped before the run
+    /// (as fio's `invalidate=1`), so reads start from the device.
+    pub keep_cache: bool,
 }
 
-fn io_err(path: &Path, action: &'static str) -> impl FnOnce(io::Error) -> EngineError + '_ {
-    move |source| EngineError::Io { path: path.to_path_buf(), action, source }
+fn io_err(path: &Path, action: &'static str) -> impl FnOnce(io::Error) -> EngineError {
+    let path = path.to_path_buf();
+    move |source| EngineError::Io { path, action, source }
 }
 
 fn sanitize(name: &str) -> String {
@@ -134,18 +138,21 @@ struct Use {
 /// Resolves every agent's target, checks safety, and lays out data. Stops early (leaving what
 /// it created listed for removal) when `stop` is set.
 pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Result<Targets, EngineError> {
-    let mut by_path: BTreeMap<PathBuf, (usize, Use)> = BTreeMap::new();
+    let mut by_path: BTreeMap<PathBuf, Use> = BTreeMap::new();
     let mut agent_path = Vec::with_capacity(job.agents.len());
     for agent in &job.agents {
         let path = resolve_path(job, agent)?;
-        let entry = by_path.entry(path.clone()).or_insert_with(|| {
-            (0, Use { reads: false, writes: false, direct: false, region: None })
+        let usage = by_path.entry(path.clone()).or_insert(Use {
+            reads: false,
+            writes: false,
+            direct: false,
+            region: None,
         });
-        entry.1.reads |= agent.op.reads();
-        entry.1.writes |= agent.op.writes() && agent.engine != iolens_workload::EngineKind::Null;
-        entry.1.direct |= agent.direct;
+        usage.reads |= agent.op.reads();
+        usage.writes |= agent.op.writes() && agent.engine != iolens_workload::EngineKind::Null;
+        usage.direct |= agent.direct;
         if let Some(r) = agent.region_size {
-            entry.1.region = Some(entry.1.region.map_or(r, |x: u64| x.max(r)));
+            usage.region = Some(usage.region.map_or(r, |x| x.max(r)));
         }
         agent_path.push(path);
     }
@@ -153,21 +160,23 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
 
     let mut targets = Targets::default();
     let mut index = BTreeMap::new();
-    for (i, (path, (_, usage))) in by_path.iter_mut().enumerate() {
+    for (i, (path, usage)) in by_path.iter().enumerate() {
         index.insert(path.clone(), i);
         targets.targets.push(plan_target(path, usage, policy, null_only)?);
     }
     targets.agent_target = agent_path.iter().map(|p| index[p]).collect();
-    check_free_space(&targets, &by_path)?;
+    check_free_space(&targets)?;
 
     if null_only {
         return Ok(targets);
     }
-    for (i, (_, usage)) in by_path.iter().enumerate() {
-        let t = &mut targets.targets[i];
+    for (t, usage) in targets.targets.iter_mut().zip(by_path.values()) {
         let step = materialize(t, usage, stop).and_then(|bytes| {
             if t.kind == TargetKind::File && usage.direct {
                 check_direct(&t.path)?;
+            }
+            if !policy.keep_cache {
+                drop_cached_pages(&t.path);
             }
             Ok(bytes)
         });
@@ -191,7 +200,8 @@ fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<PathBuf, EngineError> {
             reason: "is neither a regular file, a directory nor a block device".into(),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let parent = agent.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent =
+                agent.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if parent.is_dir() {
                 Ok(agent.target.clone())
             } else {
@@ -205,7 +215,12 @@ fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<PathBuf, EngineError> {
     }
 }
 
-fn plan_target(path: &Path, usage: &Use, policy: TargetPolicy, null_only: bool) -> Result<Target, EngineError> {
+fn plan_target(
+    path: &Path,
+    usage: &Use,
+    policy: TargetPolicy,
+    null_only: bool,
+) -> Result<Target, EngineError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -280,10 +295,10 @@ fn plan_target(path: &Path, usage: &Use, policy: TargetPolicy, null_only: bool) 
     }
 }
 
-fn check_free_space(targets: &Targets, by_path: &BTreeMap<PathBuf, (usize, Use)>) -> Result<(), EngineError> {
+fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
     // Group new bytes by the file system (device) they land on.
     let mut need: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
-    for (t, (_, _usage)) in targets.targets.iter().zip(by_path) {
+    for t in &targets.targets {
         if t.kind != TargetKind::File {
             continue;
         }
@@ -293,14 +308,15 @@ fn check_free_space(targets: &Targets, by_path: &BTreeMap<PathBuf, (usize, Use)>
         }
         let extra = t.region.saturating_sub(current);
         let dir = t.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).map_err(io_err(dir, "inspect"))?);
+        let dev =
+            std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).map_err(io_err(dir, "inspect"))?);
         let e = need.entry(dev).or_insert((dir.to_path_buf(), 0));
         e.1 += extra;
     }
     for (_, (dir, bytes)) in need {
         let free = iolens_device::free_bytes(&dir).map_err(io_err(&dir, "check free space on"))?;
         // Keep a margin so the run does not fill the file system to the last block.
-        let margin = (free / 20).max(64 << 20).min(1 << 30);
+        let margin = (free / 20).min(64 << 20);
         if bytes > 0 && bytes + margin > free {
             return Err(EngineError::NoSpace { path: dir, need: bytes, free });
         }
@@ -315,7 +331,12 @@ fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, En
     }
     let path = t.path.clone();
     let file = if t.new {
-        let f = OpenOptions::new().read(true).write(true).create_new(true).open(&path).map_err(io_err(&path, "create"))?;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err(&path, "create"))?;
         t.created = true;
         f
     } else if is_own_file(&path) {
@@ -373,6 +394,18 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> R
     Ok(to - from)
 }
 
+/// Writes back and evicts the target's cached pages: advice that never changes data, so it is
+/// applied to foreign files and devices too.
+fn drop_cached_pages(path: &Path) {
+    if let Ok(f) = File::open(path) {
+        // SAFETY: plain syscalls on a descriptor we own.
+        unsafe {
+            libc::fdatasync(f.as_raw_fd());
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+}
+
 /// Fails early, with the file system's name, where O_DIRECT is refused.
 fn check_direct(path: &Path) -> Result<(), EngineError> {
     match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
@@ -383,7 +416,8 @@ fn check_direct(path: &Path) -> Result<(), EngineError> {
 }
 
 pub(crate) fn direct_refused(path: &Path) -> EngineError {
-    let fs = iolens_device::filesystem_type(path).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());
+    let fs =
+        iolens_device::filesystem_type(path).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());
     EngineError::DirectUnsupported { path: path.to_path_buf(), filesystem: fs }
 }
 

@@ -60,7 +60,8 @@ impl LatencyHistogram {
     }
 
     pub fn from_bytes(mut bytes: &[u8]) -> Result<LatencyHistogram, String> {
-        let hist: Histogram<u64> = Deserializer::new().deserialize(&mut bytes).map_err(|e| format!("{e:?}"))?;
+        let hist: Histogram<u64> =
+            Deserializer::new().deserialize(&mut bytes).map_err(|e| format!("{e:?}"))?;
         let mut h = LatencyHistogram::new();
         h.hist.add(&hist).map_err(|e| format!("{e:?}"))?;
         Ok(h)

@@ -32,7 +32,7 @@ impl Warning {
 }
 
 /// The facts about a run the warning rules look at.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunFacts<'a> {
     pub aggregate: &'a Figures,
     pub device: Option<&'a DeviceReport>,
@@ -46,6 +46,22 @@ pub struct RunFacts<'a> {
     pub null_only: bool,
     pub interrupted: bool,
     pub trace_dropped: u64,
+}
+
+impl<'a> RunFacts<'a> {
+    /// Facts with nothing but the figures known.
+    pub fn new(aggregate: &'a Figures) -> RunFacts<'a> {
+        RunFacts {
+            aggregate,
+            device: None,
+            no_device_reason: None,
+            buffered_reads: false,
+            unsynced_writes: false,
+            null_only: false,
+            interrupted: false,
+            trace_dropped: 0,
+        }
+    }
 }
 
 /// Runs shorter than this are flagged as too short to trust.
@@ -121,7 +137,10 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
     if !facts.interrupted && f.wall_s < MIN_TRUSTED_WALL_S {
         out.push(Warning::new(
             WarningCode::ShortRun,
-            format!("run lasted {:.3} s: figures from under {MIN_TRUSTED_WALL_S} s are noisy (use --time)", f.wall_s),
+            format!(
+                "run lasted {:.3} s: figures from under {MIN_TRUSTED_WALL_S} s are noisy (use --time)",
+                f.wall_s
+            ),
         ));
     }
     if f.ops < MIN_TRUSTED_OPS {
@@ -142,7 +161,10 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
     if facts.trace_dropped > 0 {
         out.push(Warning::new(
             WarningCode::TraceDropped,
-            format!("{} trace records could not be written: the trace file is incomplete", facts.trace_dropped),
+            format!(
+                "{} trace records could not be written: the trace file is incomplete",
+                facts.trace_dropped
+            ),
         ));
     }
     out
@@ -153,7 +175,14 @@ mod tests {
     use super::*;
 
     fn figures(read: u64, write: u64, wall_s: f64, ops: u64) -> Figures {
-        Figures { read_bytes: read, write_bytes: write, bytes: read + write, wall_s, ops, ..Default::default() }
+        Figures {
+            read_bytes: read,
+            write_bytes: write,
+            bytes: read + write,
+            wall_s,
+            ops,
+            ..Default::default()
+        }
     }
 
     fn codes(w: &[Warning]) -> Vec<WarningCode> {
@@ -164,33 +193,27 @@ mod tests {
     fn cached_reads_and_unsynced_writes_are_flagged() {
         let f = figures(100 << 20, 100 << 20, 5.0, 10_000);
         let dev = DeviceReport { read_bytes: 1 << 20, write_bytes: 2 << 20, ..Default::default() };
-        let facts = RunFacts {
-            aggregate: &f,
-            device: Some(&dev),
-            buffered_reads: true,
-            unsynced_writes: true,
-            ..Default::default()
-        };
-        assert_eq!(codes(&evaluate_warnings(&facts)), vec![WarningCode::PageCacheReads, WarningCode::WritesNotDurable]);
+        let facts =
+            RunFacts { device: Some(&dev), buffered_reads: true, unsynced_writes: true, ..RunFacts::new(&f) };
+        assert_eq!(
+            codes(&evaluate_warnings(&facts)),
+            vec![WarningCode::PageCacheReads, WarningCode::WritesNotDurable]
+        );
     }
 
     #[test]
     fn direct_io_reaching_the_device_is_not_flagged() {
         let f = figures(100 << 20, 0, 5.0, 10_000);
         let dev = DeviceReport { read_bytes: 100 << 20, ..Default::default() };
-        let facts = RunFacts { aggregate: &f, device: Some(&dev), buffered_reads: true, ..Default::default() };
+        let facts = RunFacts { device: Some(&dev), buffered_reads: true, ..RunFacts::new(&f) };
         assert!(evaluate_warnings(&facts).is_empty());
     }
 
     #[test]
     fn short_runs_few_ops_and_missing_device() {
         let f = figures(1 << 20, 0, 0.2, 10);
-        let facts = RunFacts {
-            aggregate: &f,
-            buffered_reads: true,
-            no_device_reason: Some("tmpfs".into()),
-            ..Default::default()
-        };
+        let facts =
+            RunFacts { buffered_reads: true, no_device_reason: Some("tmpfs".into()), ..RunFacts::new(&f) };
         let w = evaluate_warnings(&facts);
         assert_eq!(
             codes(&w),

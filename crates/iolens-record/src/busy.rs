@@ -353,12 +353,8 @@ mod tests {
     #[test]
     fn paper_figure_2_example() {
         // R1..R3 overlap partially, R4 stands alone after an idle gap: T = Δt1 + Δt2.
-        let mut ivs = vec![
-            Interval::new(1, 4),
-            Interval::new(2, 6),
-            Interval::new(3, 5),
-            Interval::new(7, 8),
-        ];
+        let mut ivs =
+            vec![Interval::new(1, 4), Interval::new(2, 6), Interval::new(3, 5), Interval::new(7, 8)];
         let t = union_of(&mut ivs);
         assert_eq!(t.busy_ns, (6 - 1) + (8 - 7));
         assert_eq!(t.periods, 2);

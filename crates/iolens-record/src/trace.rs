@@ -173,7 +173,11 @@ impl TraceWriter {
 
     /// A per-stream buffer; records reach the file when it fills or is finished.
     pub fn buffer(self: &Arc<Self>) -> TraceBuffer {
-        TraceBuffer { writer: Arc::clone(self), buf: Vec::with_capacity(RECORDS_PER_BLOCK * RECORD_SIZE), error: None }
+        TraceBuffer {
+            writer: Arc::clone(self),
+            buf: Vec::with_capacity(RECORDS_PER_BLOCK * RECORD_SIZE),
+            error: None,
+        }
     }
 
     /// Records lost because a block could not be written.

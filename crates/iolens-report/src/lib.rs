@@ -1,1 +1,9 @@
-//! stub
+//! Presenting results: the terminal table ([`table`]), and exports to JSON and CSV
+//! ([`export`]). Nothing here measures or computes figures; it only lays out a
+//! [`RunResult`](iolens_metrics::RunResult).
+
+pub mod export;
+pub mod table;
+
+pub use export::{write_csv, write_json_atomic, ErrorReport};
+pub use table::render_run;

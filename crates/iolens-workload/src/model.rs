@@ -42,7 +42,9 @@ pub enum OpMix {
     Read,
     Write,
     /// Each request is a read with probability `read_pct`/100, else a write.
-    Mixed { read_pct: u8 },
+    Mixed {
+        read_pct: u8,
+    },
 }
 
 impl OpMix {
@@ -59,7 +61,9 @@ impl OpMix {
 pub enum Pattern {
     Sequential,
     /// Each request starts `stride` bytes after the previous one's start (wrapping at the end).
-    Strided { stride: u64 },
+    Strided {
+        stride: u64,
+    },
     Random(Distribution),
 }
 
@@ -69,10 +73,15 @@ pub enum Distribution {
     Uniform,
     /// A hot spot: offsets normally distributed around `center` (fraction of the region, 0..1)
     /// with standard deviation `spread` (fraction of the region). IOAgent's "Poisson" case.
-    Normal { center: f64, spread: f64 },
+    Normal {
+        center: f64,
+        spread: f64,
+    },
     /// Zipf over the region's blocks with exponent `theta` (> 0); block 0 is the hottest, and
     /// hot blocks are scattered over the region.
-    Zipf { theta: f64 },
+    Zipf {
+        theta: f64,
+    },
 }
 
 /// Request sizes: one size, or a weighted list (like fio's bssplit).

@@ -27,8 +27,12 @@ impl IoBackend for SyncBackend {
         // owned by this agent; the fd stays open for the backend's lifetime.
         let ret = unsafe {
             match req.dir {
-                Direction::Read => libc::pread(self.target.fd, buf.cast(), req.len as usize, req.offset as i64),
-                Direction::Write => libc::pwrite(self.target.fd, buf.cast(), req.len as usize, req.offset as i64),
+                Direction::Read => {
+                    libc::pread(self.target.fd, buf.cast(), req.len as usize, req.offset as i64)
+                }
+                Direction::Write => {
+                    libc::pwrite(self.target.fd, buf.cast(), req.len as usize, req.offset as i64)
+                }
             }
         };
         self.done = Some(Completion { slot: req.slot, result: errno_result(ret) });

@@ -39,8 +39,12 @@ impl IoBackend for UringBackend {
         let buf = self.target.buffers.ptr(req.slot as usize);
         let file = types::Fixed(0);
         let sqe = match req.dir {
-            Direction::Read => opcode::ReadFixed::new(file, buf, req.len, req.slot).offset(req.offset).build(),
-            Direction::Write => opcode::WriteFixed::new(file, buf, req.len, req.slot).offset(req.offset).build(),
+            Direction::Read => {
+                opcode::ReadFixed::new(file, buf, req.len, req.slot).offset(req.offset).build()
+            }
+            Direction::Write => {
+                opcode::WriteFixed::new(file, buf, req.len, req.slot).offset(req.offset).build()
+            }
         }
         .user_data(req.slot as u64);
         // SAFETY: the SQE points into a registered buffer that stays untouched until its
@@ -48,7 +52,10 @@ impl IoBackend for UringBackend {
         unsafe {
             if self.ring.submission().push(&sqe).is_err() {
                 self.ring.submit()?;
-                self.ring.submission().push(&sqe).map_err(|_| io::Error::other("io_uring submission queue full"))?;
+                self.ring
+                    .submission()
+                    .push(&sqe)
+                    .map_err(|_| io::Error::other("io_uring submission queue full"))?;
             }
         }
         self.queued += 1;

@@ -1,0 +1,205 @@
+//! JSON and CSV files. JSON is written atomically (temporary file, then rename), so a reader
+//! sees either the previous complete file or the new complete file, never half of one.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use iolens_metrics::{Figures, RunResult, SCHEMA_VERSION};
+use serde::Serialize;
+
+fn temp_beside(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Writes `value` as pretty JSON to `path` through a temporary file and a rename.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let tmp = temp_beside(path);
+    let result = (|| {
+        let mut w = BufWriter::new(File::create(&tmp)?);
+        serde_json::to_writer_pretty(&mut w, value)?;
+        w.write_all(b"\n")?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// What `--json` holds when a command fails before it has results.
+#[derive(Debug, Serialize)]
+pub struct ErrorReport {
+    pub schema_version: u32,
+    pub tool: &'static str,
+    pub tool_version: &'static str,
+    pub command: String,
+    pub interrupted: bool,
+    pub error: String,
+}
+
+impl ErrorReport {
+    pub fn new(command: String, error: String, interrupted: bool) -> ErrorReport {
+        ErrorReport {
+            schema_version: SCHEMA_VERSION,
+            tool: "iolens",
+            tool_version: env!("CARGO_PKG_VERSION"),
+            command,
+            interrupted,
+            error,
+        }
+    }
+}
+
+const CSV_COLUMNS: &[&str] = &[
+    "scope",
+    "name",
+    "target",
+    "rw",
+    "bs",
+    "engine",
+    "qd",
+    "direct",
+    "ops",
+    "bytes",
+    "read_ops",
+    "write_ops",
+    "read_bytes",
+    "write_bytes",
+    "fsyncs",
+    "fsync_s",
+    "errors",
+    "short_ops",
+    "wall_s",
+    "busy_s",
+    "busy_periods",
+    "bps",
+    "block_unit",
+    "iops",
+    "bw_bytes_s",
+    "arpt_s",
+    "lat_min_ns",
+    "lat_mean_ns",
+    "lat_p50_ns",
+    "lat_p90_ns",
+    "lat_p99_ns",
+    "lat_p99.9_ns",
+    "lat_p99.99_ns",
+    "lat_max_ns",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "cpu_per_op_ns",
+    "io_wait_fraction",
+];
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn figure_fields(f: &Figures) -> Vec<String> {
+    let l = &f.lat_ns;
+    vec![
+        f.ops.to_string(),
+        f.bytes.to_string(),
+        f.read_ops.to_string(),
+        f.write_ops.to_string(),
+        f.read_bytes.to_string(),
+        f.write_bytes.to_string(),
+        f.fsyncs.to_string(),
+        f.fsync_s.to_string(),
+        f.errors.to_string(),
+        f.short_ops.to_string(),
+        f.wall_s.to_string(),
+        f.busy_s.to_string(),
+        f.busy_periods.to_string(),
+        f.bps.to_string(),
+        f.block_unit.to_string(),
+        f.iops.to_string(),
+        f.bw_bytes_s.to_string(),
+        f.arpt_s.to_string(),
+        l.min.to_string(),
+        l.mean.to_string(),
+        l.p50.to_string(),
+        l.p90.to_string(),
+        l.p99.to_string(),
+        l.p99_9.to_string(),
+        l.p99_99.to_string(),
+        l.max.to_string(),
+        f.cpu.user_s.to_string(),
+        f.cpu.sys_s.to_string(),
+        f.cpu.per_op_ns.to_string(),
+        f.io_wait_fraction.to_string(),
+    ]
+}
+
+/// One row per agent plus an `aggregate` row, with a header.
+pub fn write_csv(path: &Path, run: &RunResult) -> io::Result<()> {
+    let tmp = temp_beside(path);
+    let mut w = BufWriter::new(File::create(&tmp)?);
+    writeln!(w, "{}", CSV_COLUMNS.join(","))?;
+    for a in &run.agents {
+        let i = &a.info;
+        let mut row = vec![
+            "agent".to_string(),
+            csv_field(&i.name),
+            csv_field(&i.target),
+            csv_field(&i.rw),
+            csv_field(&i.bs),
+            i.engine.clone(),
+            i.qd.to_string(),
+            i.direct.to_string(),
+        ];
+        row.extend(figure_fields(&a.figures));
+        writeln!(w, "{}", row.join(","))?;
+    }
+    let mut row = vec!["aggregate".to_string(), csv_field(&run.job)];
+    row.extend(std::iter::repeat_n(String::new(), 6));
+    row.extend(figure_fields(&run.aggregate));
+    writeln!(w, "{}", row.join(","))?;
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolens_metrics::{AgentInfo, AgentResult};
+
+    #[test]
+    fn csv_has_header_agent_rows_and_aggregate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.csv");
+        let mut run = RunResult { job: "j".into(), ..Default::default() };
+        run.agents.push(AgentResult {
+            info: AgentInfo { name: "a,1".into(), ..Default::default() },
+            figures: Figures { ops: 3, ..Default::default() },
+        });
+        write_csv(&path, &run).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let cols = CSV_COLUMNS.len();
+        assert_eq!(lines[0].split(',').count(), cols);
+        assert!(lines[1].starts_with("agent,\"a,1\","));
+        assert!(lines[2].starts_with("aggregate,j,"));
+        assert_eq!(lines[2].split(',').count(), cols);
+    }
+
+    #[test]
+    fn json_is_replaced_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        write_json_atomic(&path, &ErrorReport::new("x".into(), "boom".into(), false)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["error"], "boom");
+        assert_eq!(v["schema_version"], SCHEMA_VERSION);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+}

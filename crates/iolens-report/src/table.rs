@@ -1,0 +1,199 @@
+//! The compact terminal table of a run: one row per agent and an aggregate row, the device
+//! beside the application, then the warnings.
+
+use std::fmt::Write;
+
+use iolens_metrics::{DeviceReport, Figures, RunResult};
+
+/// A count per second in a short form: `812`, `45.2k`, `1.23M`.
+pub fn fmt_rate(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Nanoseconds in the unit that keeps 3 significant digits: `850ns`, `12.4us`, `3.10ms`, `1.20s`.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}us", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+pub fn fmt_mib(bytes: f64) -> String {
+    format!("{:.1}", bytes / (1u64 << 20) as f64)
+}
+
+struct Table {
+    header: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn render(&self, out: &mut String) {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([self.header[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>, out: &mut String| {
+            let mut s = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                if i == 0 {
+                    let _ = write!(s, "{cell:<w$}", w = widths[i]);
+                } else {
+                    let _ = write!(s, "  {cell:>w$}", w = widths[i]);
+                }
+            }
+            out.push_str(s.trim_end());
+            out.push('\n');
+        };
+        line(self.header.clone(), out);
+        for r in &self.rows {
+            line(r.iter().map(String::as_str).collect(), out);
+        }
+    }
+}
+
+fn figure_cells(f: &Figures) -> Vec<String> {
+    vec![
+        f.ops.to_string(),
+        fmt_rate(f.iops),
+        fmt_mib(f.bw_bytes_s),
+        fmt_rate(f.bps),
+        format!("{:.2}", f.busy_s),
+        format!("{:.0}%", 100.0 * f.io_wait_fraction),
+        fmt_ns(f.arpt_s * 1e9),
+        fmt_ns(f.lat_ns.p50 as f64),
+        fmt_ns(f.lat_ns.p99 as f64),
+        fmt_ns(f.lat_ns.p99_9 as f64),
+        fmt_ns(f.cpu.per_op_ns),
+    ]
+}
+
+const FIGURE_HEADER: [&str; 11] =
+    ["ops", "IOPS", "MiB/s", "BPS", "busy_s", "io_wait", "ARPT", "p50", "p99", "p99.9", "cpu/op"];
+
+fn device_lines(d: &DeviceReport, out: &mut String) {
+    let amp = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}x"));
+    let _ = writeln!(
+        out,
+        "device {} ({}), over the same window:  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
+        d.device,
+        d.filesystem,
+        fmt_mib(d.read_bytes as f64),
+        d.read_ops,
+        amp(d.read_amplification),
+        fmt_mib(d.write_bytes as f64),
+        d.write_ops,
+        amp(d.write_amplification),
+        100.0 * d.util,
+        d.avg_queue
+    );
+}
+
+/// Renders a run for the terminal.
+pub fn render_run(run: &RunResult) -> String {
+    let mut header = vec!["agent", "rw", "bs", "engine", "target"];
+    header.extend(FIGURE_HEADER);
+    let mut rows = Vec::new();
+    for a in &run.agents {
+        let i = &a.info;
+        let engine = if i.qd > 1 { format!("{} qd{}", i.engine, i.qd) } else { i.engine.clone() };
+        let engine = if i.direct { format!("{engine} direct") } else { engine };
+        let mut row = vec![i.name.clone(), i.rw.clone(), i.bs.clone(), engine, i.target.clone()];
+        row.extend(figure_cells(&a.figures));
+        rows.push(row);
+    }
+    if run.agents.len() != 1 {
+        let mut row = vec!["all".to_string(), String::new(), String::new(), String::new(), String::new()];
+        row.extend(figure_cells(&run.aggregate));
+        rows.push(row);
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "job {}: {:.2} s wall, {:.2} s busy (union of in-flight time), {} MiB requested by the application{}",
+        run.job,
+        run.aggregate.wall_s,
+        run.aggregate.busy_s,
+        fmt_mib(run.aggregate.bytes as f64),
+        if run.interrupted { " — INTERRUPTED" } else { "" }
+    );
+    Table { header, rows }.render(&mut out);
+    let _ = writeln!(
+        out,
+        "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second; latency = submission to completion",
+        run.aggregate.block_unit
+    );
+    if let Some(d) = &run.device {
+        device_lines(d, &mut out);
+    }
+    for w in &run.warnings {
+        let _ = writeln!(out, "warning[{}]: {}", serde_json_code(w), w.message);
+    }
+    if let Some(e) = &run.error {
+        let _ = writeln!(out, "error: {e}");
+    }
+    out
+}
+
+fn serde_json_code(w: &iolens_metrics::Warning) -> String {
+    serde_json::to_value(w.code).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolens_metrics::{AgentInfo, AgentResult, Warning, WarningCode};
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_rate(812.0), "812");
+        assert_eq!(fmt_rate(45_200.0), "45.2k");
+        assert_eq!(fmt_rate(1_234_000.0), "1.23M");
+        assert_eq!(fmt_ns(850.0), "850ns");
+        assert_eq!(fmt_ns(12_400.0), "12.4us");
+        assert_eq!(fmt_ns(3_100_000.0), "3.10ms");
+    }
+
+    #[test]
+    fn table_lists_agents_aggregate_and_warnings() {
+        let mut run = RunResult { job: "demo".into(), ..Default::default() };
+        for name in ["a0", "a1"] {
+            run.agents.push(AgentResult {
+                info: AgentInfo {
+                    name: name.into(),
+                    rw: "randread".into(),
+                    bs: "4KiB".into(),
+                    ..Default::default()
+                },
+                figures: Figures { ops: 10, ..Default::default() },
+            });
+        }
+        run.aggregate.ops = 20;
+        run.warnings.push(Warning::new(WarningCode::ShortRun, "too short"));
+        let text = render_run(&run);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].starts_with("agent"));
+        assert!(lines[2].starts_with("a0"));
+        assert!(lines[4].starts_with("all") && lines[4].contains("20"));
+        assert!(text.contains("warning[short_run]: too short"));
+    }
+}

@@ -1,0 +1,137 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Storage and I/O performance as the application sees it.
+#[derive(Debug, Parser)]
+#[command(name = "iolens", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload: a job file, or one agent described by flags (replicated by --threads).
+    Run(RunArgs),
+    /// A short characterization of a directory's storage: sequential 1 MiB and random 4 KiB
+    /// reads and writes, sync and io_uring, buffered and direct.
+    Quick(QuickArgs),
+}
+
+/// Where results go and how a run may touch files.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write the results as JSON (atomically; valid JSON even when the run fails).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per agent plus the aggregate.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Keep the files iolens created (they are removed by default, also on Ctrl-C).
+    #[arg(long)]
+    pub keep: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A TOML job file ([defaults] and [[agent]] tables). Flags below describe a single-agent
+    /// job instead.
+    #[arg(long, short, value_name = "JOB.toml", conflicts_with_all = ["target"])]
+    pub job: Option<PathBuf>,
+    /// File, directory (iolens creates its files in it) or block device.
+    #[arg(long, required_unless_present = "job")]
+    pub target: Option<PathBuf>,
+    /// read, write, randread, randwrite, rw (sequential mix), randrw.
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Request size, or a weighted list like 4k:70,64k:30.
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// Agents (threads) with these settings, each with its own file in a directory target.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Requests in flight per agent (io_uring).
+    #[arg(long, default_value_t = 1)]
+    pub qd: u32,
+    /// sync (pread/pwrite), io_uring, or null (no I/O: measures iolens itself).
+    #[arg(long, default_value = "sync")]
+    pub engine: String,
+    /// O_DIRECT: bypass the page cache.
+    #[arg(long)]
+    pub direct: bool,
+    /// Region (file) size each agent addresses, e.g. 1g.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Time-driven: run this long (after the ramp), e.g. 10s.
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Size-driven: stop after requesting this many bytes.
+    #[arg(long)]
+    pub bytes: Option<String>,
+    /// Excluded from every metric, e.g. 2s.
+    #[arg(long)]
+    pub ramp: Option<String>,
+    /// Operations per second per agent (0 = as fast as possible).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Inter-arrival times with --rate: constant or poisson.
+    #[arg(long)]
+    pub arrival: Option<String>,
+    /// none, end (timed inside the phase), or N (every N writes).
+    #[arg(long)]
+    pub fsync: Option<String>,
+    /// Read percentage of a rw/randrw mix.
+    #[arg(long)]
+    pub read_pct: Option<u8>,
+    /// Random offsets: uniform, normal, zipf.
+    #[arg(long)]
+    pub distribution: Option<String>,
+    /// zipf exponent.
+    #[arg(long)]
+    pub zipf_theta: Option<f64>,
+    /// normal: hot-spot centre as a fraction of the region.
+    #[arg(long)]
+    pub hot_spot: Option<f64>,
+    /// normal: standard deviation as a fraction of the region.
+    #[arg(long)]
+    pub spread: Option<f64>,
+    /// Strided pattern: distance between request starts.
+    #[arg(long)]
+    pub stride: Option<String>,
+    /// BPS block unit (default 512).
+    #[arg(long)]
+    pub block_unit: Option<String>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Record every operation into this binary trace file.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Keep the target's pages in the page cache (by default they are dropped before the run,
+    /// as fio's invalidate=1), e.g. to measure cached reads on purpose.
+    #[arg(long)]
+    pub keep_cache: bool,
+    /// Allow writing to an existing file iolens did not create, or to an unmounted block device.
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    /// Directory to test in; default: a scratch directory under the current one. iolens works in
+    /// its own subdirectory and removes it afterwards.
+    pub dir: Option<PathBuf>,
+    /// Duration of each test.
+    #[arg(long, default_value = "3s")]
+    pub time: String,
+    /// Size of the test files.
+    #[arg(long, default_value = "256m")]
+    pub size: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

@@ -1,0 +1,76 @@
+//! `iolens run`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use iolens_engine::{run_job, LocalBarrier, RunOptions, TargetPolicy};
+use iolens_workload::{load_job_file, FlagWorkload, Job};
+
+use crate::cli::RunArgs;
+use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+
+fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
+    let flags = FlagWorkload {
+        target: a.target.clone().unwrap_or_default(),
+        rw: a.rw.clone(),
+        bs: a.bs.clone(),
+        threads: a.threads,
+        qd: a.qd,
+        engine: a.engine.clone(),
+        direct: a.direct,
+        size: a.size.clone(),
+        time: a.time.clone(),
+        bytes: a.bytes.clone(),
+        ramp: a.ramp.clone(),
+        rate: a.rate,
+        arrival: a.arrival.clone(),
+        fsync: a.fsync.clone(),
+        read_pct: a.read_pct,
+        distribution: a.distribution.clone(),
+        zipf_theta: a.zipf_theta,
+        hot_spot: a.hot_spot,
+        spread: a.spread,
+        stride: a.stride.clone(),
+        block_unit: a.block_unit.clone(),
+        seed: a.seed,
+    };
+    flags.to_job().map_err(|e| e.to_string())
+}
+
+pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let job = match &a.job {
+        Some(path) => load_job_file(path).map_err(|e| e.to_string()),
+        None => job_from_flags(&a),
+    };
+    let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
+    let opts = RunOptions {
+        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache },
+        keep: a.output.keep,
+        trace: a.trace.clone(),
+        stop: Arc::clone(stop),
+        command: command.clone(),
+    };
+    let progress = ProgressLine::new(a.output.quiet, &job.name);
+    let result = run_job(&job, &opts, &progress, &LocalBarrier);
+    progress.finish();
+    let run = result.map_err(|e| {
+        let interrupted = stop.load(Ordering::SeqCst);
+        fail(&a.output, &command, &e.to_string(), interrupted, EXIT_FAILED)
+    })?;
+    print!("{}", iolens_report::render_run(&run));
+    if let Some(path) = &a.output.json {
+        write_json_or_warn(path, &run);
+    }
+    if let Some(path) = &a.output.csv {
+        if let Err(e) = iolens_report::write_csv(path, &run) {
+            eprintln!("iolens: error: cannot write {}: {e}", path.display());
+        }
+    }
+    match &run.error {
+        Some(e) => {
+            eprintln!("iolens: error: {e}");
+            Err(EXIT_FAILED)
+        }
+        None => Ok(()),
+    }
+}

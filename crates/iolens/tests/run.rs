@@ -1,0 +1,427 @@
+//! End-to-end tests of `iolens run`: small jobs on temporary directories.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn iolens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = iolens().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iolens {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn dir_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A scratch directory on the real disk (not tmpfs), inside the build's target directory.
+fn scratch() -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tempfile::tempdir_in(base).unwrap()
+}
+
+#[test]
+fn size_driven_random_reads_have_consistent_figures() {
+    let dir = scratch();
+    let json = dir.path().join("out").with_extension("json");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        data.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--threads",
+        "2",
+        "--size",
+        "4m",
+        "--bytes",
+        "2m",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["interrupted"], false);
+    assert!(v["error"].is_null());
+    let agg = &v["aggregate"];
+    assert_eq!(u(&agg["ops"]), 2 * 512, "2 agents × 2 MiB / 4 KiB");
+    assert_eq!(u(&agg["bytes"]), u(&agg["ops"]) * 4096);
+    assert_eq!(u(&agg["read_ops"]), u(&agg["ops"]));
+    let agents = v["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    for a in agents {
+        assert_eq!(u(&a["ops"]) * 4096, u(&a["bytes"]));
+        assert_eq!(a["rw"], "randread");
+        // An agent's busy time is its own union: at most its wall time.
+        assert!(f(&a["busy_s"]) <= f(&a["wall_s"]) + 1e-9);
+    }
+    let busy = f(&agg["busy_s"]);
+    let max_agent_busy = agents.iter().map(|a| f(&a["busy_s"])).fold(0.0, f64::max);
+    let sum_agent_busy: f64 = agents.iter().map(|a| f(&a["busy_s"])).sum();
+    assert!(busy >= max_agent_busy - 1e-9, "union covers each agent");
+    assert!(busy <= sum_agent_busy + 1e-9, "overlaps counted once");
+    assert!((f(&agg["bps"]) - u(&agg["bytes"]) as f64 / 512.0 / busy).abs() / f(&agg["bps"]) < 1e-9);
+    assert!((f(&agg["io_wait_fraction"]) - busy / f(&agg["wall_s"])).abs() < 1e-9);
+    let lat = &agg["lat_ns"];
+    for k in ["min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"] {
+        assert!(lat[k].is_number(), "lat_ns.{k}");
+    }
+    assert!(
+        u(&lat["min"]) <= u(&lat["p50"])
+            && u(&lat["p50"]) <= u(&lat["p99"])
+            && u(&lat["p99"]) <= u(&lat["max"])
+    );
+    assert!(agg["cpu"]["per_op_ns"].is_number());
+    assert_eq!(dir_entries(&data), Vec::<PathBuf>::new(), "created files are removed");
+}
+
+#[test]
+fn sequential_write_lays_down_incompressible_data() {
+    let dir = scratch();
+    let json = dir.path().join("w.json");
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "1m",
+        "--fsync",
+        "end",
+        "--keep",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    assert_eq!(u(&v["aggregate"]["bytes"]), 1 << 20, "one pass over the region");
+    assert_eq!(u(&v["aggregate"]["ops"]), 16);
+    assert_eq!(u(&v["aggregate"]["fsyncs"]), 1);
+    let file =
+        dir_entries(dir.path()).into_iter().find(|p| p.extension().is_some_and(|e| e == "dat")).unwrap();
+    let data = std::fs::read(&file).unwrap();
+    assert_eq!(data.len(), 1 << 20);
+    for block in data.chunks(4096) {
+        let mut seen = [false; 256];
+        block.iter().for_each(|b| seen[*b as usize] = true);
+        assert!(seen.iter().filter(|s| **s).count() > 200, "every block holds random-looking data");
+    }
+}
+
+#[test]
+fn existing_foreign_file_is_never_written_but_can_be_read() {
+    let dir = scratch();
+    let victim = dir.path().join("precious.db");
+    let content: Vec<u8> = (0..(256 * 1024u32)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&victim, &content).unwrap();
+    let json = dir.path().join("r.json");
+    let out = iolens()
+        .args(["run", "--quiet", "--target", victim.to_str().unwrap(), "--rw", "randwrite", "--bytes", "64k"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("refusing to write") && stderr.contains("--allow-overwrite"), "{stderr}");
+    let v = read_json(&json);
+    assert!(v["error"].as_str().unwrap().contains("precious.db"), "the JSON names the refusal");
+    assert_eq!(std::fs::read(&victim).unwrap(), content, "left byte-identical");
+
+    run_ok(&["run", "--quiet", "--target", victim.to_str().unwrap(), "--rw", "randread", "--bytes", "64k"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), content, "reading changes nothing");
+    assert!(victim.exists(), "a file iolens did not create is not removed");
+}
+
+#[test]
+fn block_devices_need_the_flag_and_mounted_ones_are_refused_anyway() {
+    let loop0 = Path::new("/dev/loop0");
+    if loop0.exists() {
+        let out =
+            iolens().args(["run", "--quiet", "--target", "/dev/loop0", "--rw", "write"]).output().unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("block device") && stderr.contains("--allow-overwrite"), "{stderr}");
+    }
+    // The device holding the root file system is mounted: refused even with the flag. The
+    // refusal happens before any descriptor is opened for writing.
+    let Some(root) = iolens_device::device_for_path(Path::new("/")).unwrap() else { return };
+    let node = Path::new("/dev").join(&root.name);
+    if !node.exists() {
+        return;
+    }
+    let out = iolens()
+        .args(["run", "--quiet", "--target", node.to_str().unwrap(), "--rw", "write", "--allow-overwrite"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mounted"), "{stderr}");
+}
+
+#[test]
+fn job_file_errors_name_file_line_key_and_suggest() {
+    let dir = scratch();
+    let job = dir.path().join("bad.toml");
+    std::fs::write(&job, "name = \"x\"\n\n[[agent]]\ntarget = \".\"\nblocksize = \"4k\"\n").unwrap();
+    let json = dir.path().join("bad.json");
+    let out = iolens()
+        .args(["run", "--job", job.to_str().unwrap(), "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.toml:5"), "file and line: {stderr}");
+    assert!(stderr.contains("blocksize"), "the key: {stderr}");
+    assert!(stderr.contains("bs"), "the suggestion: {stderr}");
+    assert!(read_json(&json)["error"].is_string(), "JSON stays valid on failure");
+}
+
+#[test]
+fn job_file_with_two_agents_runs_both() {
+    let dir = scratch();
+    let job = dir.path().join("two.toml");
+    std::fs::write(
+        &job,
+        "name = \"two\"\nblock_unit = 4096\n[defaults]\ntarget = \".\"\nsize = \"2m\"\n\n\
+         [[agent]]\nname = \"r\"\nrw = \"randread\"\nbs = \"4k:50,8k:50\"\nbytes = \"1m\"\n\n\
+         [[agent]]\nname = \"w\"\nrw = \"write\"\nbs = \"128k\"\nfsync = 4\n",
+    )
+    .unwrap();
+    let json = dir.path().join("two.json");
+    let csv = dir.path().join("two.csv");
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--job",
+        job.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    let agents = v["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    assert_eq!(agents[0]["name"], "r");
+    assert_eq!(u(&agents[0]["bytes"]), 1 << 20);
+    assert_eq!(agents[0]["bs"], "4KiB:50,8KiB:50");
+    assert_eq!(u(&agents[1]["bytes"]), 2 << 20, "one pass over a 2 MiB region");
+    assert_eq!(u(&agents[1]["fsyncs"]), 4, "every 4 of 16 writes");
+    assert_eq!(u(&v["aggregate"]["block_unit"]), 4096);
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 4, "header, two agents, aggregate");
+    assert!(csv.lines().last().unwrap().starts_with("aggregate,two,"));
+}
+
+#[test]
+fn null_engine_measures_only_the_tool() {
+    let dir = scratch();
+    let json = dir.path().join("n.json");
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        "300ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    assert!(u(&v["aggregate"]["ops"]) > 10_000);
+    assert!(v["device"].is_null());
+    assert_eq!(dir_entries(dir.path()), vec![json.clone()], "the null engine creates no files");
+}
+
+#[test]
+fn io_uring_direct_reads_and_trace_file() {
+    let dir = scratch();
+    let json = dir.path().join("u.json");
+    let trace = dir.path().join("u.iolt");
+    let data = dir.path().join("d");
+    std::fs::create_dir(&data).unwrap();
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        data.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--engine",
+        "io_uring",
+        "--qd",
+        "8",
+        "--direct",
+        "--size",
+        "8m",
+        "--bytes",
+        "4m",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    assert_eq!(u(&v["aggregate"]["ops"]), 1024);
+    assert_eq!(v["agents"][0]["qd"], 8);
+    assert_eq!(v["agents"][0]["direct"], true);
+    let dev = &v["device"];
+    if !dev.is_null() {
+        // O_DIRECT reads cannot come from the page cache: the device saw at least most of them.
+        assert!(u(&dev["read_bytes"]) >= 2 << 20, "device read {}", dev["read_bytes"]);
+    }
+    let reader = iolens_record::trace::TraceReader::open(&trace).unwrap();
+    let recs: Vec<_> = reader.map(|r| r.unwrap()).collect();
+    assert_eq!(recs.len(), 1024);
+    assert!(recs.iter().all(|r| r.bytes == 4096 && r.offset % 4096 == 0 && r.end_ns >= r.start_ns));
+    let mut ivs: Vec<_> = recs.iter().map(|r| iolens_record::Interval::new(r.start_ns, r.end_ns)).collect();
+    let union = iolens_record::busy::union_of(&mut ivs);
+    let busy_ns = (f(&v["aggregate"]["busy_s"]) * 1e9).round() as i64;
+    assert!(
+        (union.busy_ns as i64 - busy_ns).abs() <= 1000,
+        "streaming union {busy_ns} = trace union {}",
+        union.busy_ns
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_results_and_removes_files() {
+    let dir = scratch();
+    let json = dir.path().join("i.json");
+    let data = dir.path().join("d");
+    std::fs::create_dir(&data).unwrap();
+    let child = iolens()
+        .args(["run", "--quiet", "--target", data.to_str().unwrap(), "--rw", "randwrite", "--size", "4m"])
+        .args(["--time", "60s", "--json", json.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    // Wait until the run is under way (its file exists), then interrupt it.
+    for _ in 0..200 {
+        if !dir_entries(&data).is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let v = read_json(&json);
+    assert_eq!(v["interrupted"], true);
+    assert!(u(&v["aggregate"]["ops"]) > 0, "results so far are kept");
+    assert!(f(&v["aggregate"]["wall_s"]) < 30.0, "stopped early");
+    assert_eq!(dir_entries(&data), Vec::<PathBuf>::new(), "created files removed on Ctrl-C");
+}
+
+/// Mounts a small tmpfs, or returns None where mounting is not permitted.
+struct SmallFs {
+    dir: tempfile::TempDir,
+}
+
+impl SmallFs {
+    fn mount(size: &str) -> Option<SmallFs> {
+        let dir = scratch();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", dir.path().to_str().unwrap()])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        ok.then_some(SmallFs { dir })
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).output();
+    }
+}
+
+#[test]
+fn free_space_is_checked_and_enospc_mid_run_keeps_results() {
+    let Some(fs) = SmallFs::mount("8m") else {
+        eprintln!("skipped: cannot mount tmpfs here");
+        return;
+    };
+    let out_dir = scratch();
+    let json = out_dir.path().join("r.json");
+    // Up front: a 64 MiB region cannot fit in 8 MiB.
+    let out = iolens()
+        .args([
+            "run",
+            "--quiet",
+            "--target",
+            fs.dir.path().to_str().unwrap(),
+            "--rw",
+            "write",
+            "--size",
+            "64m",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no space left"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Mid-run: a sparse 32 MiB file the user lets us overwrite fills the file system.
+    let sparse = fs.dir.path().join("sparse.img");
+    std::fs::File::create(&sparse).unwrap().set_len(32 << 20).unwrap();
+    let out = iolens()
+        .args(["run", "--quiet", "--target", sparse.to_str().unwrap(), "--rw", "write", "--bs", "64k"])
+        .args(["--allow-overwrite", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = read_json(&json);
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("No space left") && err.contains("sparse.img"), "{err}");
+    let written = u(&v["aggregate"]["write_bytes"]);
+    assert!(written > 1 << 20 && written < 32 << 20, "results so far: {written}");
+}
+
+#[test]
+fn flag_errors_are_clear() {
+    let out = iolens().args(["run", "--target", ".", "--bs", "4q"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--bs") && stderr.contains("4q"), "{stderr}");
+}
