@@ -120,7 +120,7 @@ impl OffsetGen {
                 )
             }
             Pattern::Random(Distribution::Zipf { theta }) => {
-                let mut multiplier = 0x9E37_79B9_7F4A_7C15 % slots.max(2) | 1;
+                let mut multiplier = (0x9E37_79B9_7F4A_7C15 % slots.max(2)) | 1;
                 while gcd(multiplier, slots) != 1 {
                     multiplier += 2;
                 }

@@ -54,9 +54,10 @@ pub trait RunObserver {
 
 impl RunObserver for () {}
 
+/// Built before the agents start, so setup errors surface before any measurement.
 enum AnyBackend {
     Sync(SyncBackend),
-    Uring(UringBackend),
+    Uring(Box<UringBackend>),
     Null(NullBackend),
 }
 
@@ -117,7 +118,7 @@ fn open_backend(spec: &AgentSpec, targets: &Targets, index: usize) -> Result<Any
     Ok(match spec.engine {
         EngineKind::Sync => AnyBackend::Sync(SyncBackend::new(bt)),
         EngineKind::IoUring => {
-            AnyBackend::Uring(UringBackend::new(bt, depth).map_err(EngineError::UringUnavailable)?)
+            AnyBackend::Uring(Box::new(UringBackend::new(bt, depth).map_err(EngineError::UringUnavailable)?))
         }
         EngineKind::Null => unreachable!(),
     })
@@ -269,7 +270,7 @@ fn measure(
                     .spawn_scoped(scope, move || {
                         let out = match backend {
                             AnyBackend::Sync(b) => run_agent(b, setup),
-                            AnyBackend::Uring(b) => run_agent(b, setup),
+                            AnyBackend::Uring(b) => run_agent(*b, setup),
                             AnyBackend::Null(b) => run_agent(b, setup),
                         };
                         if out.failure.is_some() {

@@ -461,7 +461,7 @@ mod tests {
             let mut union = StreamingUnion::new(streams.len());
             let mut next = vec![0usize; streams.len()];
             let mut step = 0;
-            let mut feed = |union: &mut StreamingUnion, a: usize, next: &mut Vec<usize>| {
+            let feed = |union: &mut StreamingUnion, a: usize, next: &mut Vec<usize>| {
                 if next[a] < streams[a].len() {
                     union.push(a, streams[a][next[a]]);
                     next[a] += 1;

@@ -13,7 +13,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a workload: a job file, or one agent described by flags (replicated by --threads).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// A short characterization of a directory's storage: sequential 1 MiB and random 4 KiB
     /// reads and writes, sync and io_uring, buffered and direct.
     Quick(QuickArgs),

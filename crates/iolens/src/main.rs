@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     });
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let outcome = match args.command {
-        cli::Command::Run(a) => run_cmd::run(a, &stop, command),
+        cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
     };
     match outcome {
