@@ -160,6 +160,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut raw = AgentRaw::default();
     let mut failure = None;
 
+    if let Err(e) = backend.start() {
+        failure = Some(AgentFailure::Backend(e));
+    }
     setup.start.wait();
     let t_start = now_ns();
     let ramp_end = t_start + spec.ramp.as_nanos() as u64;
@@ -175,7 +178,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     raw.window_start_ns = ramp_end;
     sink.publish(Interval::new(t_start, t_start));
 
-    let mut issuing = true;
+    let mut issuing = failure.is_none();
     let mut in_flight = 0usize;
     let mut issued_bytes = 0u64;
     let mut completed_ops = 0u64;

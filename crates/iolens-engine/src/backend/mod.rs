@@ -43,6 +43,10 @@ pub struct Completion {
 pub trait IoBackend {
     /// How many requests may be in flight at once (buffers the agent has).
     fn depth(&self) -> usize;
+    /// Called once on the agent's own thread before its first request.
+    fn start(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// Starts (or, for synchronous backends, performs) a request.
     fn submit(&mut self, req: Request) -> io::Result<()>;
     /// Waits until at least `min` requests completed (none if `min` is 0 and none is ready) and

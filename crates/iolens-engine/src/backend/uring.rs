@@ -12,12 +12,20 @@ pub struct UringBackend {
     ring: IoUring,
     target: BackendTarget,
     depth: usize,
-    queued: usize,
 }
 
 impl UringBackend {
     pub fn new(target: BackendTarget, depth: usize) -> io::Result<Self> {
-        let ring = IoUring::builder().build(depth.next_power_of_two() as u32)?;
+        let entries = depth.next_power_of_two() as u32;
+        // The agent thread is the only submitter: completions are then run in its own context
+        // when it waits, not through interrupts. The ring starts disabled so the agent thread,
+        // not this one, becomes its submitter (see `start`). Older kernels lack these flags.
+        let ring = IoUring::builder()
+            .setup_r_disabled()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().build(entries))?;
         let iovecs: Vec<libc::iovec> = (0..depth)
             .map(|i| libc::iovec { iov_base: target.buffers.ptr(i).cast(), iov_len: target.buffers.size() })
             .collect();
@@ -25,13 +33,21 @@ impl UringBackend {
         // (fields drop in declaration order: the ring first).
         unsafe { ring.submitter().register_buffers(&iovecs)? };
         ring.submitter().register_files(&[target.fd])?;
-        Ok(UringBackend { ring, target, depth, queued: 0 })
+        Ok(UringBackend { ring, target, depth })
     }
 }
 
 impl IoBackend for UringBackend {
     fn depth(&self) -> usize {
         self.depth
+    }
+
+    fn start(&mut self) -> io::Result<()> {
+        match self.ring.submitter().register_enable_rings() {
+            // EINVAL: the ring was built without R_DISABLED (fallback path) and is enabled.
+            Err(e) if e.raw_os_error() != Some(libc::EINVAL) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     #[inline]
@@ -58,13 +74,13 @@ impl IoBackend for UringBackend {
                     .map_err(|_| io::Error::other("io_uring submission queue full"))?;
             }
         }
-        self.queued += 1;
+        self.ring.submit()?;
         Ok(())
     }
 
     #[inline]
     fn complete<F: FnMut(Completion)>(&mut self, min: usize, mut done: F) -> io::Result<()> {
-        if self.queued > 0 || min > 0 {
+        if min > 0 {
             loop {
                 match self.ring.submit_and_wait(min) {
                     Ok(_) => break,
@@ -72,7 +88,6 @@ impl IoBackend for UringBackend {
                     Err(e) => return Err(e),
                 }
             }
-            self.queued = 0;
         }
         for cqe in self.ring.completion() {
             done(Completion { slot: cqe.user_data() as u16, result: cqe.result() as i64 });
