@@ -67,15 +67,16 @@ pub fn filesystem_type(path: &Path) -> io::Result<FsType> {
     Ok(FsType { magic, name })
 }
 
-/// Bytes available to unprivileged writers on the file system holding `path`.
-pub fn free_bytes(path: &Path) -> io::Result<u64> {
+/// Bytes available to unprivileged writers on the file system holding `path`, or `None` for
+/// file systems that keep no account of space (ramfs reports a size of 0).
+pub fn free_bytes(path: &Path) -> io::Result<Option<u64>> {
     let c = c_path(nearest_existing(path))?;
     // SAFETY: statvfs fills the struct we own from a valid C string.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(st.f_bavail * st.f_frsize)
+    Ok((st.f_blocks > 0).then_some(st.f_bavail * st.f_frsize))
 }
 
 /// Size in bytes of an open block device.
@@ -116,8 +117,11 @@ mod tests {
 
     #[test]
     fn free_space_is_positive() {
-        assert!(free_bytes(Path::new("/")).unwrap() > 0);
-        assert!(free_bytes(Path::new("/no/such/dir/file")).unwrap() > 0, "nearest existing ancestor");
+        assert!(free_bytes(Path::new("/")).unwrap().unwrap() > 0);
+        assert!(
+            free_bytes(Path::new("/no/such/dir/file")).unwrap().unwrap() > 0,
+            "nearest existing ancestor"
+        );
     }
 
     #[test]

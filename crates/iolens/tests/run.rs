@@ -329,6 +329,7 @@ fn ctrl_c_keeps_results_and_removes_files() {
     let child = iolens()
         .args(["run", "--quiet", "--target", data.to_str().unwrap(), "--rw", "randwrite", "--size", "4m"])
         .args(["--time", "60s", "--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Wait until the run is under way (its file exists), then interrupt it.
@@ -357,9 +358,13 @@ struct SmallFs {
 
 impl SmallFs {
     fn mount(size: &str) -> Option<SmallFs> {
+        Self::mount_fs("tmpfs", &format!("size={size}"))
+    }
+
+    fn mount_fs(fstype: &str, options: &str) -> Option<SmallFs> {
         let dir = scratch();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", dir.path().to_str().unwrap()])
+            .args(["-t", fstype, "-o", options, fstype, dir.path().to_str().unwrap()])
             .output()
             .map(|o| o.status.success())
             .unwrap_or(false);
@@ -424,4 +429,81 @@ fn flag_errors_are_clear() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--bs") && stderr.contains("4q"), "{stderr}");
+}
+
+#[test]
+fn direct_io_refused_by_the_file_system_is_a_clear_error() {
+    // ramfs has no O_DIRECT support.
+    let Some(fs) = SmallFs::mount_fs("ramfs", "mode=755") else {
+        eprintln!("skipped: cannot mount ramfs here");
+        return;
+    };
+    let out = iolens()
+        .args(["run", "--quiet", "--target", fs.dir.path().to_str().unwrap(), "--direct", "--size", "1m"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("O_DIRECT") && stderr.contains("ramfs") && stderr.contains("drop --direct"),
+        "{stderr}"
+    );
+    assert_eq!(dir_entries(fs.dir.path()), Vec::<PathBuf>::new(), "the laid-out file is removed again");
+}
+
+#[test]
+fn rate_ramp_and_mix_shape_the_load() {
+    let dir = scratch();
+    let json = dir.path().join("r.json");
+    // 200 ops/s for 1 s after a 300 ms ramp: the ramp's ops are not counted.
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "randrw",
+        "--read-pct",
+        "70",
+        "--rate",
+        "200",
+        "--ramp",
+        "300ms",
+        "--time",
+        "1s",
+        "--size",
+        "1m",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    let agg = &v["aggregate"];
+    let ops = u(&agg["ops"]);
+    assert!((120..=240).contains(&ops), "about 200 ops in the measured second, got {ops}");
+    let wall = f(&agg["wall_s"]);
+    assert!((0.9..1.6).contains(&wall), "the window excludes the ramp: {wall}");
+    assert!(f(&agg["io_wait_fraction"]) < 0.5, "a paced agent is mostly idle");
+    assert_eq!(u(&agg["read_ops"]) + u(&agg["write_ops"]), ops);
+    assert!(u(&agg["read_ops"]) > u(&agg["write_ops"]), "70% reads");
+}
+
+#[test]
+fn patterns_and_distributions_run() {
+    let dir = scratch();
+    for extra in [
+        &["--rw", "read", "--bs", "16k"][..],
+        &["--rw", "randread", "--distribution", "zipf", "--zipf-theta", "1.1"],
+        &["--rw", "randread", "--distribution", "normal", "--hot-spot", "0.3", "--spread", "0.05"],
+        &["--rw", "randread", "--bs", "4k:50,16k:50"],
+    ] {
+        let json = dir.path().join("p.json");
+        let mut args =
+            vec!["run", "--quiet", "--target", dir.path().to_str().unwrap(), "--size", "2m", "--bytes", "1m"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--json", json.to_str().unwrap()]);
+        run_ok(&args);
+        let v = read_json(&json);
+        assert!(u(&v["aggregate"]["bytes"]) >= 1 << 20, "{extra:?}");
+        assert!(u(&v["aggregate"]["bytes"]) < (1 << 20) + (16 << 10), "{extra:?}");
+    }
 }
