@@ -507,3 +507,55 @@ fn patterns_and_distributions_run() {
         assert!(u(&v["aggregate"]["bytes"]) < (1 << 20) + (16 << 10), "{extra:?}");
     }
 }
+
+/// A loop device over a scratch file: a real, unmounted block device whose data is ours.
+struct LoopDevice {
+    node: String,
+    backing: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    fn attach(bytes: usize) -> Option<LoopDevice> {
+        let dir = scratch();
+        let backing = dir.path().join("backing.img");
+        std::fs::write(&backing, vec![0x5a; bytes]).unwrap();
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(&backing).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let node = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Some(LoopDevice { node, backing, _dir: dir })
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.node]).output();
+    }
+}
+
+#[test]
+fn block_device_reads_are_allowed_and_writes_need_the_flag() {
+    let Some(dev) = LoopDevice::attach(8 << 20) else {
+        eprintln!("skipped: cannot attach a loop device here");
+        return;
+    };
+    let out_dir = scratch();
+    let json = out_dir.path().join("b.json");
+    run_ok(&["run", "--quiet", "--target", &dev.node, "--rw", "randread", "--bytes", "1m", "--json", json.to_str().unwrap()]);
+    assert_eq!(u(&read_json(&json)["aggregate"]["bytes"]), 1 << 20);
+    assert!(std::fs::read(&dev.backing).unwrap().iter().all(|b| *b == 0x5a), "reading changes nothing");
+
+    let out = iolens().args(["run", "--quiet", "--target", &dev.node, "--rw", "write", "--bytes", "1m"]).output().unwrap();
+    assert!(!out.status.success(), "writing a device needs --allow-overwrite");
+    assert!(std::fs::read(&dev.backing).unwrap().iter().all(|b| *b == 0x5a), "refused: nothing written");
+
+    run_ok(&[
+        "run", "--quiet", "--target", &dev.node, "--rw", "write", "--bs", "64k", "--bytes", "1m", "--direct",
+        "--allow-overwrite",
+    ]);
+    let data = std::fs::read(&dev.backing).unwrap();
+    assert!(data[..1 << 20].iter().any(|b| *b != 0x5a), "the first MiB was written");
+    assert!(data[1 << 20..].iter().all(|b| *b == 0x5a), "nothing past the requested bytes");
+}
