@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use iolens_device::DiskStats;
 use iolens_metrics::DeviceSample;
-use iolens_record::busy::{StreamingUnion, UnionTotals};
+use iolens_record::busy::{PeriodLogWriter, StreamingUnion, UnionTotals};
 use iolens_record::clock::now_ns;
 use iolens_record::Interval;
 
@@ -18,6 +18,34 @@ pub(crate) struct CollectorOutcome {
     pub union: UnionTotals,
     pub peak_pending: usize,
     pub samples: Vec<DeviceSample>,
+    /// Why the busy-period log is incomplete, if it is.
+    pub log_error: Option<std::io::Error>,
+}
+
+/// Writes the union's final periods to a log, remembering the first failure.
+struct PeriodLog {
+    writer: Option<PeriodLogWriter>,
+    error: Option<std::io::Error>,
+}
+
+impl PeriodLog {
+    fn write(&mut self, periods: &[Interval]) {
+        if let Some(w) = &mut self.writer {
+            if let Err(e) = w.write(periods) {
+                self.error = Some(e);
+                self.writer = None;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Option<std::io::Error> {
+        if let Some(w) = self.writer.take() {
+            if let Err(e) = w.finish() {
+                self.error.get_or_insert(e);
+            }
+        }
+        self.error
+    }
 }
 
 /// Device counters to sample: the whole disks behind the targets.
@@ -38,10 +66,15 @@ impl DeviceWatch {
 pub(crate) fn collect(
     mut rings: Vec<rtrb::Consumer<Interval>>,
     device: Option<&DeviceWatch>,
+    busy_log: Option<PeriodLogWriter>,
     window_start_ns: u64,
     mut tick: impl FnMut(),
 ) -> CollectorOutcome {
     let mut union = StreamingUnion::new(rings.len());
+    if busy_log.is_some() {
+        union = union.keeping_periods();
+    }
+    let mut log = PeriodLog { writer: busy_log, error: None };
     let mut closed = vec![false; rings.len()];
     let mut samples = Vec::new();
     let mut last_sample = (now_ns(), device.and_then(|d| d.read()));
@@ -66,6 +99,7 @@ pub(crate) fn collect(
             }
         }
         union.settle();
+        log.write(&union.take_closed());
         let now = now_ns();
         if now - last_sample.0 >= SAMPLE_EVERY_NS {
             if let (Some(d), Some(prev)) = (device, last_sample.1) {
@@ -88,5 +122,7 @@ pub(crate) fn collect(
         std::thread::sleep(DRAIN_EVERY);
     }
     let peak_pending = union.peak_pending();
-    CollectorOutcome { union: union.finish(), peak_pending, samples }
+    let (totals, rest) = union.finish();
+    log.write(&rest);
+    CollectorOutcome { union: totals, peak_pending, samples, log_error: log.finish() }
 }

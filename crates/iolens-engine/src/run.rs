@@ -8,6 +8,7 @@ use iolens_metrics::{
     evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning,
     WarningCode, SCHEMA_VERSION,
 };
+use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
 use iolens_record::trace::TraceWriter;
 use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
@@ -30,6 +31,9 @@ pub struct RunOptions {
     pub keep: bool,
     /// Write every operation to this trace file.
     pub trace: Option<PathBuf>,
+    /// Write this process's busy periods here, so unions can be merged across processes
+    /// (`iolens_record::busy::read_period_log`, `merge_sorted_streams`).
+    pub busy_log: Option<PathBuf>,
     /// Set (by a signal handler) to stop the run early; results so far are kept.
     pub stop: Arc<AtomicBool>,
     /// The command line, recorded in the result.
@@ -229,6 +233,14 @@ fn measure(
         }
         None => None,
     };
+    let busy_log = match &opts.busy_log {
+        Some(path) => Some(PeriodLogWriter::create(path).map_err(|source| EngineError::Io {
+            path: path.clone(),
+            action: "create busy log",
+            source,
+        })?),
+        None => None,
+    };
     let null_only = job.agents.iter().all(|a| a.engine == EngineKind::Null);
     let (watch, filesystem, no_device_reason) =
         if null_only { (None, String::new(), Some("null engine".into())) } else { watch_devices(targets) };
@@ -286,7 +298,7 @@ fn measure(
         let t_start = now_ns();
         let expected_s = expected_duration_s(job);
         let expected_bytes = expected_bytes(job, targets);
-        let collected = collect(consumers, watch.as_ref(), t_start, || {
+        let collected = collect(consumers, watch.as_ref(), busy_log, t_start, || {
             if opts.stop.load(Ordering::Relaxed) {
                 halt.store(true, Ordering::Relaxed);
             }
@@ -357,7 +369,13 @@ fn measure(
         interrupted,
         trace_dropped,
     };
-    let warnings = evaluate_warnings(&facts);
+    let mut warnings = evaluate_warnings(&facts);
+    if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {
+        warnings.push(Warning::new(
+            WarningCode::BusyLogIncomplete,
+            format!("could not write the busy-period log {}: {e}", path.display()),
+        ));
+    }
     Ok(RunResult {
         schema_version: SCHEMA_VERSION,
         tool: "iolens".into(),

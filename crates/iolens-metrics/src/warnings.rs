@@ -16,6 +16,7 @@ pub enum WarningCode {
     ShortTransfers,
     TraceDropped,
     CleanupFailed,
+    BusyLogIncomplete,
 }
 
 /// A warning as a value: shown under the table and written into the JSON.

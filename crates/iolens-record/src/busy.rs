@@ -65,19 +65,25 @@ impl UnionSweep {
     }
 
     /// Adds an interval; `iv.start` must not be below the start of any interval pushed before.
+    /// Returns the busy period this interval closed, if it starts after an idle gap.
     #[inline]
-    pub fn push(&mut self, iv: Interval) {
+    pub fn push(&mut self, iv: Interval) -> Option<Interval> {
         match &mut self.current {
             Some(cur) if iv.start <= cur.end => {
                 debug_assert!(iv.start >= cur.start, "sweep input not sorted by start");
                 cur.end = cur.end.max(iv.end);
+                None
             }
             Some(cur) => {
                 let done = *cur;
                 self.close(done);
                 self.current = Some(iv);
+                Some(done)
             }
-            None => self.current = Some(iv),
+            None => {
+                self.current = Some(iv);
+                None
+            }
         }
     }
 
@@ -198,6 +204,8 @@ pub struct StreamingUnion {
     pending_compacted: usize,
     sweep: UnionSweep,
     peak_pending: usize,
+    /// Closed busy periods not yet taken, when the caller asked to keep them.
+    closed: Option<Vec<Interval>>,
 }
 
 impl StreamingUnion {
@@ -209,7 +217,21 @@ impl StreamingUnion {
             pending_compacted: 0,
             sweep: UnionSweep::new(),
             peak_pending: 0,
+            closed: None,
         }
+    }
+
+    /// Also hands out the final busy periods ([`StreamingUnion::take_closed`]), so they can be
+    /// logged and merged with other processes' periods later.
+    pub fn keeping_periods(mut self) -> Self {
+        self.closed = Some(Vec::new());
+        self
+    }
+
+    /// Busy periods closed since the last call (sorted, disjoint); empty unless
+    /// [`keeping_periods`](StreamingUnion::keeping_periods) was asked for.
+    pub fn take_closed(&mut self) -> Vec<Interval> {
+        self.closed.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Adds a period of `source`; an empty interval only advances the source's watermark.
@@ -270,7 +292,9 @@ impl StreamingUnion {
         self.compact();
         let ready = self.pending.partition_point(|iv| iv.start < low);
         for iv in self.pending.drain(..ready) {
-            self.sweep.push(iv);
+            if let (Some(done), Some(closed)) = (self.sweep.push(iv), &mut self.closed) {
+                closed.push(done);
+            }
         }
         self.pending_compacted = self.pending.len();
     }
@@ -290,11 +314,16 @@ impl StreamingUnion {
         self.sweep.totals()
     }
 
-    /// Closes every source and returns the union of everything pushed.
-    pub fn finish(mut self) -> UnionTotals {
+    /// Closes every source and returns the union of everything pushed, with the periods not
+    /// yet taken (when kept).
+    pub fn finish(mut self) -> (UnionTotals, Vec<Interval>) {
         self.open.iter_mut().for_each(|o| *o = false);
         self.settle();
-        self.sweep.finish()
+        let mut rest = self.take_closed();
+        if let (Some(last), true) = (self.sweep.current(), self.closed.is_some()) {
+            rest.push(last);
+        }
+        (self.sweep.finish(), rest)
     }
 }
 
@@ -320,6 +349,44 @@ where
         }
     }
     sweep.finish()
+}
+
+/// A file of busy periods (16 bytes each: start and end, little-endian u64 ns), sorted and
+/// disjoint: what one process contributes when unions are merged across processes.
+pub struct PeriodLogWriter {
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl PeriodLogWriter {
+    pub fn create(path: &std::path::Path) -> std::io::Result<PeriodLogWriter> {
+        Ok(PeriodLogWriter { out: std::io::BufWriter::new(std::fs::File::create(path)?) })
+    }
+
+    pub fn write(&mut self, periods: &[Interval]) -> std::io::Result<()> {
+        use std::io::Write;
+        for p in periods {
+            self.out.write_all(&p.start.to_le_bytes())?;
+            self.out.write_all(&p.end.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> std::io::Result<()> {
+        self.out.into_inner().map_err(|e| e.into_error())?.sync_all()
+    }
+}
+
+/// Reads a period log as a stream for [`merge_sorted_streams`].
+pub fn read_period_log(path: &std::path::Path) -> std::io::Result<impl Iterator<Item = Interval>> {
+    use std::io::Read;
+    let mut input = std::io::BufReader::new(std::fs::File::open(path)?);
+    Ok(std::iter::from_fn(move || {
+        let mut b = [0u8; 16];
+        input.read_exact(&mut b).ok()?;
+        let start = u64::from_le_bytes(b[..8].try_into().unwrap());
+        let end = u64::from_le_bytes(b[8..].try_into().unwrap());
+        Some(Interval::new(start, end.max(start)))
+    }))
 }
 
 #[cfg(test)]
@@ -487,7 +554,7 @@ mod tests {
             let (busy, _) = brute_force(&all);
             let settled = union.settled().busy_ns;
             prop_assert!(settled <= busy);
-            prop_assert_eq!(union.finish().busy_ns, busy);
+            prop_assert_eq!(union.finish().0.busy_ns, busy);
         }
 
         #[test]
@@ -511,9 +578,49 @@ mod tests {
             }
         }
         assert!(union.peak_pending() < 5000, "peak pending {}", union.peak_pending());
-        let t = union.finish();
+        let t = union.finish().0;
         assert_eq!(t.busy_ns, 100_000 * 10 + 2);
         assert_eq!(t.periods, 1);
+    }
+
+    #[test]
+    fn processes_merge_through_period_logs() {
+        // Two "processes", each with two agents; each logs its own union's periods.
+        let dir = tempfile::tempdir().unwrap();
+        let procs: [Vec<Vec<(u64, u64)>>; 2] = [
+            vec![vec![(0, 10), (20, 30)], vec![(5, 12), (40, 45)]],
+            vec![vec![(11, 15), (29, 41)], vec![(100, 110)]],
+        ];
+        let mut logs = vec![];
+        for (p, agents) in procs.iter().enumerate() {
+            let mut union = StreamingUnion::new(agents.len()).keeping_periods();
+            let mut periods = vec![];
+            for (a, ops) in agents.iter().enumerate() {
+                for &(s, e) in ops {
+                    union.push(a, Interval::new(s, e));
+                }
+                union.settle();
+                periods.extend(union.take_closed());
+            }
+            let (totals, rest) = union.finish();
+            periods.extend(rest);
+            assert_eq!(
+                periods.iter().map(|p| p.len()).sum::<u64>(),
+                totals.busy_ns,
+                "log holds the whole union"
+            );
+            let path = dir.path().join(format!("rank{p}.busy"));
+            let mut w = PeriodLogWriter::create(&path).unwrap();
+            w.write(&periods).unwrap();
+            w.finish().unwrap();
+            logs.push(path);
+        }
+        let streams = logs.iter().map(|p| read_period_log(p).unwrap()).collect();
+        let merged = merge_sorted_streams(streams);
+        let mut all: Vec<Interval> =
+            procs.iter().flatten().flatten().map(|&(s, e)| Interval::new(s, e)).collect();
+        assert_eq!(merged.busy_ns, union_of(&mut all).busy_ns);
+        assert_eq!(merged.busy_ns, 15 + 25 + 10);
     }
 
     #[test]
@@ -525,6 +632,6 @@ mod tests {
         union.push(1, Interval::new(50, 50));
         union.settle();
         assert_eq!(union.settled().busy_ns, 10);
-        assert_eq!(union.finish().busy_ns, 10);
+        assert_eq!(union.finish().0.busy_ns, 10);
     }
 }

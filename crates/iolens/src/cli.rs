@@ -110,6 +110,10 @@ pub struct RunArgs {
     /// Record every operation into this binary trace file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Write this process's busy periods (16-byte records: start, end ns) to FILE, to merge
+    /// busy time exactly across processes.
+    #[arg(long, value_name = "FILE")]
+    pub busy_log: Option<PathBuf>,
     /// Keep the target's pages in the page cache (by default they are dropped before the run,
     /// as fio's invalidate=1), e.g. to measure cached reads on purpose.
     #[arg(long)]

@@ -47,6 +47,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache },
         keep: a.output.keep,
         trace: a.trace.clone(),
+        busy_log: a.busy_log.clone(),
         stop: Arc::clone(stop),
         command: command.clone(),
     };

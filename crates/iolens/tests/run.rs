@@ -543,19 +543,83 @@ fn block_device_reads_are_allowed_and_writes_need_the_flag() {
     };
     let out_dir = scratch();
     let json = out_dir.path().join("b.json");
-    run_ok(&["run", "--quiet", "--target", &dev.node, "--rw", "randread", "--bytes", "1m", "--json", json.to_str().unwrap()]);
+    run_ok(&[
+        "run",
+        "--quiet",
+        "--target",
+        &dev.node,
+        "--rw",
+        "randread",
+        "--bytes",
+        "1m",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert_eq!(u(&read_json(&json)["aggregate"]["bytes"]), 1 << 20);
     assert!(std::fs::read(&dev.backing).unwrap().iter().all(|b| *b == 0x5a), "reading changes nothing");
 
-    let out = iolens().args(["run", "--quiet", "--target", &dev.node, "--rw", "write", "--bytes", "1m"]).output().unwrap();
+    let out = iolens()
+        .args(["run", "--quiet", "--target", &dev.node, "--rw", "write", "--bytes", "1m"])
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "writing a device needs --allow-overwrite");
     assert!(std::fs::read(&dev.backing).unwrap().iter().all(|b| *b == 0x5a), "refused: nothing written");
 
     run_ok(&[
-        "run", "--quiet", "--target", &dev.node, "--rw", "write", "--bs", "64k", "--bytes", "1m", "--direct",
+        "run",
+        "--quiet",
+        "--target",
+        &dev.node,
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--bytes",
+        "1m",
+        "--direct",
         "--allow-overwrite",
     ]);
     let data = std::fs::read(&dev.backing).unwrap();
     assert!(data[..1 << 20].iter().any(|b| *b != 0x5a), "the first MiB was written");
     assert!(data[1 << 20..].iter().all(|b| *b == 0x5a), "nothing past the requested bytes");
+}
+
+#[test]
+fn busy_time_of_concurrent_processes_merges_exactly() {
+    // Two processes standing in for two ranks, running at the same time.
+    let dir = scratch();
+    let children: Vec<_> = (0..2)
+        .map(|rank| {
+            let d = dir.path().join(format!("rank{rank}"));
+            std::fs::create_dir(&d).unwrap();
+            iolens()
+                .args(["run", "--quiet", "--target", d.to_str().unwrap(), "--rw", "randread", "--size", "4m"])
+                .args(["--time", "300ms", "--rate", "2000"])
+                .arg("--busy-log")
+                .arg(dir.path().join(format!("rank{rank}.busy")))
+                .arg("--trace")
+                .arg(dir.path().join(format!("rank{rank}.iolt")))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let logs = (0..2)
+        .map(|r| iolens_record::busy::read_period_log(&dir.path().join(format!("rank{r}.busy"))).unwrap())
+        .collect();
+    let merged = iolens_record::busy::merge_sorted_streams(logs);
+    let mut all = vec![];
+    for r in 0..2 {
+        let trace =
+            iolens_record::trace::TraceReader::open(&dir.path().join(format!("rank{r}.iolt"))).unwrap();
+        all.extend(
+            trace.map(|rec| rec.unwrap()).map(|rec| iolens_record::Interval::new(rec.start_ns, rec.end_ns)),
+        );
+    }
+    assert!(all.len() > 100);
+    let reference = iolens_record::busy::union_of(&mut all);
+    assert_eq!(merged.busy_ns, reference.busy_ns, "merged logs = union of every op of both processes");
 }
