@@ -1,10 +1,9 @@
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::{DeviceReport, Figures};
 
 /// What a warning is about; stable identifiers for scripts reading the JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WarningCode {
     PageCacheReads,
     WritesNotDurable,
@@ -17,6 +16,31 @@ pub enum WarningCode {
     TraceDropped,
     CleanupFailed,
     BusyLogIncomplete,
+}
+
+impl Serialize for WarningCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl WarningCode {
+    /// The identifier used in JSON and in the terminal, e.g. `page_cache_reads`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningCode::PageCacheReads => "page_cache_reads",
+            WarningCode::WritesNotDurable => "writes_not_durable",
+            WarningCode::DeviceCountersUnavailable => "device_counters_unavailable",
+            WarningCode::ShortRun => "short_run",
+            WarningCode::FewOps => "few_ops",
+            WarningCode::Interrupted => "interrupted",
+            WarningCode::OpErrors => "op_errors",
+            WarningCode::ShortTransfers => "short_transfers",
+            WarningCode::TraceDropped => "trace_dropped",
+            WarningCode::CleanupFailed => "cleanup_failed",
+            WarningCode::BusyLogIncomplete => "busy_log_incomplete",
+        }
+    }
 }
 
 /// A warning as a value: shown under the table and written into the JSON.

@@ -35,13 +35,20 @@ pub fn fmt_mib(bytes: f64) -> String {
     format!("{:.1}", bytes / (1u64 << 20) as f64)
 }
 
-struct Table {
-    header: Vec<&'static str>,
-    rows: Vec<Vec<String>>,
+/// A plain text table: the first column and any marked left-aligned, numbers right-aligned.
+pub struct Table {
+    pub header: Vec<&'static str>,
+    pub rows: Vec<Vec<String>>,
+    /// Columns (besides the first) that hold words, not numbers.
+    pub left_aligned: Vec<usize>,
 }
 
 impl Table {
-    fn render(&self, out: &mut String) {
+    pub fn new(header: Vec<&'static str>) -> Table {
+        Table { header, rows: Vec::new(), left_aligned: Vec::new() }
+    }
+
+    pub fn render(&self, out: &mut String) {
         let widths: Vec<usize> = (0..self.header.len())
             .map(|c| {
                 self.rows
@@ -55,10 +62,11 @@ impl Table {
         let line = |cells: Vec<&str>, out: &mut String| {
             let mut s = String::new();
             for (i, cell) in cells.iter().enumerate() {
-                if i == 0 {
-                    let _ = write!(s, "{cell:<w$}", w = widths[i]);
+                let sep = if i == 0 { "" } else { "  " };
+                if i == 0 || self.left_aligned.contains(&i) {
+                    let _ = write!(s, "{sep}{cell:<w$}", w = widths[i]);
                 } else {
-                    let _ = write!(s, "  {cell:>w$}", w = widths[i]);
+                    let _ = write!(s, "{sep}{cell:>w$}", w = widths[i]);
                 }
             }
             out.push_str(s.trim_end());
@@ -136,7 +144,7 @@ pub fn render_run(run: &RunResult) -> String {
         fmt_mib(run.aggregate.bytes as f64),
         if run.interrupted { " — INTERRUPTED" } else { "" }
     );
-    Table { header, rows }.render(&mut out);
+    Table { header, rows, left_aligned: vec![] }.render(&mut out);
     let _ = writeln!(
         out,
         "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second; latency = submission to completion",
@@ -146,16 +154,12 @@ pub fn render_run(run: &RunResult) -> String {
         device_lines(d, &mut out);
     }
     for w in &run.warnings {
-        let _ = writeln!(out, "warning[{}]: {}", serde_json_code(w), w.message);
+        let _ = writeln!(out, "warning[{}]: {}", w.code.as_str(), w.message);
     }
     if let Some(e) = &run.error {
         let _ = writeln!(out, "error: {e}");
     }
     out
-}
-
-fn serde_json_code(w: &iolens_metrics::Warning) -> String {
-    serde_json::to_value(w.code).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
 }
 
 #[cfg(test)]

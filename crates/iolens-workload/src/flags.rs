@@ -1,12 +1,13 @@
-//! A single-agent workload from command-line flags, built by the same code as job files.
+//! A workload from command-line flags, built by the same code as job files.
 
 use std::path::PathBuf;
 
-use crate::jobfile::{build_agents, ErrorSource, JobError, Raw, Setting, Settings};
+use crate::jobfile::{build_agents, build_block_unit, ErrorSource, JobError, Raw, Setting, Settings};
 use crate::model::Job;
-use crate::units::parse_size;
 
-/// The flags of `iolens run` that describe a workload. `threads` replicates the agent.
+/// The flags of `iolens run` that describe a workload: one agent, replicated `threads` times.
+/// Values are kept as the user typed them; [`FlagWorkload::to_job`] reads and validates them
+/// exactly as a job file's `[[agent]]` keys of the same names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlagWorkload {
     pub target: PathBuf,
@@ -34,6 +35,7 @@ pub struct FlagWorkload {
 }
 
 impl Default for FlagWorkload {
+    /// The CLI defaults: `--target . --rw randread --bs 4k --threads 1 --qd 1 --engine sync`.
     fn default() -> Self {
         FlagWorkload {
             target: PathBuf::from("."),
@@ -62,18 +64,20 @@ impl Default for FlagWorkload {
     }
 }
 
-fn flag_name(key: &str) -> String {
-    format!("--{}", key.replace('_', "-"))
+fn setting(key: &str, value: Raw) -> (String, Setting) {
+    let flag = format!("--{}", key.replace('_', "-"));
+    (key.to_string(), Setting { value, source: ErrorSource::Flag(flag), path: key.to_string() })
 }
 
 impl FlagWorkload {
+    /// The flags as agent settings, keyed like job-file keys.
     fn settings(&self) -> Settings {
         let mut v: Vec<(&str, Raw)> = vec![
             ("target", Raw::Str(self.target.to_string_lossy().into_owned())),
             ("rw", Raw::Str(self.rw.clone())),
             ("bs", Raw::Str(self.bs.clone())),
-            ("threads", Raw::Int(self.threads as i64)),
-            ("qd", Raw::Int(self.qd as i64)),
+            ("threads", Raw::Int(self.threads.into())),
+            ("qd", Raw::Int(self.qd.into())),
             ("engine", Raw::Str(self.engine.clone())),
             ("direct", Raw::Bool(self.direct)),
         ];
@@ -95,44 +99,119 @@ impl FlagWorkload {
             ("spread", self.spread),
         ];
         v.extend(floats.into_iter().filter_map(|(k, f)| f.map(|f| (k, Raw::Float(f)))));
-        if let Some(p) = self.read_pct {
-            v.push(("read_pct", Raw::Int(p as i64)));
-        }
-        if let Some(s) = self.seed {
-            v.push(("seed", Raw::Int(s as i64)));
-        }
-        v.into_iter()
-            .map(|(k, value)| {
-                (
-                    k.to_string(),
-                    Setting { value, source: ErrorSource::Flag(flag_name(k)), path: k.to_string() },
-                )
-            })
-            .collect()
+        v.extend(self.read_pct.map(|p| ("read_pct", Raw::Int(p.into()))));
+        v.extend(self.seed.map(|s| ("seed", Raw::Int(s.into()))));
+        v.into_iter().map(|(k, value)| setting(k, value)).collect()
     }
 
-    /// The job these flags describe: one agent per thread, named `agent0`, `agent1`, …
+    /// The job these flags describe, named "run": one agent per thread, named `agent0`,
+    /// `agent1`, ... Errors name the flag (`--bs`) in their [`ErrorSource`].
     pub fn to_job(&self) -> Result<Job, JobError> {
-        let block_unit = match &self.block_unit {
-            Some(b) => match parse_size(b) {
-                Ok(0) | Err(_) => {
-                    return Err(JobError {
-                        source: ErrorSource::Flag("--block-unit".into()),
-                        key: "block_unit".into(),
-                        message: format!("\"{b}\" is not a positive size"),
-                        hint: Some("e.g. 512 or 4k".into()),
-                    })
-                }
-                Ok(v) => v,
-            },
-            None => 512,
-        };
-        let mut agents = build_agents(&self.settings(), 0, None, || unreachable!("target is always set"))?;
-        if agents.len() > 1 {
-            for (i, a) in agents.iter_mut().enumerate() {
+        let block_unit = self.block_unit.clone().map(|b| setting("block_unit", Raw::Str(b)).1);
+        let block_unit = build_block_unit(block_unit.as_ref())?;
+        let mut agents =
+            build_agents(&self.settings(), 0, "", None, || unreachable!("flags always set target"))?;
+        let many = agents.len() > 1;
+        for (i, a) in agents.iter_mut().enumerate() {
+            if many {
                 a.name = format!("agent{i}");
             }
+            // Kept as given: the settings hold a lossy UTF-8 copy.
+            a.target = self.target.clone();
         }
         Ok(Job { name: "run".into(), block_unit, agents })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+    use std::time::Duration;
+
+    #[test]
+    fn defaults_make_one_random_read_agent() {
+        let job = FlagWorkload::default().to_job().unwrap();
+        assert_eq!((job.name.as_str(), job.block_unit), ("run", 512));
+        let [a] = &job.agents[..] else { panic!("one agent") };
+        assert_eq!(a.name, "agent0");
+        assert_eq!(a.target, PathBuf::from("."));
+        assert_eq!((a.op, a.pattern), (OpMix::Read, Pattern::Random(Distribution::Uniform)));
+        assert_eq!(a.sizes, SizeSpec::Fixed(4096));
+        assert_eq!((a.engine, a.queue_depth, a.direct), (EngineKind::Sync, 1, false));
+        assert_eq!(a.rate, Rate::UNLIMITED);
+        assert_eq!(a.fsync, FsyncPolicy::None);
+        assert_eq!((a.region_size, a.termination, a.ramp), (None, Termination::default(), Duration::ZERO));
+    }
+
+    #[test]
+    fn every_flag_reaches_the_agent() {
+        let flags = FlagWorkload {
+            target: "/dev/nvme0n1".into(),
+            rw: "randrw".into(),
+            bs: "4k:3,64k:1".into(),
+            threads: 3,
+            qd: 32,
+            engine: "io_uring".into(),
+            direct: true,
+            size: Some("10g".into()),
+            time: Some("1m".into()),
+            bytes: Some("5g".into()),
+            ramp: Some("500ms".into()),
+            rate: Some(2000.0),
+            arrival: Some("poisson".into()),
+            fsync: Some("end".into()),
+            read_pct: Some(70),
+            distribution: Some("normal".into()),
+            zipf_theta: None,
+            hot_spot: Some(0.25),
+            spread: Some(0.05),
+            stride: None,
+            block_unit: Some("4k".into()),
+            seed: Some(u64::MAX),
+        };
+        let job = flags.to_job().unwrap();
+        assert_eq!(job.block_unit, 4096);
+        assert_eq!(
+            job.agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["agent0", "agent1", "agent2"]
+        );
+        let a = &job.agents[0];
+        assert_eq!(a.op, OpMix::Mixed { read_pct: 70 });
+        assert_eq!(a.pattern, Pattern::Random(Distribution::Normal { center: 0.25, spread: 0.05 }));
+        assert_eq!(a.sizes, SizeSpec::Weighted(vec![(4096, 3), (65536, 1)]));
+        assert_eq!((a.engine, a.queue_depth, a.direct), (EngineKind::IoUring, 32, true));
+        assert_eq!(a.rate, Rate { ops_per_s: 2000.0, arrival: Arrival::Poisson });
+        assert_eq!(a.fsync, FsyncPolicy::AtEnd);
+        assert_eq!(a.region_size, Some(10 << 30));
+        assert_eq!(a.termination, Termination { time: Some(Duration::from_secs(60)), bytes: Some(5 << 30) });
+        assert_eq!(a.ramp, Duration::from_millis(500));
+        assert_eq!(a.seed, u64::MAX, "seeds above i64::MAX survive");
+        assert_ne!(job.agents[1].seed, a.seed);
+    }
+
+    #[test]
+    fn a_stride_makes_sequential_flags_strided() {
+        let flags = FlagWorkload { rw: "write".into(), stride: Some("1m".into()), ..FlagWorkload::default() };
+        assert_eq!(flags.to_job().unwrap().agents[0].pattern, Pattern::Strided { stride: 1 << 20 });
+        let e = FlagWorkload { stride: Some("1m".into()), ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert_eq!(e.source, ErrorSource::Flag("--stride".into()));
+        assert!(e.hint.unwrap().contains("--rw read"));
+    }
+
+    #[test]
+    fn hints_speak_in_flags() {
+        let e = FlagWorkload { qd: 8, ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert_eq!(e.source, ErrorSource::Flag("--qd".into()));
+        assert!(e.hint.as_deref().unwrap().contains("--engine io_uring"), "{e}");
+        let e = FlagWorkload { read_pct: Some(70), ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert!(e.to_string().starts_with("--read-pct: read_pct has no effect"), "{e}");
+        assert!(e.hint.as_deref().unwrap().contains("--rw randrw"), "{e}");
+        let e = FlagWorkload { target: "".into(), ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert_eq!(e.source, ErrorSource::Flag("--target".into()));
+        let e = FlagWorkload { rate: Some(f64::NAN), ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert_eq!(e.source, ErrorSource::Flag("--rate".into()));
+        let e = FlagWorkload { threads: 0, ..FlagWorkload::default() }.to_job().unwrap_err();
+        assert_eq!(e.source, ErrorSource::Flag("--threads".into()));
     }
 }

@@ -1,20 +1,21 @@
 //! Job files (TOML) and the one builder that turns settings into agents.
 //!
-//! Settings reach the builder as [`Setting`]s, each remembering where it came from (a line of a
-//! job file, or a command-line flag), so every error can point at its source. The flag path
-//! (`FlagWorkload`) feeds the same builder; validation exists once.
+//! Every setting reaches the builder as a [`Setting`] that remembers where it came from (a
+//! position in a job file, or a command-line flag), so each error can point at its source. The
+//! flag path (`FlagWorkload`) feeds the same builder: validation exists once.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toml_edit::{Document, Item, Table, Value};
+use toml_edit::{Document, Item, TableLike, Value};
 
 use crate::model::*;
-use crate::units::{parse_duration, parse_size};
+use crate::units::{format_bytes, parse_duration, parse_size, UnitError};
 
-/// Keys an `[[agent]]` table (or `[defaults]`) may hold.
+/// Keys an `[[agent]]` table may hold; `[defaults]` takes the same except `name`.
 pub(crate) const AGENT_KEYS: &[&str] = &[
     "name",
     "target",
@@ -43,13 +44,22 @@ pub(crate) const AGENT_KEYS: &[&str] = &[
 ];
 const TOP_KEYS: &[&str] = &["name", "block_unit", "defaults", "agent"];
 
-/// Names other tools use for our keys: a user writing `blocksize` means `bs`.
+const RW_VALUES: &[&str] = &["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"];
+const OP_VALUES: &[&str] = &["read", "write", "mix"];
+const PATTERN_VALUES: &[&str] = &["sequential", "strided", "random"];
+const DISTRIBUTION_VALUES: &[&str] = &["uniform", "normal", "zipf"];
+const ENGINE_VALUES: &[&str] = &["sync", "io_uring", "null"];
+const ARRIVAL_VALUES: &[&str] = &["constant", "poisson"];
+
+/// What users of other tools write for our keys and values: `blocksize` means `bs`, `libaio`
+/// means `io_uring`. An alias is only offered where its target is valid.
 const ALIASES: &[(&str, &str)] = &[
     ("blocksize", "bs"),
     ("block_size", "bs"),
     ("bsize", "bs"),
     ("iosize", "bs"),
     ("request_size", "bs"),
+    ("bssplit", "bs"),
     ("iodepth", "qd"),
     ("queue_depth", "qd"),
     ("depth", "qd"),
@@ -73,33 +83,69 @@ const ALIASES: &[(&str, &str)] = &[
     ("random_distribution", "distribution"),
     ("filesize", "size"),
     ("o_direct", "direct"),
+    ("libaio", "io_uring"),
+    ("uring", "io_uring"),
+    ("psync", "sync"),
+    ("pvsync", "sync"),
+    ("gauss", "normal"),
+    ("gaussian", "normal"),
+    ("poisson", "normal"),
+    ("hotspot", "normal"),
+    ("random", "uniform"),
+    ("seq", "sequential"),
+    ("rand", "random"),
+    ("stride", "strided"),
+    ("rw", "mix"),
+    ("readwrite", "mix"),
+    ("randrw", "mix"),
+    ("mixed", "mix"),
+    ("exponential", "poisson"),
+    ("fixed", "constant"),
+    ("seqread", "read"),
+    ("seqwrite", "write"),
 ];
 
 /// Where a setting or an error comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorSource {
-    /// A position in a job file (1-based line and column).
+    /// A position in a job file: 1-based line and column, both 0 when the file could not be read.
     File { file: String, line: usize, column: usize },
     /// A command-line flag, e.g. `--bs`.
     Flag(String),
 }
 
 /// A job that cannot be built, with where and why.
+///
+/// Displays as `job.toml:7:1: agent[2].blocksize: unknown key` plus, when there is a hint, a
+/// second line `  hint: did you mean `bs`?`; errors from flags start with the flag instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobError {
     pub source: ErrorSource,
-    /// The key path, e.g. `agent[2].bs` or `defaults.engine`; empty for syntax errors.
+    /// The key path, e.g. `agent[2].bs` or `defaults.engine` (agents count from 1); the bare
+    /// key for flags; empty for syntax and I/O errors.
     pub key: String,
     pub message: String,
     pub hint: Option<String>,
 }
 
+impl JobError {
+    /// File name, line and column, for errors in a job file.
+    pub fn location(&self) -> Option<(&str, usize, usize)> {
+        match &self.source {
+            ErrorSource::File { file, line, column } => Some((file, *line, *column)),
+            ErrorSource::Flag(_) => None,
+        }
+    }
+}
+
 impl fmt::Display for JobError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
+            ErrorSource::File { file, line: 0, .. } => write!(f, "{file}: ")?,
             ErrorSource::File { file, line, column } => write!(f, "{file}:{line}:{column}: ")?,
             ErrorSource::Flag(flag) => write!(f, "{flag}: ")?,
         }
+        // A flag already names its key.
         if !self.key.is_empty() && !matches!(self.source, ErrorSource::Flag(_)) {
             write!(f, "{}: ", self.key)?;
         }
@@ -113,11 +159,12 @@ impl fmt::Display for JobError {
 
 impl std::error::Error for JobError {}
 
-/// A raw setting value.
+/// A raw setting value, before it is read as a size, duration, choice, ...
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Raw {
     Str(String),
-    Int(i64),
+    /// Wide enough for TOML's i64 and for u64 flags.
+    Int(i128),
     Float(f64),
     Bool(bool),
 }
@@ -131,36 +178,70 @@ impl Raw {
             Raw::Bool(_) => "a boolean",
         }
     }
+
+    /// The value as written, for messages.
+    fn describe(&self) -> String {
+        match self {
+            Raw::Str(s) => format!("{s:?}"),
+            Raw::Int(i) => i.to_string(),
+            Raw::Float(v) => format!("{v:?}"),
+            Raw::Bool(b) => b.to_string(),
+        }
+    }
 }
 
 /// One setting and where it was written.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Setting {
     pub value: Raw,
     pub source: ErrorSource,
-    /// Key path for messages, e.g. `agent[1].bs`.
+    /// Key path for messages, e.g. `agent[1].bs`, `defaults.qd`, or `bs` for a flag.
     pub path: String,
 }
 
-/// The settings of one agent (defaults merged under its own).
-pub(crate) type Settings = BTreeMap<String, Setting>;
+impl Setting {
+    fn key(&self) -> &str {
+        self.path.rsplit('.').next().unwrap_or(&self.path)
+    }
 
-fn err(s: &Setting, message: impl Into<String>, hint: Option<String>) -> JobError {
-    JobError { source: s.source.clone(), key: s.path.clone(), message: message.into(), hint }
-}
+    /// Whether the agent got this setting from `[defaults]` rather than its own table.
+    fn inherited(&self) -> bool {
+        self.path.starts_with("defaults.")
+    }
 
-/// The closest valid key to an unknown one, by alias or by spelling.
-pub(crate) fn suggest(unknown: &str, valid: &[&str]) -> Option<String> {
-    let lower = unknown.to_ascii_lowercase().replace('-', "_");
-    if let Some((_, to)) = ALIASES.iter().find(|(from, _)| *from == lower) {
-        if valid.contains(to) {
-            return Some((*to).to_string());
+    /// How to write `key` = `value` where this setting came from, for hints.
+    fn spell(&self, key: &str, value: &str) -> String {
+        match self.source {
+            ErrorSource::Flag(_) => format!("--{} {value}", key.replace('_', "-")),
+            ErrorSource::File { .. } if value.parse::<f64>().is_ok() => format!("{key} = {value}"),
+            ErrorSource::File { .. } => format!("{key} = \"{value}\""),
         }
     }
+}
+
+/// The settings of one agent (its own over the defaults), by key.
+pub(crate) type Settings = BTreeMap<String, Setting>;
+
+/// The closest valid key or value to an unknown one: by alias, then by spelling.
+pub(crate) fn suggest(unknown: &str, valid: &[&str]) -> Option<String> {
+    let wanted = unknown.trim().to_lowercase().replace('-', "_");
+    if valid.contains(&wanted.as_str()) {
+        return Some(wanted);
+    }
+    if let Some((_, to)) = ALIASES.iter().find(|(from, to)| *from == wanted && valid.contains(to)) {
+        return Some(to.to_string());
+    }
+    // Jaro-Winkler favours shared prefixes (`engin`), Damerau-Levenshtein catches swaps
+    // (`taregt`), and one edit is a likely typo even in two-letter keys (`bz`).
     valid
         .iter()
-        .map(|k| (strsim::jaro_winkler(&lower, k), *k))
-        .filter(|(score, _)| *score >= 0.8)
+        .map(|k| {
+            let jw = strsim::jaro_winkler(&wanted, k) - 0.85;
+            let dl = strsim::normalized_damerau_levenshtein(&wanted, k) - 0.6;
+            let one_edit = if strsim::damerau_levenshtein(&wanted, k) <= 1 { 0.0 } else { -1.0 };
+            (jw.max(dl).max(one_edit), *k)
+        })
+        .filter(|(score, _)| *score >= 0.0)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k.to_string())
 }
@@ -172,343 +253,497 @@ fn unknown_key_hint(unknown: &str, valid: &[&str]) -> String {
     }
 }
 
+fn quoted(values: &[&str]) -> String {
+    values.iter().map(|v| format!("\"{v}\"")).collect::<Vec<_>>().join(", ")
+}
+
+/// Typed access to one agent's settings; every error names the setting it is about.
 struct Reader<'a> {
     settings: &'a Settings,
+    /// The agent, e.g. `agent[2]`, for errors about inherited settings; empty for flags.
+    agent: &'a str,
 }
+
+type Found<'a, T> = Result<Option<(T, &'a Setting)>, JobError>;
 
 impl<'a> Reader<'a> {
     fn get(&self, key: &str) -> Option<&'a Setting> {
         self.settings.get(key)
     }
 
-    fn string(&self, key: &str) -> Result<Option<(&'a str, &'a Setting)>, JobError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(s) => match &s.value {
-                Raw::Str(v) => Ok(Some((v.as_str(), s))),
-                other => Err(err(s, format!("expected a string, found {}", other.kind()), None)),
-            },
+    fn err(&self, s: &Setting, message: impl Into<String>, hint: Option<String>) -> JobError {
+        let mut message = message.into();
+        // A default is fine for one agent and wrong for another: say which.
+        if s.inherited() && !self.agent.is_empty() {
+            message.push_str(&format!(" (in {})", self.agent));
         }
+        JobError { source: s.source.clone(), key: s.path.clone(), message, hint }
     }
 
-    fn choice(&self, key: &str, valid: &[&str]) -> Result<Option<(&'a str, &'a Setting)>, JobError> {
+    fn unit_err(&self, s: &Setting, e: UnitError) -> JobError {
+        self.err(
+            s,
+            format!("cannot read {:?} as a {}: {}", e.text, e.what, e.reason),
+            Some(format!("e.g. {}", e.examples)),
+        )
+    }
+
+    fn expected(&self, s: &Setting, what: &str) -> JobError {
+        self.err(s, format!("expected {what}, found {}", s.value.kind()), None)
+    }
+
+    fn read<T>(&self, key: &str, f: impl FnOnce(&'a Setting) -> Result<T, JobError>) -> Found<'a, T> {
+        self.get(key).map(|s| f(s).map(|v| (v, s))).transpose()
+    }
+
+    fn string(&self, key: &str) -> Found<'a, &'a str> {
+        self.read(key, |s| match &s.value {
+            Raw::Str(v) => Ok(v.as_str()),
+            _ => Err(self.expected(s, "a string")),
+        })
+    }
+
+    fn choice(&self, key: &str, valid: &[&str]) -> Found<'a, &'a str> {
         let Some((v, s)) = self.string(key)? else { return Ok(None) };
         if valid.contains(&v) {
             return Ok(Some((v, s)));
         }
         let hint = match suggest(v, valid) {
-            Some(k) => format!("did you mean \"{k}\"? valid: {}", valid.join(", ")),
-            None => format!("valid: {}", valid.join(", ")),
+            Some(k) => format!("did you mean \"{k}\"? valid values: {}", quoted(valid)),
+            None => format!("valid values: {}", quoted(valid)),
         };
-        Err(err(s, format!("unknown value \"{v}\""), Some(hint)))
+        Err(self.err(s, format!("unknown {} \"{v}\"", s.key()), Some(hint)))
     }
 
-    fn size(&self, key: &str) -> Result<Option<u64>, JobError> {
-        let Some(s) = self.get(key) else { return Ok(None) };
+    fn size_of(&self, s: &Setting) -> Result<u64, JobError> {
         match &s.value {
-            Raw::Int(i) if *i >= 0 => Ok(Some(*i as u64)),
-            Raw::Str(t) => parse_size(t).map(Some).map_err(|e| err(s, e.to_string(), None)),
-            other => Err(err(s, format!("expected a size like \"4k\", found {}", other.kind()), None)),
+            Raw::Int(i) => u64::try_from(*i)
+                .map_err(|_| self.err(s, format!("a size cannot be negative, found {i}"), None)),
+            Raw::Str(t) => parse_size(t).map_err(|e| self.unit_err(s, e)),
+            _ => Err(self.expected(s, "a size like \"4k\"")),
         }
     }
 
-    fn duration(&self, key: &str) -> Result<Option<Duration>, JobError> {
-        let Some(s) = self.get(key) else { return Ok(None) };
-        let secs = |v: f64| {
-            Duration::try_from_secs_f64(v).map_err(|_| err(s, "expected a non-negative duration", None))
-        };
-        match &s.value {
-            Raw::Int(i) => secs(*i as f64).map(Some),
-            Raw::Float(v) => secs(*v).map(Some),
-            Raw::Str(t) => parse_duration(t).map(Some).map_err(|e| err(s, e.to_string(), None)),
-            other => Err(err(s, format!("expected a duration like \"10s\", found {}", other.kind()), None)),
+    fn size(&self, key: &str) -> Found<'a, u64> {
+        self.read(key, |s| self.size_of(s))
+    }
+
+    /// A positive size.
+    fn nonzero_size(&self, key: &str) -> Found<'a, u64> {
+        match self.size(key)? {
+            Some((0, s)) => Err(self.err(s, format!("{key} must be positive"), None)),
+            found => Ok(found),
         }
     }
 
-    fn float(&self, key: &str) -> Result<Option<(f64, &'a Setting)>, JobError> {
-        let Some(s) = self.get(key) else { return Ok(None) };
-        match &s.value {
-            Raw::Int(i) => Ok(Some((*i as f64, s))),
-            Raw::Float(v) => Ok(Some((*v, s))),
-            Raw::Str(t) => t
-                .trim()
-                .parse()
-                .map(|v| Some((v, s)))
-                .map_err(|_| err(s, format!("expected a number, found \"{t}\""), None)),
-            other => Err(err(s, format!("expected a number, found {}", other.kind()), None)),
+    fn duration(&self, key: &str) -> Found<'a, Duration> {
+        self.read(key, |s| {
+            let negative = || self.err(s, "a duration cannot be negative", None);
+            match &s.value {
+                Raw::Int(i) => u64::try_from(*i).map(Duration::from_secs).map_err(|_| negative()),
+                Raw::Float(v) if *v < 0.0 => Err(negative()),
+                Raw::Float(v) => Duration::try_from_secs_f64(*v)
+                    .map_err(|_| self.err(s, format!("{v} is not a usable number of seconds"), None)),
+                Raw::Str(t) => parse_duration(t).map_err(|e| self.unit_err(s, e)),
+                Raw::Bool(_) => Err(self.expected(s, "a duration like \"10s\"")),
+            }
+        })
+    }
+
+    fn float(&self, key: &str) -> Found<'a, f64> {
+        self.read(key, |s| {
+            let v = match &s.value {
+                Raw::Int(i) => *i as f64,
+                Raw::Float(v) => *v,
+                Raw::Str(t) => t
+                    .trim()
+                    .parse()
+                    .map_err(|_| self.err(s, format!("expected a number, found \"{t}\""), None))?,
+                Raw::Bool(_) => return Err(self.expected(s, "a number")),
+            };
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(self.err(s, format!("expected a finite number, found {v}"), None))
+            }
+        })
+    }
+
+    fn uint(&self, key: &str) -> Found<'a, u64> {
+        self.read(key, |s| {
+            let value = match &s.value {
+                Raw::Int(i) => u64::try_from(*i).ok(),
+                Raw::Str(t) => t.trim().parse().ok(),
+                _ => None,
+            };
+            value.ok_or_else(|| {
+                self.err(s, format!("expected a non-negative integer, found {}", s.value.describe()), None)
+            })
+        })
+    }
+
+    fn boolean(&self, key: &str) -> Found<'a, bool> {
+        self.read(key, |s| match &s.value {
+            Raw::Bool(b) => Ok(*b),
+            other => Err(self.err(s, format!("expected true or false, found {}", other.describe()), None)),
+        })
+    }
+
+    /// Rejects a setting the agent itself gives (not one inherited from `[defaults]`, which may
+    /// serve other agents) when it would have no effect: that is almost always a mistake.
+    fn unused(
+        &self,
+        key: &str,
+        applies: bool,
+        why: &str,
+        hint: impl FnOnce(&Setting) -> String,
+    ) -> Result<(), JobError> {
+        match self.get(key) {
+            Some(s) if !applies && !s.inherited() => {
+                Err(self.err(s, format!("{key} has no effect here: {why}"), Some(hint(s))))
+            }
+            _ => Ok(()),
         }
     }
 
-    fn uint(&self, key: &str) -> Result<Option<(u64, &'a Setting)>, JobError> {
-        let Some(s) = self.get(key) else { return Ok(None) };
-        match &s.value {
-            Raw::Int(i) if *i >= 0 => Ok(Some((*i as u64, s))),
-            Raw::Str(t) if t.trim().parse::<u64>().is_ok() => Ok(Some((t.trim().parse().unwrap(), s))),
-            other => Err(err(s, format!("expected a non-negative integer, found {}", describe(other)), None)),
+    /// Settles `op` or `pattern` against what `rw` implies: an agent's own setting beats an
+    /// inherited one, and two at the same level must agree.
+    fn pick(
+        &self,
+        given: Option<(&'a str, &'a Setting)>,
+        implied: Option<(&'a str, &'a Setting)>,
+        fits: impl Fn(&str, &str) -> bool,
+    ) -> Result<Option<(&'a str, &'a Setting)>, JobError> {
+        match (given, implied) {
+            (Some(g), Some(i)) if g.1.inherited() == i.1.inherited() => {
+                if fits(g.0, i.0) {
+                    Ok(Some(g))
+                } else {
+                    Err(self.err(
+                        g.1,
+                        format!("{} = \"{}\" conflicts with rw = {}", g.1.key(), g.0, i.1.value.describe()),
+                        Some("give either rw, or op and pattern".into()),
+                    ))
+                }
+            }
+            (Some(g), Some(i)) => Ok(Some(if g.1.inherited() { i } else { g })),
+            (g, i) => Ok(g.or(i)),
         }
     }
 
-    fn boolean(&self, key: &str) -> Result<Option<bool>, JobError> {
-        let Some(s) = self.get(key) else { return Ok(None) };
-        match &s.value {
-            Raw::Bool(b) => Ok(Some(*b)),
-            other => Err(err(s, format!("expected true or false, found {}", describe(other)), None)),
-        }
+    /// `bs`: one size, or a weighted list "4k:70,64k:30".
+    fn sizes(&self) -> Found<'a, SizeSpec> {
+        self.read("bs", |s| {
+            let text = match &s.value {
+                Raw::Str(t) if t.contains(':') || t.contains(',') => t,
+                _ => return self.size_of(s).map(SizeSpec::Fixed),
+            };
+            let mut list = Vec::new();
+            for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (size, weight) = part.split_once(':').ok_or_else(|| {
+                    self.err(
+                        s,
+                        format!("\"{part}\" in a weighted list has no weight"),
+                        Some("write size:weight pairs, e.g. \"4k:70,64k:30\"".into()),
+                    )
+                })?;
+                let size = parse_size(size).map_err(|e| self.unit_err(s, e))?;
+                let weight = weight.trim().parse::<u32>().map_err(|_| {
+                    self.err(s, format!("weight \"{}\" is not a whole number", weight.trim()), None)
+                })?;
+                list.push((size, weight));
+            }
+            if list.iter().all(|(_, w)| *w == 0) {
+                return Err(self.err(s, "a weighted list needs at least one positive weight", None));
+            }
+            Ok(SizeSpec::Weighted(list))
+        })
     }
 }
 
-fn describe(r: &Raw) -> String {
-    match r {
-        Raw::Str(s) => format!("\"{s}\""),
-        Raw::Int(i) => i.to_string(),
-        Raw::Float(v) => v.to_string(),
-        Raw::Bool(b) => b.to_string(),
+/// A default seed per agent index, so agents differ unless told otherwise.
+fn default_seed(index: usize) -> u64 {
+    0x10_1E25_u64.wrapping_add(index as u64 * 7919)
+}
+
+/// The job's `block_unit` (512 when not given).
+pub(crate) fn build_block_unit(setting: Option<&Setting>) -> Result<u64, JobError> {
+    let Some(s) = setting else { return Ok(512) };
+    let none = Settings::new();
+    let r = Reader { settings: &none, agent: "" };
+    match r.size_of(s)? {
+        0 => Err(r.err(s, "block_unit must be positive", Some("e.g. 512 (sectors) or 4k".into()))),
+        b => Ok(b),
     }
 }
 
-fn parse_bs(text: &str, s: &Setting) -> Result<SizeSpec, JobError> {
-    if !text.contains(':') && !text.contains(',') {
-        return parse_size(text).map(SizeSpec::Fixed).map_err(|e| err(s, e.to_string(), None));
-    }
-    let mut list = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (size, weight) = part.split_once(':').ok_or_else(|| {
-            err(
-                s,
-                format!("\"{part}\" has no weight"),
-                Some("write a weighted list as \"4k:70,64k:30\"".into()),
-            )
-        })?;
-        let size = parse_size(size).map_err(|e| err(s, e.to_string(), None))?;
-        let weight: u32 = weight
-            .trim()
-            .parse()
-            .map_err(|_| err(s, format!("weight \"{weight}\" is not a whole number"), None))?;
-        list.push((size, weight));
-    }
-    if list.is_empty() || list.iter().all(|(_, w)| *w == 0) {
-        return Err(err(s, "a weighted list needs at least one positive weight", None));
-    }
-    Ok(SizeSpec::Weighted(list))
-}
-
-/// Builds the agents described by one settings map (more than one with `threads`).
+/// Builds the agents one settings map describes: one, or `threads` of them named
+/// `<name>.0`, `<name>.1`, ... with different seeds. `index` numbers the agent from 0 (default
+/// name and seed), `agent` labels it in messages (`agent[1]`), relative targets are joined to
+/// `base_dir`, and `missing_target` makes the error for an agent without one.
 pub(crate) fn build_agents(
     settings: &Settings,
     index: usize,
+    agent: &str,
     base_dir: Option<&Path>,
-    missing_target: impl Fn() -> JobError,
+    missing_target: impl FnOnce() -> JobError,
 ) -> Result<Vec<AgentSpec>, JobError> {
-    let r = Reader { settings };
+    let r = Reader { settings, agent };
     let name = match r.string("name")? {
+        Some(("", s)) => return Err(r.err(s, "the name is empty", None)),
         Some((n, _)) => n.to_string(),
         None => format!("agent{index}"),
     };
     let target = match r.string("target")? {
-        Some((t, _)) => {
-            let p = PathBuf::from(t);
-            match base_dir {
-                Some(dir) if p.is_relative() => dir.join(p),
-                _ => p,
-            }
+        Some(("", s)) => {
+            return Err(r.err(
+                s,
+                "the target is empty",
+                Some("give a file, a directory or a block device".into()),
+            ))
         }
+        Some((t, _)) => match base_dir {
+            Some(dir) => dir.join(t),
+            None => PathBuf::from(t),
+        },
         None => return Err(missing_target()),
     };
 
-    let from_rw =
-        match r.choice("rw", &["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"])? {
-            Some((v, s)) => {
-                let random = v.starts_with("rand");
-                let op = match v.trim_start_matches("rand") {
-                    "read" => "read",
-                    "write" => "write",
-                    _ => "mix",
-                };
-                Some((op, if random { "random" } else { "sequential" }, s))
-            }
-            None => None,
+    // Operation and pattern: `rw` (fio's shorthand) or `op` + `pattern`.
+    let rw = r.choice("rw", RW_VALUES)?;
+    let rw_op = rw.map(|(v, s)| {
+        let op = match v.trim_start_matches("rand") {
+            "read" => "read",
+            "write" => "write",
+            _ => "mix",
         };
-    let op_key = r.choice("op", &["read", "write", "mix"])?;
-    let pattern_key = r.choice("pattern", &["sequential", "strided", "random"])?;
-    if let Some((op, pattern, rw)) = from_rw {
-        for (given, implied) in [(op_key, op), (pattern_key, pattern)] {
-            if let Some((v, s)) = given {
-                if v != implied {
-                    return Err(err(
-                        s,
-                        format!("\"{v}\" conflicts with rw = \"{}\"", rw_text(rw)),
-                        Some("give either rw, or op and pattern".into()),
-                    ));
-                }
-            }
-        }
-    }
-    let op_name = op_key.map(|(v, _)| v).or(from_rw.map(|(o, _, _)| o)).unwrap_or("read");
-    let pattern_name = pattern_key.map(|(v, _)| v).or(from_rw.map(|(_, p, _)| p)).unwrap_or("random");
+        (op, s)
+    });
+    let rw_pattern = rw.map(|(v, s)| (if v.starts_with("rand") { "random" } else { "sequential" }, s));
+    let op = r.pick(r.choice("op", OP_VALUES)?, rw_op, |given, implied| given == implied)?;
+    let pattern = r.pick(r.choice("pattern", PATTERN_VALUES)?, rw_pattern, |given, implied| {
+        given == implied || (given == "strided" && implied == "sequential")
+    })?;
 
     let read_pct = match r.uint("read_pct")? {
-        Some((p, s)) if p > 100 => return Err(err(s, format!("{p} is not a percentage (0 to 100)"), None)),
-        Some((p, _)) => p as u8,
-        None => 50,
+        Some((p, s)) if p > 100 => {
+            return Err(r.err(
+                s,
+                format!("read_pct = {p} is not a percentage"),
+                Some("give 0 to 100: the share of reads in a read/write mix".into()),
+            ))
+        }
+        found => found.map_or(50, |(p, _)| p as u8),
     };
-    let op = match op_name {
+    let op = match op.map_or("read", |(v, _)| v) {
         "read" => OpMix::Read,
         "write" => OpMix::Write,
         _ => OpMix::Mixed { read_pct },
     };
 
-    let pattern = match pattern_name {
-        "sequential" => Pattern::Sequential,
-        "strided" => match (r.size("stride")?, r.get("stride")) {
-            (Some(0), Some(s)) => return Err(err(s, "stride must be positive", None)),
-            (Some(stride), _) => Pattern::Strided { stride },
-            (None, _) => {
-                let s =
-                    pattern_key.map(|(_, s)| s).or(from_rw.map(|(_, _, s)| s)).expect("pattern was given");
-                return Err(err(s, "a strided pattern needs a stride", Some("add stride = \"64k\"".into())));
-            }
-        },
-        _ => {
-            let dist =
-                r.choice("distribution", &["uniform", "normal", "zipf"])?.map_or("uniform", |(v, _)| v);
-            Pattern::Random(match dist {
-                "normal" => {
-                    let center = match r.float("hot_spot")? {
-                        Some((c, s)) if !(0.0..=1.0).contains(&c) => {
-                            return Err(err(s, format!("{c} is not a fraction of the region (0 to 1)"), None))
-                        }
-                        Some((c, _)) => c,
-                        None => 0.5,
-                    };
-                    let spread = match r.float("spread")? {
-                        Some((v, s)) if v <= 0.0 || !v.is_finite() => {
-                            return Err(err(s, "spread must be a positive fraction of the region", None))
-                        }
-                        Some((v, _)) => v,
-                        None => 0.1,
-                    };
-                    Distribution::Normal { center, spread }
-                }
-                "zipf" => match r.float("zipf_theta")? {
-                    Some((t, s)) if t <= 0.0 || !t.is_finite() => {
-                        return Err(err(
-                            s,
-                            "zipf_theta must be positive",
-                            Some("typical values: 0.8 to 1.5".into()),
-                        ))
-                    }
-                    Some((t, _)) => Distribution::Zipf { theta: t },
-                    None => Distribution::Zipf { theta: 1.2 },
-                },
-                _ => Distribution::Uniform,
-            })
+    let stride = r.nonzero_size("stride")?;
+    let distribution = r.choice("distribution", DISTRIBUTION_VALUES)?;
+    let center = match r.float("hot_spot")? {
+        Some((c, s)) if !(0.0..=1.0).contains(&c) => {
+            return Err(r.err(s, format!("hot_spot = {c} is not a fraction of the region (0 to 1)"), None))
         }
+        found => found.map_or(0.5, |(c, _)| c),
     };
-
-    let sizes = match r.get("bs") {
-        Some(s) => match &s.value {
-            Raw::Str(t) => parse_bs(t, s)?,
-            Raw::Int(i) if *i > 0 => SizeSpec::Fixed(*i as u64),
-            other => {
-                return Err(err(s, format!("expected a size like \"4k\", found {}", describe(other)), None))
+    let spread = match r.float("spread")? {
+        Some((v, s)) if v <= 0.0 => {
+            return Err(r.err(s, "spread must be a positive fraction of the region", Some("e.g. 0.1".into())))
+        }
+        found => found.map_or(0.1, |(v, _)| v),
+    };
+    let theta = match r.float("zipf_theta")? {
+        Some((t, s)) if t <= 0.0 => {
+            return Err(r.err(s, "zipf_theta must be positive", Some("typical values: 0.8 to 1.5".into())))
+        }
+        found => found.map_or(1.2, |(t, _)| t),
+    };
+    let pattern = match pattern {
+        // A stride turns a sequential rw into a strided pattern (the only way to get one from flags).
+        Some(("sequential", s)) if s.key() == "rw" && stride.is_some() => "strided",
+        Some((p, _)) => p,
+        None if stride.is_some() => "strided",
+        None => "random",
+    };
+    let pattern = match pattern {
+        "sequential" => Pattern::Sequential,
+        "strided" => match stride {
+            Some((stride, _)) => Pattern::Strided { stride },
+            None => {
+                let s = r.get("pattern").expect("only an explicit pattern is strided without a stride");
+                return Err(r.err(
+                    s,
+                    "a strided pattern needs a stride",
+                    Some(format!("add {}", s.spell("stride", "64k"))),
+                ));
             }
         },
-        None => SizeSpec::Fixed(4096),
+        _ => Pattern::Random(match distribution.map_or("uniform", |(v, _)| v) {
+            "normal" => Distribution::Normal { center, spread },
+            "zipf" => Distribution::Zipf { theta },
+            _ => Distribution::Uniform,
+        }),
     };
-    if sizes.min() == 0 {
-        return Err(err(r.get("bs").expect("bs given"), "request sizes must be positive", None));
+    r.unused(
+        "read_pct",
+        matches!(op, OpMix::Mixed { .. }),
+        "the agent does not mix reads and writes",
+        |s| format!("for a mix, use {}", s.spell("rw", "randrw")),
+    )?;
+    r.unused("stride", matches!(pattern, Pattern::Strided { .. }), "the pattern is not sequential", |s| {
+        format!("a stride applies to sequential access, e.g. {}", s.spell("rw", "read"))
+    })?;
+    let random = matches!(pattern, Pattern::Random(_));
+    r.unused("distribution", random, "offsets are not random", |s| {
+        format!("distributions apply to random access, e.g. {}", s.spell("rw", "randread"))
+    })?;
+    let normal = matches!(pattern, Pattern::Random(Distribution::Normal { .. }));
+    for key in ["hot_spot", "spread"] {
+        r.unused(key, normal, "it shapes the normal distribution", |s| {
+            format!("add {}", s.spell("distribution", "normal"))
+        })?;
     }
-    if sizes.max() > u32::MAX as u64 {
-        return Err(err(r.get("bs").expect("bs given"), "request sizes above 4 GiB are not supported", None));
+    let zipf = matches!(pattern, Pattern::Random(Distribution::Zipf { .. }));
+    r.unused("zipf_theta", zipf, "it shapes the zipf distribution", |s| {
+        format!("add {}", s.spell("distribution", "zipf"))
+    })?;
+
+    let bs = r.sizes()?;
+    let sizes = bs.as_ref().map_or(SizeSpec::Fixed(4096), |(v, _)| v.clone());
+    if let Some((_, s)) = bs {
+        if sizes.min() == 0 {
+            return Err(r.err(s, "request sizes must be positive", None));
+        }
+        if sizes.max() > u32::MAX as u64 {
+            return Err(r.err(s, "request sizes of 4GiB or more are not supported", None));
+        }
     }
 
-    let engine = match r.choice("engine", &["sync", "io_uring", "null"])?.map_or("sync", |(v, _)| v) {
+    let engine = match r.choice("engine", ENGINE_VALUES)?.map_or("sync", |(v, _)| v) {
         "io_uring" => EngineKind::IoUring,
         "null" => EngineKind::Null,
         _ => EngineKind::Sync,
     };
     let queue_depth = match r.uint("qd")? {
-        Some((0, s)) => return Err(err(s, "qd must be at least 1", None)),
-        Some((q, s)) if q > 1 && engine == EngineKind::Sync => {
-            return Err(err(
+        Some((0, s)) => return Err(r.err(s, "qd must be at least 1", None)),
+        Some((q, s)) if q > 1 && engine != EngineKind::IoUring => {
+            return Err(r.err(
                 s,
-                format!("qd = {q} needs an asynchronous engine"),
-                Some(
-                    "add engine = \"io_uring\" (--engine io_uring), or use threads for sync concurrency"
-                        .into(),
+                format!(
+                    "qd = {q} needs engine = \"io_uring\"; the {} engine has one request in flight",
+                    engine.name()
                 ),
+                Some(format!(
+                    "add {}, or use {} for parallel {} agents",
+                    s.spell("engine", "io_uring"),
+                    s.spell("threads", &q.to_string()),
+                    engine.name()
+                )),
             ))
         }
-        Some((q, s)) if q > 4096 => return Err(err(s, "qd above 4096 is not supported", None)),
-        Some((q, _)) => q as u32,
-        None => 1,
+        Some((q, s)) if q > 4096 => return Err(r.err(s, "qd above 4096 is not supported", None)),
+        found => found.map_or(1, |(q, _)| q as u32),
     };
-    let direct = r.boolean("direct")?.unwrap_or(false);
+    let direct = r.boolean("direct")?.is_some_and(|(d, _)| d);
+
+    let rate = match r.float("rate")? {
+        Some((v, s)) if v < 0.0 => {
+            return Err(r.err(s, "rate must be a non-negative number of operations per second", None))
+        }
+        found => found.map_or(0.0, |(v, _)| v),
+    };
+    let arrival = match r.choice("arrival", ARRIVAL_VALUES)?.map_or("constant", |(v, _)| v) {
+        "poisson" => Arrival::Poisson,
+        _ => Arrival::Constant,
+    };
+    r.unused("arrival", rate > 0.0, "the agent is not rate-limited", |s| {
+        format!("set a rate in operations per second, e.g. {}", s.spell("rate", "1000"))
+    })?;
+
+    let fsync = match r.get("fsync") {
+        None => FsyncPolicy::None,
+        Some(s) => {
+            let every = |n: Option<u64>| n.filter(|n| *n > 0).map(FsyncPolicy::EveryN);
+            let policy = match &s.value {
+                Raw::Str(v) => match v.trim() {
+                    "none" => Some(FsyncPolicy::None),
+                    "end" => Some(FsyncPolicy::AtEnd),
+                    n => every(n.parse().ok()),
+                },
+                Raw::Int(n) => every(u64::try_from(*n).ok()),
+                _ => None,
+            };
+            policy.ok_or_else(|| {
+                r.err(
+                    s,
+                    format!("unknown fsync policy {}", s.value.describe()),
+                    Some(
+                        "use \"none\", \"end\" (one fsync at the end, timed) or N (fsync every N writes)"
+                            .into(),
+                    ),
+                )
+            })?
+        }
+    };
+    r.unused("fsync", op.writes() || fsync == FsyncPolicy::None, "the agent does not write", |s| {
+        format!("fsync applies to writes, e.g. {}", s.spell("rw", "randwrite"))
+    })?;
+
+    let region = r.nonzero_size("size")?;
+    if let Some((region, s)) = region {
+        if sizes.max() > region {
+            let (s, message) = match &bs {
+                Some((_, b)) => (
+                    *b,
+                    format!(
+                        "requests of {} do not fit in the region (size = {})",
+                        format_bytes(sizes.max()),
+                        format_bytes(region)
+                    ),
+                ),
+                None => (s, format!("{} is smaller than the default 4KiB request", format_bytes(region))),
+            };
+            return Err(r.err(s, message, None));
+        }
+    }
     if direct {
-        let bad = match &sizes {
-            SizeSpec::Fixed(s) => (s % 512 != 0).then_some(*s),
-            SizeSpec::Weighted(l) => l.iter().map(|(s, _)| *s).find(|s| s % 512 != 0),
+        let mut aligned: Vec<(u64, Option<&Setting>)> = match &sizes {
+            SizeSpec::Fixed(n) => vec![(*n, bs.as_ref().map(|b| b.1))],
+            SizeSpec::Weighted(l) => l.iter().map(|(n, _)| (*n, bs.as_ref().map(|b| b.1))).collect(),
         };
-        if let Some(b) = bad {
-            let s = r.get("bs").or(r.get("direct")).expect("bs or direct given");
-            return Err(err(
+        aligned.extend(stride.map(|(n, s)| (n, Some(s))));
+        aligned.extend(region.map(|(n, s)| (n, Some(s))));
+        if let Some((n, s)) = aligned.into_iter().find(|(n, _)| n % 512 != 0) {
+            let s = s.or(r.get("direct")).expect("a misaligned size was given, so is direct");
+            return Err(r.err(
                 s,
-                format!("O_DIRECT needs sizes that are multiples of 512 bytes; {b} is not"),
-                Some("use sizes like 512, 4k, 64k, or drop direct".into()),
+                format!("{n} is not a multiple of 512 bytes, which O_DIRECT (direct = true) needs"),
+                Some(
+                    "direct I/O bypasses the page cache, so sizes and offsets must be multiples of the \
+                     device's logical block size (512 bytes, or 4k on some devices); use sizes like 4k, \
+                     or drop direct"
+                        .into(),
+                ),
             ));
         }
     }
 
-    let rate = match r.float("rate")? {
-        Some((v, s)) if v < 0.0 || !v.is_finite() => {
-            return Err(err(s, "rate must be a non-negative number of operations per second", None))
-        }
-        Some((v, _)) => v,
-        None => 0.0,
+    let time = match r.duration("time")? {
+        Some((Duration::ZERO, s)) => return Err(r.err(s, "time must be positive", None)),
+        found => found.map(|(t, _)| t),
     };
-    let arrival = match r.choice("arrival", &["constant", "poisson"])?.map_or("constant", |(v, _)| v) {
-        "poisson" => Arrival::Poisson,
-        _ => Arrival::Constant,
-    };
-    let fsync = match r.get("fsync") {
-        None => FsyncPolicy::None,
-        Some(s) => match &s.value {
-            Raw::Str(v) if v == "none" => FsyncPolicy::None,
-            Raw::Str(v) if v == "end" => FsyncPolicy::AtEnd,
-            Raw::Str(v) if v.parse::<u64>().is_ok_and(|n| n > 0) => FsyncPolicy::EveryN(v.parse().unwrap()),
-            Raw::Int(n) if *n > 0 => FsyncPolicy::EveryN(*n as u64),
-            other => {
-                return Err(err(
-                    s,
-                    format!("unknown fsync policy {}", describe(other)),
-                    Some("use \"none\", \"end\", or a positive N (fsync every N writes)".into()),
-                ))
-            }
-        },
-    };
-    let region_size = match (r.size("size")?, r.get("size")) {
-        (Some(0), Some(s)) => return Err(err(s, "size must be positive", None)),
-        (v, _) => v,
-    };
-    let termination = Termination {
-        time: r.duration("time")?,
-        bytes: match (r.size("bytes")?, r.get("bytes")) {
-            (Some(0), Some(s)) => return Err(err(s, "bytes must be positive", None)),
-            (v, _) => v,
-        },
-    };
-    if let (Some(Duration::ZERO), Some(s)) = (termination.time, r.get("time")) {
-        return Err(err(s, "time must be positive", None));
-    }
-    let ramp = r.duration("ramp")?.unwrap_or(Duration::ZERO);
-    let seed = r.uint("seed")?.map_or(0x10_1e25 + index as u64 * 7919, |(v, _)| v);
+    let bytes = r.nonzero_size("bytes")?.map(|(b, _)| b);
+    let ramp = r.duration("ramp")?.map_or(Duration::ZERO, |(d, _)| d);
+    let seed = r.uint("seed")?.map_or_else(|| default_seed(index), |(v, _)| v);
     let threads = match r.uint("threads")? {
-        Some((0, s)) => return Err(err(s, "threads must be at least 1", None)),
+        Some((0, s)) => return Err(r.err(s, "threads must be at least 1", None)),
         Some((t, s)) if t > 4096 => {
-            return Err(err(s, "more than 4096 threads per agent is not supported", None))
+            return Err(r.err(s, "more than 4096 threads per agent are not supported", None))
         }
-        Some((t, _)) => t as usize,
-        None => 1,
+        found => found.map_or(1, |(t, _)| t as usize),
     };
 
     let base = AgentSpec {
@@ -522,8 +757,8 @@ pub(crate) fn build_agents(
         direct,
         rate: Rate { ops_per_s: rate, arrival },
         fsync,
-        region_size,
-        termination,
+        region_size: region.map(|(n, _)| n),
+        termination: Termination { time, bytes },
         ramp,
         seed,
     };
@@ -539,19 +774,15 @@ pub(crate) fn build_agents(
         .collect())
 }
 
-fn rw_text(s: &Setting) -> String {
-    match &s.value {
-        Raw::Str(v) => v.clone(),
-        other => describe(other),
-    }
-}
-
-/// Line and column (1-based) of a byte offset.
+/// Line and column (1-based, in characters) of a byte offset.
 fn position(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.chars().count(), |nl| before[nl + 1..].chars().count()) + 1;
-    (line, column)
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+    (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
 }
 
 struct FileCtx<'a> {
@@ -560,14 +791,14 @@ struct FileCtx<'a> {
 }
 
 impl FileCtx<'_> {
-    fn at(&self, span: Option<std::ops::Range<usize>>) -> ErrorSource {
+    fn at(&self, span: Option<Range<usize>>) -> ErrorSource {
         let (line, column) = position(self.text, span.map_or(0, |s| s.start));
         ErrorSource::File { file: self.file.to_string(), line, column }
     }
 
     fn error(
         &self,
-        span: Option<std::ops::Range<usize>>,
+        span: Option<Range<usize>>,
         key: &str,
         message: impl Into<String>,
         hint: Option<String>,
@@ -575,50 +806,77 @@ impl FileCtx<'_> {
         JobError { source: self.at(span), key: key.to_string(), message: message.into(), hint }
     }
 
-    fn raw(&self, item: &Item, path: &str) -> Result<Raw, JobError> {
-        let value = match item {
-            Item::Value(v) => v,
-            _ => return Err(self.error(item.span(), path, "expected a value, found a table", None)),
-        };
-        Ok(match value {
-            Value::String(s) => Raw::Str(s.value().clone()),
-            Value::Integer(i) => Raw::Int(*i.value()),
-            Value::Float(f) => Raw::Float(*f.value()),
-            Value::Boolean(b) => Raw::Bool(*b.value()),
-            _ => {
-                return Err(self.error(
-                    value.span(),
-                    path,
-                    "expected a string, number or boolean",
-                    Some("weighted sizes are written as a string: bs = \"4k:70,64k:30\"".into()),
-                ))
+    fn setting(&self, item: &Item, path: &str) -> Result<Setting, JobError> {
+        let value = match item.as_value() {
+            Some(Value::String(s)) => Raw::Str(s.value().clone()),
+            Some(Value::Integer(i)) => Raw::Int(*i.value() as i128),
+            Some(Value::Float(f)) => Raw::Float(*f.value()),
+            Some(Value::Boolean(b)) => Raw::Bool(*b.value()),
+            other => {
+                let found = match other {
+                    None => "a table",
+                    Some(Value::Array(_)) => "an array",
+                    Some(Value::InlineTable(_)) => "an inline table",
+                    Some(_) => "a date",
+                };
+                let hint = path
+                    .ends_with(".bs")
+                    .then(|| "write weighted sizes as one string: bs = \"4k:70,64k:30\"".to_string());
+                let message = format!("expected a string, number or boolean, found {found}");
+                return Err(self.error(item.span(), path, message, hint));
             }
-        })
+        };
+        Ok(Setting { value, source: self.at(item.span()), path: path.to_string() })
     }
 
-    /// The settings of a table, each checked against the valid keys.
-    fn settings(&self, table: &Table, prefix: &str, valid: &[&str]) -> Result<Settings, JobError> {
+    /// The settings of a table, each key checked against `valid`.
+    fn settings(&self, table: &dyn TableLike, prefix: &str, valid: &[&str]) -> Result<Settings, JobError> {
         let mut out = Settings::new();
         for (key, item) in table.iter() {
             let path = format!("{prefix}.{key}");
-            let key_span = table.key(key).and_then(|k| k.span());
             if !valid.contains(&key) {
-                return Err(self.error(key_span, &path, "unknown key", Some(unknown_key_hint(key, valid))));
+                let hint = match key {
+                    "name" => "each agent's name goes in its own [[agent]] table".to_string(),
+                    "block_unit" => "block_unit is a job setting: put it at the top, before any table".into(),
+                    _ => unknown_key_hint(key, valid),
+                };
+                let span = table.key(key).and_then(|k| k.span());
+                return Err(self.error(span, &path, "unknown key", Some(hint)));
             }
-            let value = self.raw(item, &path)?;
-            out.insert(key.to_string(), Setting { value, source: self.at(item.span().or(key_span)), path });
+            out.insert(key.to_string(), self.setting(item, &path)?);
         }
         Ok(out)
     }
 }
 
-/// Parses a job file's text; `file_name` is used in error messages. Relative targets stay
-/// relative (see [`load_job_file`] for resolution against the file's directory).
+/// Parses a job file's text; `file_name` appears in error messages and names the job (its stem)
+/// unless the file sets `name`. Relative targets stay relative (see [`load_job_file`]).
+///
+/// The file holds optional top-level `name` and `block_unit` (BPS unit, default 512), an
+/// optional `[defaults]` table whose keys apply to every agent, and one or more `[[agent]]`
+/// tables. Agent keys (all but `name` also in `[defaults]`):
+///
+/// - `name` (default `agent<i>`, counting from 0), `target` (required)
+/// - `rw`: `read`, `write`, `randread`, `randwrite`, `rw`/`readwrite` (sequential mix), `randrw`;
+///   or `op` (`read`, `write`, `mix`) and `pattern` (`sequential`, `strided`, `random`)
+/// - `read_pct` (mix, default 50), `stride` (a stride also makes a sequential `rw` strided)
+/// - `distribution` (`uniform`, `normal`, `zipf`), `hot_spot`, `spread`, `zipf_theta`
+/// - `bs`: a size or a weighted list `"4k:70,64k:30"` (default 4k)
+/// - `engine` (`sync`, `io_uring`, `null`), `qd` (above 1 only with io_uring), `direct`
+/// - `rate` (ops/s, 0 = unlimited), `arrival` (`constant`, `poisson`)
+/// - `fsync` (`"none"`, `"end"` or N: every N writes)
+/// - `size` (region), `time`, `bytes` (termination), `ramp`, `seed`
+/// - `threads`: N copies named `<name>.0` ... `<name>.<N-1>` with different seeds
+///
+/// Sizes are integers (bytes) or strings for [`parse_size`](crate::parse_size); durations are
+/// numbers (seconds) or strings for [`parse_duration`](crate::parse_duration).
 pub fn parse_job(text: &str, file_name: &str) -> Result<Job, JobError> {
-    parse_job_in(text, file_name, None)
+    let stem = Path::new(file_name).file_stem().map(|s| s.to_string_lossy().into_owned());
+    parse_job_in(text, file_name, None, stem.as_deref().unwrap_or("job"))
 }
 
-/// Reads and parses a job file; relative targets are taken relative to the file's directory.
+/// Reads and parses a job file (see [`parse_job`]); relative targets are taken relative to the
+/// file's directory.
 pub fn load_job_file(path: &Path) -> Result<Job, JobError> {
     let file_name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| JobError {
@@ -627,130 +885,212 @@ pub fn load_job_file(path: &Path) -> Result<Job, JobError> {
         message: format!("cannot read the job file: {e}"),
         hint: None,
     })?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut job = parse_job_in(&text, &file_name, Some(dir))?;
-    if job.name == "job" {
-        if let Some(stem) = path.file_stem() {
-            job.name = stem.to_string_lossy().into_owned();
-        }
-    }
-    Ok(job)
+    let stem = path.file_stem().map_or("job".into(), |s| s.to_string_lossy());
+    parse_job_in(&text, &file_name, Some(path.parent().unwrap_or(Path::new(""))), &stem)
 }
 
-fn parse_job_in(text: &str, file_name: &str, base_dir: Option<&Path>) -> Result<Job, JobError> {
+fn parse_job_in(
+    text: &str,
+    file_name: &str,
+    base_dir: Option<&Path>,
+    default_name: &str,
+) -> Result<Job, JobError> {
     let ctx = FileCtx { text, file: file_name };
     let doc = Document::parse(text).map_err(|e| {
-        let message = e.message().lines().next().unwrap_or("invalid TOML").to_string();
+        let message = e.message().lines().next().unwrap_or("syntax error").trim().to_string();
         ctx.error(e.span(), "", format!("invalid TOML: {message}"), None)
     })?;
     let root = doc.as_table();
-    for (key, _) in root.iter() {
-        if !TOP_KEYS.contains(&key) {
-            let span = root.key(key).and_then(|k| k.span());
-            let mut hint = unknown_key_hint(key, TOP_KEYS);
-            if AGENT_KEYS.contains(&key) || suggest(key, AGENT_KEYS).is_some() {
-                hint = format!(
-                    "agent settings go in [[agent]] or [defaults]; top-level keys: {}",
-                    TOP_KEYS.join(", ")
-                );
-            }
-            return Err(ctx.error(span, key, "unknown key", Some(hint)));
+    for (key, item) in root.iter() {
+        if TOP_KEYS.contains(&key) {
+            continue;
         }
+        let table = item.is_table() || item.is_array_of_tables();
+        let hint = match suggest(key, TOP_KEYS) {
+            _ if !table && AGENT_KEYS.contains(&key) => agent_setting_hint(key),
+            Some(k) if table && k == "agent" => "did you mean `[[agent]]`?".into(),
+            Some(k) if table && k == "defaults" => "did you mean `[defaults]`?".into(),
+            Some(k) => format!("did you mean `{k}`?"),
+            None => match suggest(key, AGENT_KEYS) {
+                Some(k) if !table => agent_setting_hint(&k),
+                _ => "valid at the top: name, block_unit, [defaults], [[agent]]".into(),
+            },
+        };
+        let span = root.key(key).and_then(|k| k.span());
+        return Err(ctx.error(span, key, if table { "unknown table" } else { "unknown key" }, Some(hint)));
     }
+
     let name = match root.get("name") {
-        Some(item) => match ctx.raw(item, "name")? {
-            Raw::Str(s) => s,
+        None => default_name.to_string(),
+        Some(item) => match ctx.setting(item, "name")?.value {
+            Raw::Str(s) if !s.is_empty() => s,
+            Raw::Str(_) => return Err(ctx.error(item.span(), "name", "the job name is empty", None)),
             other => {
-                return Err(ctx.error(
-                    item.span(),
-                    "name",
-                    format!("expected a string, found {}", other.kind()),
-                    None,
-                ))
+                let message = format!("expected a string, found {}", other.kind());
+                return Err(ctx.error(item.span(), "name", message, None));
             }
         },
-        None => "job".to_string(),
     };
-    let block_unit = match root.get("block_unit") {
-        Some(item) => {
-            let setting = Setting {
-                value: ctx.raw(item, "block_unit")?,
-                source: ctx.at(item.span()),
-                path: "block_unit".into(),
-            };
-            let mut m = Settings::new();
-            m.insert("block_unit".into(), setting);
-            match (Reader { settings: &m }).size("block_unit")? {
-                Some(0) => {
-                    return Err(ctx.error(item.span(), "block_unit", "block_unit must be positive", None))
-                }
-                Some(b) => b,
-                None => 512,
-            }
-        }
-        None => 512,
-    };
+    let block_unit = root.get("block_unit").map(|item| ctx.setting(item, "block_unit")).transpose()?;
+    let block_unit = build_block_unit(block_unit.as_ref())?;
 
     let defaults = match root.get("defaults") {
         None => Settings::new(),
-        Some(Item::Table(t)) => {
-            let valid: Vec<&str> = AGENT_KEYS.iter().copied().filter(|k| *k != "name").collect();
-            ctx.settings(t, "defaults", &valid)?
-        }
-        Some(other) => return Err(ctx.error(other.span(), "defaults", "expected a table: [defaults]", None)),
+        Some(item) => match item.as_table_like() {
+            Some(t) => {
+                let valid: Vec<&str> = AGENT_KEYS.iter().copied().filter(|k| *k != "name").collect();
+                ctx.settings(t, "defaults", &valid)?
+            }
+            None => return Err(ctx.error(item.span(), "defaults", "expected a table: [defaults]", None)),
+        },
     };
-    let agent_tables: Vec<&Table> = match root.get("agent") {
+    let tables: Vec<(&dyn TableLike, Option<Range<usize>>)> = match root.get("agent") {
         None => vec![],
-        Some(Item::ArrayOfTables(a)) => a.iter().collect(),
+        Some(Item::ArrayOfTables(a)) => a.iter().map(|t| (t as &dyn TableLike, t.span())).collect(),
+        Some(Item::Value(Value::Array(a))) if a.iter().all(Value::is_inline_table) => {
+            a.iter().filter_map(|v| v.as_inline_table().map(|t| (t as &dyn TableLike, t.span()))).collect()
+        }
         Some(other) => {
             return Err(ctx.error(
                 other.span(),
                 "agent",
                 "expected [[agent]] tables",
-                Some("write each agent as a table array entry: [[agent]]".into()),
+                Some("each agent is a table in an array: write [[agent]], with two brackets".into()),
             ))
         }
     };
-    if agent_tables.is_empty() {
+    if tables.is_empty() {
         return Err(ctx.error(
             None,
             "agent",
             "the job has no agents",
-            Some("add one, e.g.\n    [[agent]]\n    target = \"/mnt/scratch\"\n    rw = \"randread\"\n    bs = \"4k\"".into()),
+            Some(
+                "add at least one, e.g.\n    [[agent]]\n    target = \"/mnt/scratch\"\n    rw = \"randread\"\n    \
+                 bs = \"4k\""
+                    .into(),
+            ),
         ));
     }
+
     let mut agents = Vec::new();
-    for (i, table) in agent_tables.iter().enumerate() {
-        let prefix = format!("agent[{}]", i + 1);
+    // For each built agent, the table it came from: duplicate names point there.
+    let mut origins = Vec::new();
+    for (i, (table, span)) in tables.into_iter().enumerate() {
+        let label = format!("agent[{}]", i + 1);
         let mut settings = defaults.clone();
-        settings.extend(ctx.settings(table, &prefix, AGENT_KEYS)?);
-        let header = table.span();
-        agents.extend(build_agents(&settings, i, base_dir, || {
+        settings.extend(ctx.settings(table, &label, AGENT_KEYS)?);
+        let built = build_agents(&settings, i, &label, base_dir, || {
             ctx.error(
-                header.clone(),
-                &format!("{prefix}.target"),
+                span.clone(),
+                &format!("{label}.target"),
                 "no target",
-                Some("add target = \"DIR\" to the agent or to [defaults]".into()),
+                Some("add target = \"/path/to/dir-file-or-device\" to the agent or to [defaults]".into()),
             )
-        })?);
+        })?;
+        let origin = match settings.get("name") {
+            Some(s) if !s.inherited() => (s.source.clone(), s.path.clone()),
+            _ => (ctx.at(span), label),
+        };
+        origins.resize(origins.len() + built.len(), origin);
+        agents.extend(built);
     }
-    check_unique_names(&agents).map_err(|n| {
-        ctx.error(
-            None,
-            "agent",
-            format!("two agents are named \"{n}\""),
-            Some("give each agent its own name".into()),
-        )
-    })?;
+    let mut seen = std::collections::BTreeSet::new();
+    for (agent, (source, key)) in agents.iter().zip(origins) {
+        if !seen.insert(agent.name.as_str()) {
+            return Err(JobError {
+                source,
+                key,
+                message: format!("two agents are named \"{}\"", agent.name),
+                hint: Some("give each agent its own name (threads = N adds .0 to .<N-1>)".into()),
+            });
+        }
+    }
     Ok(Job { name, block_unit, agents })
 }
 
-fn check_unique_names(agents: &[AgentSpec]) -> Result<(), String> {
-    let mut seen = std::collections::BTreeSet::new();
-    for a in agents {
-        if !seen.insert(a.name.as_str()) {
-            return Err(a.name.clone());
+fn agent_setting_hint(key: &str) -> String {
+    format!("`{key}` is an agent setting: put it in an [[agent]] table, or in [defaults] for every agent")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_catch_typos_and_aliases() {
+        let cases = [
+            ("blocksize", "bs"),
+            ("BS", "bs"),
+            ("engin", "engine"),
+            ("egnine", "engine"),
+            ("taregt", "target"),
+            ("tagret", "target"),
+            ("threds", "threads"),
+            ("thread", "threads"),
+            ("iodepth", "qd"),
+            ("read-pct", "read_pct"),
+            ("readpct", "read_pct"),
+            ("hotspot", "hot_spot"),
+            ("zipf-theta", "zipf_theta"),
+            ("pattrn", "pattern"),
+            ("distrib", "distribution"),
+            ("arival", "arrival"),
+            ("fsycn", "fsync"),
+            ("strid", "stride"),
+            ("sead", "seed"),
+            ("ramp_time", "ramp"),
+            ("runtime", "time"),
+            ("numjobs", "threads"),
+            ("direkt", "direct"),
+            ("bz", "bs"),
+            ("og", "op"),
+        ];
+        for (typo, key) in cases {
+            assert_eq!(suggest(typo, AGENT_KEYS).as_deref(), Some(key), "{typo}");
         }
+        for far in ["xyzzy", "colour", "verify", "latency_target"] {
+            assert_eq!(suggest(far, AGENT_KEYS), None, "{far}");
+        }
+        assert_eq!(suggest("iouring", ENGINE_VALUES).as_deref(), Some("io_uring"));
+        assert_eq!(suggest("libaio", ENGINE_VALUES).as_deref(), Some("io_uring"));
+        assert_eq!(suggest("gaussian", DISTRIBUTION_VALUES).as_deref(), Some("normal"));
+        assert_eq!(suggest("randomread", RW_VALUES).as_deref(), Some("randread"));
+        assert_eq!(suggest("Randwrite", RW_VALUES).as_deref(), Some("randwrite"));
+        assert_eq!(suggest("rw", OP_VALUES).as_deref(), Some("mix"));
     }
-    Ok(())
+
+    #[test]
+    fn positions_are_one_based_characters() {
+        let text = "a = 1\nüb = 2\n";
+        assert_eq!(position(text, 0), (1, 1));
+        assert_eq!(position(text, 4), (1, 5));
+        assert_eq!(position(text, 6), (2, 1));
+        assert_eq!(position(text, 8), (2, 2), "ü is two bytes, one column");
+        assert_eq!(position(text, 7), (2, 1), "inside a character");
+        assert_eq!(position(text, 99), (3, 1));
+    }
+
+    #[test]
+    fn display_forms() {
+        let e = JobError {
+            source: ErrorSource::File { file: "job.toml".into(), line: 7, column: 1 },
+            key: "agent[2].blocksize".into(),
+            message: "unknown key".into(),
+            hint: Some("did you mean `bs`?".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "job.toml:7:1: agent[2].blocksize: unknown key\n  hint: did you mean `bs`?"
+        );
+        assert_eq!(e.location(), Some(("job.toml", 7, 1)));
+        let e = JobError { source: ErrorSource::Flag("--qd".into()), key: "qd".into(), hint: None, ..e };
+        assert_eq!(e.to_string(), "--qd: unknown key");
+        assert_eq!(e.location(), None);
+        let e = JobError {
+            source: ErrorSource::File { file: "x".into(), line: 0, column: 0 },
+            key: "".into(),
+            ..e
+        };
+        assert_eq!(e.to_string(), "x: unknown key");
+    }
 }

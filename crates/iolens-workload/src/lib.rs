@@ -5,7 +5,8 @@
 //! This crate only describes work; it performs no I/O. Jobs come from TOML job files
 //! ([`load_job_file`], [`parse_job`]) or from command-line flags ([`FlagWorkload`]); both paths
 //! produce the same validated [`Job`]. Human-friendly quantities are parsed by [`parse_size`]
-//! (binary: `1k` = 1024, IEC forms such as `4KiB`) and [`parse_duration`] (`ms`, `s`, `m`, `h`).
+//! (binary: `1k` = 1024, IEC forms such as `4KiB`) and [`parse_duration`] (`us`, `ms`, `s`, `m`,
+//! `h`; a bare number is seconds).
 
 mod flags;
 mod jobfile;

@@ -203,3 +203,205 @@ fn flag_errors_name_the_flag() {
     let e = FlagWorkload { block_unit: Some("0".into()), ..FlagWorkload::default() }.to_job().unwrap_err();
     assert_eq!(e.source, ErrorSource::Flag("--block-unit".into()));
 }
+
+#[test]
+fn sizes_and_durations_take_numbers_or_strings() {
+    let j = job(r#"
+[[agent]]
+target = "/t"
+rw = "randwrite"
+bs = "4k:50,64k:30,1m:20"
+size = 1073741824
+bytes = "512MiB"
+time = 1.5
+ramp = 2
+fsync = "end"
+"#)
+    .unwrap();
+    let a = &j.agents[0];
+    assert_eq!(a.sizes, SizeSpec::Weighted(vec![(4096, 50), (65536, 30), (1 << 20, 20)]));
+    assert_eq!(a.region_size, Some(1 << 30));
+    assert_eq!(
+        a.termination,
+        Termination { time: Some(Duration::from_millis(1500)), bytes: Some(512 << 20) }
+    );
+    assert_eq!(a.ramp, Duration::from_secs(2));
+    assert_eq!(a.fsync, FsyncPolicy::AtEnd);
+    assert_eq!(j.name, "job", "named after the file name given to parse_job");
+    assert_eq!(parse_job("[[agent]]\ntarget = \"t\"\n", "bench/mixed.toml").unwrap().name, "mixed");
+}
+
+#[test]
+fn defaults_apply_to_every_agent_and_agents_win() {
+    let j = job(r#"
+[defaults]
+target = "/d"
+rw = "randread"
+read_pct = 70
+distribution = "zipf"
+threads = 2
+
+[[agent]]
+op = "write"
+
+[[agent]]
+op = "mix"
+threads = 1
+
+[[agent]]
+rw = "read"
+stride = "1m"
+"#)
+    .unwrap();
+    let names: Vec<_> = j.agents.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["agent0.0", "agent0.1", "agent1", "agent2.0", "agent2.1"]);
+    let zipf = Pattern::Random(Distribution::Zipf { theta: 1.2 });
+    assert_eq!((j.agents[0].op, j.agents[0].pattern), (OpMix::Write, zipf), "own op, inherited pattern");
+    assert_eq!((j.agents[2].op, j.agents[2].pattern), (OpMix::Mixed { read_pct: 70 }, zipf));
+    assert_eq!(j.agents[3].op, OpMix::Read, "own rw beats inherited rw");
+    assert_eq!(
+        j.agents[3].pattern,
+        Pattern::Strided { stride: 1 << 20 },
+        "a stride makes sequential strided"
+    );
+    assert!(j.agents.iter().all(|a| a.target == std::path::Path::new("/d")));
+    let seeds: std::collections::BTreeSet<_> = j.agents.iter().map(|a| a.seed).collect();
+    assert_eq!(seeds.len(), 5, "every agent has its own seed");
+
+    // Inherited settings that do not apply to an agent are fine; its own are not.
+    let e = error("[defaults]\ntarget = \".\"\n[[agent]]\nrw = \"write\"\ndistribution = \"zipf\"\n");
+    assert_eq!((e.key.as_str(), at(&e).0), ("agent[1].distribution", 5));
+    assert!(e.message.contains("no effect"), "{e}");
+}
+
+#[test]
+fn errors_in_defaults_say_which_agent() {
+    let e = error("[defaults]\nqd = 8\nengine = \"io_uring\"\ntarget = \".\"\n[[agent]]\n[[agent]]\nengine = \"sync\"\n");
+    assert_eq!((e.key.as_str(), at(&e)), ("defaults.qd", (2, 6)));
+    assert!(e.message.ends_with("(in agent[2])"), "{e}");
+    let e = error("[defaults]\nengine = \"uring\"\n[[agent]]\ntarget = \".\"\n");
+    assert_eq!(e.key, "defaults.engine");
+    assert!(e.hint.unwrap().starts_with("did you mean \"io_uring\"?"));
+}
+
+#[test]
+fn direct_needs_aligned_sizes_everywhere() {
+    let j = job("[[agent]]\ntarget = \".\"\ndirect = true\nbs = \"4k:1,1m:1\"\nsize = \"1g\"\n").unwrap();
+    assert!(j.agents[0].direct);
+    let e = error("[[agent]]\ntarget = \".\"\ndirect = true\nbs = \"4k:1,1000:1\"\n");
+    assert_eq!(e.key, "agent[1].bs");
+    let e = error("[[agent]]\ntarget = \".\"\ndirect = true\nrw = \"read\"\nstride = 1000\n");
+    assert_eq!((e.key.as_str(), at(&e).0), ("agent[1].stride", 5));
+    assert!(e.hint.unwrap().contains("O_DIRECT") || e.message.contains("O_DIRECT"));
+    let e = error("[[agent]]\ntarget = \".\"\ndirect = true\nsize = 1000000\n");
+    assert_eq!(e.key, "agent[1].size");
+}
+
+#[test]
+fn syntax_errors_have_line_and_column() {
+    let e = error("[[agent]]\ntarget = \".\"\nqd = = 4\n");
+    assert_eq!(e.key, "");
+    assert_eq!(at(&e), (3, 6));
+    assert!(e.to_string().starts_with("job.toml:3:6: invalid TOML"), "{e}");
+    let e = error("[[agent]]\ntarget = \".\"\ntarget = \"again\"\n");
+    assert_eq!(at(&e).0, 3, "duplicate keys are syntax errors: {e}");
+}
+
+#[test]
+fn agents_may_be_an_inline_array() {
+    let j = job("agent = [{ target = \"a\" }, { target = \"b\", rw = \"write\" }]\n").unwrap();
+    assert_eq!(j.agents.len(), 2);
+    assert_eq!(j.agents[1].op, OpMix::Write);
+    let e = error("agent = [{ target = \"a\", bz = \"4k\" }]\n");
+    assert_eq!((e.key.as_str(), at(&e)), ("agent[1].bz", (1, 26)));
+    assert_eq!(e.hint.as_deref(), Some("did you mean `bs`?"));
+}
+
+#[test]
+fn unreadable_and_absolute_job_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.toml");
+    let e = load_job_file(&missing).unwrap_err();
+    assert_eq!(e.location().map(|(_, line, _)| line), Some(0));
+    assert!(e.to_string().starts_with(&format!("{}: cannot read the job file", missing.display())), "{e}");
+
+    let path = dir.path().join("abs.toml");
+    std::fs::write(&path, "name = \"given\"\n[[agent]]\ntarget = \"/dev/null\"\n").unwrap();
+    let j = load_job_file(&path).unwrap();
+    assert_eq!((j.name.as_str(), j.agents[0].target.as_path()), ("given", std::path::Path::new("/dev/null")));
+
+    std::fs::write(&path, "[[agent]]\ntarget = \".\"\nbs = \"4q\"\n").unwrap();
+    let e = load_job_file(&path).unwrap_err();
+    assert_eq!(e.location(), Some((path.display().to_string().as_str(), 3, 6)));
+}
+
+#[test]
+fn more_value_errors() {
+    for (text, key, needle) in [
+        ("op = \"both\"", "op", "valid values: \"read\", \"write\", \"mix\""),
+        ("pattern = \"rand\"", "pattern", "did you mean \"random\"?"),
+        ("distribution = \"gaussian\"", "distribution", "did you mean \"normal\"?"),
+        ("arrival = \"bursty\"", "arrival", "\"constant\", \"poisson\""),
+        ("rate = -5", "rate", "non-negative"),
+        ("threads = 0", "threads", "at least 1"),
+        ("qd = 0", "qd", "at least 1"),
+        ("seed = -1", "seed", "non-negative integer"),
+        ("direct = \"yes\"", "direct", "true or false"),
+        ("bs = 0", "bs", "positive"),
+        ("bs = \"4k:0,8k:0\"", "bs", "positive weight"),
+        ("bs = \"4k:x\"", "bs", "whole number"),
+        ("stride = 0", "stride", "positive"),
+        ("size = \"1k\"\nbs = \"4k\"", "bs", "do not fit"),
+        ("time = 0", "time", "positive"),
+        ("rw = \"randread\"\nzipf_theta = 1.1", "zipf_theta", "distribution = \"zipf\""),
+        ("distribution = \"zipf\"\nzipf_theta = 0", "zipf_theta", "positive"),
+        ("distribution = \"normal\"\nspread = 0", "spread", "positive"),
+        ("op = \"write\"\nrw = \"randwrite\"\npattern = \"strided\"", "pattern", "conflicts"),
+    ] {
+        let e = error(&format!("[[agent]]\ntarget = \".\"\n{text}\n"));
+        let shown = format!("{} / {}", e.message, e.hint.as_deref().unwrap_or(""));
+        assert_eq!(e.key, format!("agent[1].{key}"), "{text}: {shown}");
+        assert!(shown.contains(needle), "{text}: {shown}");
+    }
+    let e = error("[[agent]]\ntarget = 5\n");
+    assert_eq!(
+        (e.key.as_str(), e.message.as_str()),
+        ("agent[1].target", "expected a string, found an integer")
+    );
+    let e = error("name = 3\n[[agent]]\ntarget = \".\"\n");
+    assert_eq!((e.key.as_str(), e.message.as_str()), ("name", "expected a string, found an integer"));
+}
+
+#[test]
+fn the_readme_example_parses() {
+    let j = job(r#"
+name = "mixed"
+block_unit = 512
+
+[defaults]
+target = "/mnt/scratch"
+size = "1g"
+time = "30s"
+ramp = "2s"
+
+[[agent]]
+name = "reader"
+rw = "randread"
+bs = "4k:70,64k:30"          # weighted sizes
+engine = "io_uring"
+qd = 16
+direct = true
+distribution = "zipf"
+zipf_theta = 1.2
+
+[[agent]]
+name = "logger"
+rw = "write"
+bs = "1m"
+rate = 50                    # ops/s, constant or arrival = "poisson"
+fsync = 8                    # every 8 writes; "end" or "none"
+"#)
+    .unwrap();
+    assert_eq!(j.agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["reader", "logger"]);
+    assert_eq!(j.agents[1].fsync, FsyncPolicy::EveryN(8));
+}

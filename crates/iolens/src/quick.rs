@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunOptions};
 use iolens_metrics::{RunResult, SCHEMA_VERSION};
-use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate};
+use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::FlagWorkload;
 use serde::Serialize;
 
@@ -185,18 +185,14 @@ fn render(r: &QuickReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let header =
-        ["test", "IOPS", "MiB/s", "BPS", "io_wait", "p50", "p99", "dev rd MiB", "dev wr MiB", "warnings"];
-    let mut rows: Vec<Vec<String>> = Vec::new();
+        vec!["test", "IOPS", "MiB/s", "BPS", "io_wait", "p50", "p99", "dev rd MiB", "dev wr MiB", "warnings"];
+    let mut table = Table::new(header);
+    table.left_aligned = vec![9];
     for t in &r.tests {
         let f = &t.result.aggregate;
         let dev = t.result.device.as_ref();
-        let codes: Vec<String> = t
-            .result
-            .warnings
-            .iter()
-            .filter_map(|w| serde_json::to_value(w.code).ok().and_then(|v| v.as_str().map(String::from)))
-            .collect();
-        rows.push(vec![
+        let codes: Vec<&str> = t.result.warnings.iter().map(|w| w.code.as_str()).collect();
+        table.rows.push(vec![
             t.name.clone(),
             fmt_rate(f.iops),
             fmt_mib(f.bw_bytes_s),
@@ -209,24 +205,7 @@ fn render(r: &QuickReport) -> String {
             codes.join(","),
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|r| r[c].len()).chain([header[c].len()]).max().unwrap_or(0))
-        .collect();
-    let mut line = |cells: Vec<&str>| {
-        let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i == 0 || i == cells.len() - 1 {
-                let _ = write!(l, "{c:<w$}  ", w = widths[i]);
-            } else {
-                let _ = write!(l, "{c:>w$}  ", w = widths[i]);
-            }
-        }
-        let _ = writeln!(s, "{}", l.trim_end());
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    table.render(&mut s);
     let _ = writeln!(
         s,
         "IOPS, MiB/s: application requests per wall second; BPS: 512-byte blocks per busy second; writes end with an fsync inside the timed phase; dev: bytes the device moved in the same window"
