@@ -31,7 +31,7 @@ fn main() -> ExitCode {
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
     };
     match outcome {
-        Ok(()) if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),
+        _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => ExitCode::from(code),
     }
