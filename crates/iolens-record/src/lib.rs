@@ -7,10 +7,12 @@
 //!   watermark ([`busy::StreamingUnion`]); finished streams of many processes merge with
 //!   [`busy::merge_sorted_streams`].
 //! - [`trace`]: the compact binary per-op trace (`--trace FILE`): layout, writer and reader.
+//! - [`event`]: calls of traced programs (any layer) and their binary stream format.
 //! - [`clock`]: the one clock every record uses.
 
 pub mod busy;
 pub mod clock;
+pub mod event;
 pub mod trace;
 
 pub use busy::Interval;

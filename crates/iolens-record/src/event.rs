@@ -1,0 +1,380 @@
+//! I/O events of traced programs, and their binary stream format.
+//!
+//! An [`IoEvent`] is one call an application made (POSIX, stdio, MPI-IO) or one request a
+//! device served, whichever layer the trace comes from. Events name files through a path table
+//! of the trace ([`PathTable`]), so a record stays fixed-size.
+//!
+//! # Stream layout (`IOLEVT01`, little-endian)
+//!
+//! A stream starts with the 8-byte magic `IOLEVT01`, then frames, each starting with a tag byte:
+//!
+//! - `1` — an event, 64 bytes follow: pid u32, tid u32, file u32 (`NO_FILE` = none), op u8,
+//!   layer u8, flags u16, offset u64 (`UNKNOWN_OFFSET` = unknown), requested u64, result i64
+//!   (bytes, or −errno), start_ns u64, end_ns u64, 8 reserved bytes;
+//! - `2` — a path: id u32, length u16, then that many UTF-8 bytes. A path frame precedes the
+//!   first event that uses its id;
+//! - `3` — a drop count: u64 events the writer could not record (reported, never silent).
+//!
+//! One process (or one thread) writes one stream; a trace is a set of streams whose path ids
+//! are local to each stream (readers map them through the stream's own table).
+
+use std::io::{self, Read, Write};
+
+pub const EVENT_MAGIC: &[u8; 8] = b"IOLEVT01";
+pub const NO_FILE: u32 = u32::MAX;
+pub const UNKNOWN_OFFSET: u64 = u64::MAX;
+pub const EVENT_FRAME_LEN: usize = 65;
+
+const TAG_EVENT: u8 = 1;
+const TAG_PATH: u8 = 2;
+const TAG_DROPPED: u8 = 3;
+
+/// What a call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum IoOp {
+    Open = 0,
+    Close = 1,
+    Read = 2,
+    Write = 3,
+    Fsync = 4,
+    Fdatasync = 5,
+    SyncRange = 6,
+    Seek = 7,
+    /// copy_file_range / sendfile: bytes moved between two files inside the kernel.
+    Copy = 8,
+    Flush = 9,
+    /// A mapping of a traced file: later accesses through memory are invisible.
+    Mmap = 10,
+    Other = 11,
+}
+
+impl IoOp {
+    pub fn from_u8(v: u8) -> Option<IoOp> {
+        use IoOp::*;
+        [Open, Close, Read, Write, Fsync, Fdatasync, SyncRange, Seek, Copy, Flush, Mmap, Other].get(v as usize).copied()
+    }
+
+    /// Reads and writes move data; everything else is metadata or synchronization.
+    pub fn is_data(self) -> bool {
+        matches!(self, IoOp::Read | IoOp::Write | IoOp::Copy)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoOp::Open => "open",
+            IoOp::Close => "close",
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Fsync => "fsync",
+            IoOp::Fdatasync => "fdatasync",
+            IoOp::SyncRange => "sync_file_range",
+            IoOp::Seek => "seek",
+            IoOp::Copy => "copy",
+            IoOp::Flush => "flush",
+            IoOp::Mmap => "mmap",
+            IoOp::Other => "other",
+        }
+    }
+}
+
+/// Which layer observed the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Layer {
+    /// POSIX system-call wrappers (read, pwrite, …).
+    Posix = 0,
+    /// C stdio (fread, fwrite, …).
+    Stdio = 1,
+    /// MPI-IO.
+    MpiIo = 2,
+    /// The block layer (blktrace): device requests.
+    Block = 3,
+}
+
+impl Layer {
+    pub fn from_u8(v: u8) -> Option<Layer> {
+        [Layer::Posix, Layer::Stdio, Layer::MpiIo, Layer::Block].get(v as usize).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Posix => "posix",
+            Layer::Stdio => "stdio",
+            Layer::MpiIo => "mpiio",
+            Layer::Block => "block",
+        }
+    }
+}
+
+/// One traced call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoEvent {
+    /// Process id (the rank, for MPI traces).
+    pub pid: u32,
+    pub tid: u32,
+    /// Index into the trace's path table, or [`NO_FILE`].
+    pub file: u32,
+    pub op: IoOp,
+    pub layer: Layer,
+    pub flags: u16,
+    /// File offset, or [`UNKNOWN_OFFSET`].
+    pub offset: u64,
+    /// Bytes the application asked for.
+    pub requested: u64,
+    /// Bytes moved, or a negative errno.
+    pub result: i64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl IoEvent {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    pub fn failed(&self) -> bool {
+        self.result < 0
+    }
+
+    fn encode(&self, out: &mut [u8; EVENT_FRAME_LEN]) {
+        out[0] = TAG_EVENT;
+        out[1..5].copy_from_slice(&self.pid.to_le_bytes());
+        out[5..9].copy_from_slice(&self.tid.to_le_bytes());
+        out[9..13].copy_from_slice(&self.file.to_le_bytes());
+        out[13] = self.op as u8;
+        out[14] = self.layer as u8;
+        out[15..17].copy_from_slice(&self.flags.to_le_bytes());
+        out[17..25].copy_from_slice(&self.offset.to_le_bytes());
+        out[25..33].copy_from_slice(&self.requested.to_le_bytes());
+        out[33..41].copy_from_slice(&self.result.to_le_bytes());
+        out[41..49].copy_from_slice(&self.start_ns.to_le_bytes());
+        out[49..57].copy_from_slice(&self.end_ns.to_le_bytes());
+        out[57..65].fill(0);
+    }
+
+    fn decode(b: &[u8]) -> Result<IoEvent, EventError> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        Ok(IoEvent {
+            pid: u32_at(0),
+            tid: u32_at(4),
+            file: u32_at(8),
+            op: IoOp::from_u8(b[12]).ok_or(EventError::Corrupt("op"))?,
+            layer: Layer::from_u8(b[13]).ok_or(EventError::Corrupt("layer"))?,
+            flags: u16::from_le_bytes(b[14..16].try_into().unwrap()),
+            offset: u64_at(16),
+            requested: u64_at(24),
+            result: u64_at(32) as i64,
+            start_ns: u64_at(40),
+            end_ns: u64_at(48),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("not an iolens event stream (bad magic)")]
+    BadMagic,
+    #[error("corrupt event stream: bad {0}")]
+    Corrupt(&'static str),
+    #[error("event stream ends inside a frame: the writer was cut off")]
+    Truncated,
+}
+
+/// Paths by id, as a trace defines them.
+#[derive(Debug, Clone, Default)]
+pub struct PathTable {
+    paths: Vec<Option<String>>,
+}
+
+impl PathTable {
+    pub fn insert(&mut self, id: u32, path: String) {
+        let i = id as usize;
+        if self.paths.len() <= i {
+            self.paths.resize(i + 1, None);
+        }
+        self.paths[i] = Some(path);
+    }
+
+    /// Adds a path with the next free id.
+    pub fn push(&mut self, path: String) -> u32 {
+        self.paths.push(Some(path));
+        (self.paths.len() - 1) as u32
+    }
+
+    pub fn get(&self, id: u32) -> Option<&str> {
+        self.paths.get(id as usize).and_then(|p| p.as_deref())
+    }
+
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
+/// Writes an event stream.
+pub struct EventWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> EventWriter<W> {
+    pub fn new(mut out: W) -> io::Result<EventWriter<W>> {
+        out.write_all(EVENT_MAGIC)?;
+        Ok(EventWriter { out })
+    }
+
+    pub fn path(&mut self, id: u32, path: &str) -> io::Result<()> {
+        let bytes = &path.as_bytes()[..path.len().min(u16::MAX as usize)];
+        self.out.write_all(&[TAG_PATH])?;
+        self.out.write_all(&id.to_le_bytes())?;
+        self.out.write_all(&(bytes.len() as u16).to_le_bytes())?;
+        self.out.write_all(bytes)
+    }
+
+    pub fn event(&mut self, e: &IoEvent) -> io::Result<()> {
+        let mut buf = [0u8; EVENT_FRAME_LEN];
+        e.encode(&mut buf);
+        self.out.write_all(&buf)
+    }
+
+    pub fn dropped(&mut self, count: u64) -> io::Result<()> {
+        self.out.write_all(&[TAG_DROPPED])?;
+        self.out.write_all(&count.to_le_bytes())
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// Encodes one event frame into `out` (for writers that manage their own buffers).
+pub fn encode_event(e: &IoEvent, out: &mut [u8; EVENT_FRAME_LEN]) {
+    e.encode(out);
+}
+
+/// Reads an event stream: events in stream order, with the path table filled as it goes.
+pub struct EventReader<R: Read> {
+    input: R,
+    pub paths: PathTable,
+    /// Events the writer reported it could not record.
+    pub dropped: u64,
+}
+
+impl<R: Read> EventReader<R> {
+    pub fn new(mut input: R) -> Result<EventReader<R>, EventError> {
+        let mut magic = [0u8; 8];
+        input.read_exact(&mut magic).map_err(|_| EventError::BadMagic)?;
+        if &magic != EVENT_MAGIC {
+            return Err(EventError::BadMagic);
+        }
+        Ok(EventReader { input, paths: PathTable::default(), dropped: 0 })
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), EventError> {
+        self.input.read_exact(buf).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => EventError::Truncated,
+            _ => EventError::Io(e),
+        })
+    }
+
+    /// The next event, `None` at the end of the stream.
+    pub fn next_event(&mut self) -> Result<Option<IoEvent>, EventError> {
+        loop {
+            let mut tag = [0u8; 1];
+            match self.input.read(&mut tag) {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            }
+            match tag[0] {
+                TAG_EVENT => {
+                    let mut b = [0u8; EVENT_FRAME_LEN - 1];
+                    self.fill(&mut b)?;
+                    return IoEvent::decode(&b).map(Some);
+                }
+                TAG_PATH => {
+                    let mut head = [0u8; 6];
+                    self.fill(&mut head)?;
+                    let id = u32::from_le_bytes(head[..4].try_into().unwrap());
+                    let len = u16::from_le_bytes(head[4..].try_into().unwrap()) as usize;
+                    let mut name = vec![0u8; len];
+                    self.fill(&mut name)?;
+                    self.paths.insert(id, String::from_utf8_lossy(&name).into_owned());
+                }
+                TAG_DROPPED => {
+                    let mut b = [0u8; 8];
+                    self.fill(&mut b)?;
+                    self.dropped += u64::from_le_bytes(b);
+                }
+                _ => return Err(EventError::Corrupt("frame tag")),
+            }
+        }
+    }
+}
+
+impl<R: Read> Iterator for EventReader<R> {
+    type Item = Result<IoEvent, EventError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_event().transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(i: u64) -> IoEvent {
+        IoEvent {
+            pid: 100,
+            tid: 101 + (i % 2) as u32,
+            file: (i % 3) as u32,
+            op: if i % 2 == 0 { IoOp::Read } else { IoOp::Write },
+            layer: Layer::Posix,
+            flags: 0,
+            offset: i * 512,
+            requested: 512,
+            result: if i == 5 { -28 } else { 512 },
+            start_ns: i * 1000,
+            end_ns: i * 1000 + 300,
+        }
+    }
+
+    #[test]
+    fn round_trip_with_paths_and_drops() {
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.path(0, "/a").unwrap();
+        w.path(1, "/b/ü").unwrap();
+        w.path(2, "").unwrap();
+        for i in 0..10 {
+            w.event(&ev(i)).unwrap();
+        }
+        w.dropped(3).unwrap();
+        let bytes = w.into_inner();
+        let mut r = EventReader::new(&bytes[..]).unwrap();
+        let events: Vec<IoEvent> = r.by_ref().map(|e| e.unwrap()).collect();
+        assert_eq!(events, (0..10).map(ev).collect::<Vec<_>>());
+        assert_eq!(r.paths.get(1), Some("/b/ü"));
+        assert_eq!(r.dropped, 3);
+        assert!(events[5].failed());
+    }
+
+    #[test]
+    fn truncation_and_garbage_are_errors() {
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.event(&ev(1)).unwrap();
+        let bytes = w.into_inner();
+        let mut r = EventReader::new(&bytes[..bytes.len() - 3]).unwrap();
+        assert!(matches!(r.next_event(), Err(EventError::Truncated)));
+        assert!(matches!(EventReader::new(&b"IOLTRACE"[..]), Err(EventError::BadMagic)));
+        let mut bad = EVENT_MAGIC.to_vec();
+        bad.push(9);
+        assert!(matches!(EventReader::new(&bad[..]).unwrap().next_event(), Err(EventError::Corrupt(_))));
+    }
+}
