@@ -1,0 +1,61 @@
+/* Variadic hooks: fprintf and the execl family. They forward to non-variadic functions and
+ * report to the Rust recorder, which owns all state. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <unistd.h>
+
+/* Implemented in Rust (lib.rs). */
+extern int iolens_hook_vfprintf(FILE *stream, const char *format, va_list ap);
+extern int execv(const char *path, char *const argv[]);
+extern int execvp(const char *file, char *const argv[]);
+extern int execve(const char *path, char *const argv[], char *const envp[]);
+
+int fprintf(FILE *stream, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vfprintf(stream, format, ap);
+    va_end(ap);
+    return ret;
+}
+
+int __fprintf_chk(FILE *stream, int flag, const char *format, ...) {
+    (void)flag;
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vfprintf(stream, format, ap);
+    va_end(ap);
+    return ret;
+}
+
+/* Collects the NULL-terminated argument list on the stack (no allocation). */
+#define COLLECT_ARGS(first)                                   \
+    va_list ap;                                               \
+    size_t argc = 1;                                          \
+    va_start(ap, first);                                      \
+    while (va_arg(ap, const char *) != NULL) argc++;          \
+    va_end(ap);                                               \
+    char *argv[argc + 1];                                     \
+    argv[0] = (char *)first;                                  \
+    va_start(ap, first);                                      \
+    for (size_t i = 1; i <= argc; i++) argv[i] = va_arg(ap, char *);
+
+int execl(const char *path, const char *arg, ...) {
+    COLLECT_ARGS(arg)
+    va_end(ap);
+    return execv(path, argv);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+    COLLECT_ARGS(arg)
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+int execle(const char *path, const char *arg, ...) {
+    COLLECT_ARGS(arg)
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
