@@ -476,7 +476,56 @@ unsafe extern "C" fn init() {
     ENABLED.store(true, Release);
 }
 
+/// Event flag: the process had an io_uring instance, whose I/O bypasses every hook.
+pub const FLAG_IO_URING_SEEN: u16 = 1;
+
+/// Looks for io_uring instances among the process's descriptors (their requests never pass
+/// through libc, so the summary must say they were missed).
+unsafe fn note_io_uring() {
+    let dir = libc::syscall(
+        libc::SYS_openat,
+        libc::AT_FDCWD,
+        c"/proc/self/fd".as_ptr(),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    ) as c_int;
+    if dir < 0 {
+        return;
+    }
+    let mut buf = [0u8; 8192];
+    let mut seen = false;
+    'scan: loop {
+        let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+        if n <= 0 {
+            break;
+        }
+        let mut at = 0usize;
+        while at < n as usize {
+            let reclen = u16::from_le_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            let name = &buf[at + 19..at + reclen];
+            let fd = name.iter().take_while(|b| b.is_ascii_digit()).fold(0i64, |v, b| v * 10 + (b - b'0') as i64);
+            let mut target = [0u8; 4096];
+            if name.first().is_some_and(u8::is_ascii_digit) {
+                if let Some(len) = fd_link(fd as c_int, &mut target) {
+                    if target[..len].starts_with(b"anon_inode:[io_uring]") {
+                        seen = true;
+                        break 'scan;
+                    }
+                }
+            }
+            at += reclen.max(1);
+        }
+    }
+    libc::syscall(libc::SYS_close, dir);
+    if seen {
+        let t = now_ns();
+        record_flagged(IoOp::Other, NO_FILE, FLAG_IO_URING_SEEN, t);
+    }
+}
+
 unsafe extern "C" fn fini() {
+    if let Some(_g) = Guard::enter() {
+        note_io_uring();
+    }
     flush_all();
 }
 
@@ -560,6 +609,25 @@ unsafe fn path_of(fd: c_int) -> u32 {
     let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
     FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
     register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
+}
+
+unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
+    let e = IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file,
+        op,
+        layer: Layer::Posix,
+        flags,
+        offset: UNKNOWN_OFFSET,
+        requested: 0,
+        result: 0,
+        start_ns: t,
+        end_ns: t,
+    };
+    let mut frame = [0u8; EVENT_FRAME_LEN];
+    encode_event(&e, &mut frame);
+    append(&[&frame], 1);
 }
 
 #[allow(clippy::too_many_arguments)]
