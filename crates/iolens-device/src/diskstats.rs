@@ -139,6 +139,22 @@ pub fn read_diskstats_from(path: &Path, device_name: &str) -> io::Result<DiskSta
     })
 }
 
+/// Every device in `/proc/diskstats` with its counters.
+pub fn read_all_diskstats() -> io::Result<Vec<(String, DiskStats)>> {
+    Ok(parse_diskstats(&std::fs::read_to_string("/proc/diskstats")?))
+}
+
+/// Whole disks (not partitions) that have done any I/O since boot, by name.
+pub fn active_disks() -> io::Result<Vec<String>> {
+    let mut out: Vec<String> = read_all_diskstats()?
+        .into_iter()
+        .filter(|(name, s)| s.read_ios + s.write_ios > 0 && Path::new("/sys/block").join(name).exists())
+        .map(|(name, _)| name)
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,5 +12,7 @@ mod fs;
 pub use block::{
     check_writable_block_device, check_writable_with, device_for_path, BlockDevice, SysRoots, WriteRefusal,
 };
-pub use diskstats::{parse_diskstats, read_diskstats, read_diskstats_from, DiskStats};
+pub use diskstats::{
+    active_disks, parse_diskstats, read_all_diskstats, read_diskstats, read_diskstats_from, DiskStats,
+};
 pub use fs::{block_device_logical_sector, block_device_size, filesystem_type, free_bytes, FsType};

@@ -93,9 +93,84 @@ impl DeviceReport {
     }
 }
 
+/// One device over one interval, as `iostat -x` reports it (sysstat's definitions).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IostatRow {
+    pub device: String,
+    pub interval_s: f64,
+    /// Completed reads and writes per second.
+    pub r_s: f64,
+    pub w_s: f64,
+    /// MiB read and written per second.
+    pub rmb_s: f64,
+    pub wmb_s: f64,
+    /// Requests merged into others per second.
+    pub rrqm_s: f64,
+    pub wrqm_s: f64,
+    /// Mean request size in 512-byte sectors.
+    pub avgrq_sz: f64,
+    /// Mean number of requests queued or in service.
+    pub avgqu_sz: f64,
+    /// Mean time of a read / write request, queue included, in ms.
+    pub r_await: f64,
+    pub w_await: f64,
+    /// Share of the interval the device was busy, percent.
+    pub util_pct: f64,
+}
+
+impl IostatRow {
+    pub fn from_delta(device: &str, interval_s: f64, d: &DiskStats) -> IostatRow {
+        let per_s = |v: u64| if interval_s > 0.0 { v as f64 / interval_s } else { 0.0 };
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let ios = d.read_ios + d.write_ios;
+        IostatRow {
+            device: device.to_string(),
+            interval_s,
+            r_s: per_s(d.read_ios),
+            w_s: per_s(d.write_ios),
+            rmb_s: per_s(d.read_bytes()) / (1u64 << 20) as f64,
+            wmb_s: per_s(d.write_bytes()) / (1u64 << 20) as f64,
+            rrqm_s: per_s(d.read_merges),
+            wrqm_s: per_s(d.write_merges),
+            avgrq_sz: ratio(d.read_sectors + d.write_sectors, ios),
+            avgqu_sz: per_s(d.time_in_queue_ms) / 1e3,
+            r_await: ratio(d.read_ticks_ms, d.read_ios),
+            w_await: ratio(d.write_ticks_ms, d.write_ios),
+            util_pct: (per_s(d.io_ticks_ms) / 10.0).min(100.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iostat_definitions() {
+        // 2 s interval: 200 reads of 8 sectors (3 merged) in 400 ms of read time, 50 writes of
+        // 16 sectors, device busy 1 s, 3 s of weighted queue time.
+        let d = DiskStats {
+            read_ios: 200,
+            read_merges: 3,
+            read_sectors: 1600,
+            read_ticks_ms: 400,
+            write_ios: 50,
+            write_sectors: 800,
+            write_ticks_ms: 100,
+            io_ticks_ms: 1000,
+            time_in_queue_ms: 3000,
+            ..Default::default()
+        };
+        let r = IostatRow::from_delta("sda", 2.0, &d);
+        assert_eq!((r.r_s, r.w_s, r.rrqm_s), (100.0, 25.0, 1.5));
+        assert!((r.rmb_s - 1600.0 * 512.0 / 2.0 / 1048576.0).abs() < 1e-12);
+        assert_eq!(r.avgrq_sz, 2400.0 / 250.0);
+        assert_eq!(r.avgqu_sz, 1.5);
+        assert_eq!((r.r_await, r.w_await), (2.0, 2.0));
+        assert_eq!(r.util_pct, 50.0);
+        let idle = IostatRow::from_delta("sda", 1.0, &DiskStats::default());
+        assert_eq!((idle.avgrq_sz, idle.r_await, idle.util_pct), (0.0, 0.0, 0.0));
+    }
 
     #[test]
     fn amplification_and_utilization() {

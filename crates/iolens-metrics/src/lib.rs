@@ -11,7 +11,7 @@ mod figures;
 mod histogram;
 mod warnings;
 
-pub use device::{DeviceReport, DeviceSample};
+pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
 };
