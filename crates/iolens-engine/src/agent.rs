@@ -58,6 +58,7 @@ pub(crate) enum AgentFailure {
         dir: Direction,
     },
     Fsync(std::io::Error),
+    Close(std::io::Error),
     Backend(std::io::Error),
 }
 
@@ -337,6 +338,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             failure = Some(AgentFailure::Fsync(e));
         }
     }
+    if let Err(e) = timed_close(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end) {
+        failure.get_or_insert(AgentFailure::Close(e));
+    }
     let t_end = now_ns();
     raw.window_end_ns = t_end.max(ramp_end);
     if measuring {
@@ -352,6 +356,28 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     }
     raw.busy = sink.own.finish();
     AgentOutcome { raw, failure, ring_stalls: sink.stalls }
+}
+
+/// The close of the target, timed: it ends the phase.
+fn timed_close<B: IoBackend>(
+    backend: &mut B,
+    tracker: &mut InFlightTracker,
+    sink: &mut PeriodSink,
+    raw: &mut AgentRaw,
+    ramp_end: u64,
+) -> std::io::Result<()> {
+    let t0 = now_ns();
+    let measured = t0 >= ramp_end;
+    if measured {
+        sink.publish_opt(tracker.submit(t0));
+    }
+    let result = backend.close();
+    let t1 = now_ns();
+    if measured {
+        sink.publish_opt(tracker.complete(t1));
+        raw.counters.close_ns += t1 - t0;
+    }
+    result
 }
 
 /// An fsync timed like any operation: it occupies the agent, so it counts in busy time.

@@ -147,6 +147,7 @@ fn describe_failure(f: &AgentFailure, agent: &str, target: &std::path::Path) -> 
             format!("agent {agent}: {what} {} at offset {offset} failed: {err}{hint}", target.display())
         }
         AgentFailure::Fsync(e) => format!("agent {agent}: fsync of {} failed: {e}", target.display()),
+        AgentFailure::Close(e) => format!("agent {agent}: close of {} failed: {e}", target.display()),
         AgentFailure::Backend(e) => format!("agent {agent}: I/O backend failed: {e}"),
     }
 }

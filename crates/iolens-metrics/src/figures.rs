@@ -16,6 +16,8 @@ pub struct OpCounters {
     pub write_bytes: u64,
     pub fsyncs: u64,
     pub fsync_ns: u64,
+    /// Time closing the target at the end of the phase.
+    pub close_ns: u64,
     /// Requests that moved fewer bytes than asked (end of file, device end).
     pub short_ops: u64,
     pub errors: u64,
@@ -37,6 +39,7 @@ impl OpCounters {
         self.write_bytes += o.write_bytes;
         self.fsyncs += o.fsyncs;
         self.fsync_ns += o.fsync_ns;
+        self.close_ns += o.close_ns;
         self.short_ops += o.short_ops;
         self.errors += o.errors;
         self.latency_sum_ns += o.latency_sum_ns;
@@ -114,6 +117,8 @@ pub struct Figures {
     pub write_bytes: u64,
     pub fsyncs: u64,
     pub fsync_s: f64,
+    /// Time in close at the end of the phase (counted in busy time, like fsync).
+    pub close_s: f64,
     pub short_ops: u64,
     pub errors: u64,
     /// Measurement window: from the end of the ramp to the end of the phase.
@@ -162,6 +167,7 @@ impl Figures {
             write_bytes: c.write_bytes,
             fsyncs: c.fsyncs,
             fsync_s: c.fsync_ns as f64 / 1e9,
+            close_s: c.close_ns as f64 / 1e9,
             short_ops: c.short_ops,
             errors: c.errors,
             wall_s,

@@ -54,12 +54,38 @@ pub trait IoBackend {
     fn complete<F: FnMut(Completion)>(&mut self, min: usize, done: F) -> io::Result<()>;
     /// Flushes written data to stable storage.
     fn fsync(&mut self) -> io::Result<()>;
+    /// Closes the target; part of the phase (a close can flush, on NFS for one).
+    fn close(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
-/// The file descriptor and buffers a backend works on.
+/// The file descriptor (owned: closed on drop, unless closed before) and buffers a backend
+/// works on.
 pub struct BackendTarget {
     pub fd: RawFd,
     pub buffers: AlignedBuffers,
+}
+
+impl BackendTarget {
+    /// Closes the descriptor now, reporting the error a close can carry.
+    pub fn close(&mut self) -> io::Result<()> {
+        if self.fd < 0 {
+            return Ok(());
+        }
+        let fd = std::mem::replace(&mut self.fd, -1);
+        // SAFETY: we own fd and close it exactly once.
+        if unsafe { libc::close(fd) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BackendTarget {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
 }
 
 pub(crate) fn errno_result(ret: isize) -> i64 {

@@ -54,4 +54,8 @@ impl IoBackend for SyncBackend {
         }
         Ok(())
     }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.target.close()
+    }
 }

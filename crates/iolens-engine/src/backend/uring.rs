@@ -102,4 +102,8 @@ impl IoBackend for UringBackend {
         }
         Ok(())
     }
+
+    fn close(&mut self) -> io::Result<()> {
+        self.target.close()
+    }
 }
