@@ -113,6 +113,7 @@ fn figure_fields(f: &Figures) -> Vec<String> {
         f.write_bytes.to_string(),
         f.fsyncs.to_string(),
         f.fsync_s.to_string(),
+        f.close_s.to_string(),
         f.errors.to_string(),
         f.short_ops.to_string(),
         f.wall_s.to_string(),
