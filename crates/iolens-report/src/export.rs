@@ -70,6 +70,7 @@ const CSV_COLUMNS: &[&str] = &[
     "write_bytes",
     "fsyncs",
     "fsync_s",
+    "close_s",
     "errors",
     "short_ops",
     "wall_s",
