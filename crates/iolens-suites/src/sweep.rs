@@ -1,0 +1,277 @@
+//! The block-size sweep of the `iops` program: at a fixed concurrency, the request size doubles
+//! from one sector to 16 MiB. Small sizes show the IOPS the device sustains, large ones its
+//! bandwidth; the knee between them is where request size stops being free.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
+use iolens_workload::{format_bytes, FlagWorkload};
+use serde::Serialize;
+
+use crate::{run_point, SuiteContext, SuiteError, SuiteTarget, REACHED};
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub target: PathBuf,
+    /// fio-style: randread (default), read, randwrite, write, randrw, rw.
+    pub rw: String,
+    /// Concurrency levels (threads); one curve each.
+    pub threads: Vec<u32>,
+    pub min_size: u64,
+    pub max_size: u64,
+    /// O_DIRECT (default): the device, not the page cache.
+    pub direct: bool,
+    pub time_per_point: Duration,
+    /// Size of the file the points address.
+    pub region: u64,
+    /// A point below this many IO/s ends its curve, as `iops` does.
+    pub floor_iops: f64,
+}
+
+impl SweepConfig {
+    pub fn new(target: PathBuf) -> SweepConfig {
+        SweepConfig {
+            target,
+            rw: "randread".into(),
+            threads: vec![32],
+            min_size: 512,
+            max_size: 16 << 20,
+            direct: true,
+            time_per_point: Duration::from_secs(2),
+            region: 1 << 30,
+            floor_iops: 1.0,
+        }
+    }
+
+    /// The request sizes: doubling from `min_size` to `max_size`.
+    pub fn sizes(&self) -> Vec<u64> {
+        std::iter::successors(Some(self.min_size.max(1)), |s| s.checked_mul(2))
+            .take_while(|s| *s <= self.max_size)
+            .collect()
+    }
+}
+
+/// One point of a curve; rates are per wall second, as `iops` prints them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    pub threads: u32,
+    pub bs: u64,
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub mbit_s: f64,
+    pub bps: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    /// Device utilization over the point, when a block device is behind the target.
+    pub device_util: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+/// One curve's findings.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepCurve {
+    pub threads: u32,
+    pub points: Vec<SweepPoint>,
+    /// The largest size still in the flat-IOPS region (IOPS at least 90% of the peak, from the
+    /// smallest size on).
+    pub knee_bs: Option<u64>,
+    /// The smallest size reaching 90% of the peak bandwidth.
+    pub bw90_bs: Option<u64>,
+    /// Why the curve ended before `max_size`.
+    pub stopped_early: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepResult {
+    pub schema_version: u32,
+    pub suite: &'static str,
+    pub target: String,
+    pub rw: String,
+    pub direct: bool,
+    pub time_per_point_s: f64,
+    pub curves: Vec<SweepCurve>,
+    pub interrupted: bool,
+}
+
+/// The knee and the 90%-bandwidth size of a curve.
+pub fn findings(points: &[SweepPoint]) -> (Option<u64>, Option<u64>) {
+    let peak_iops = points.iter().map(|p| p.iops).fold(0.0, f64::max);
+    let peak_bw = points.iter().map(|p| p.mib_s).fold(0.0, f64::max);
+    let knee = points.iter().take_while(|p| p.iops >= REACHED * peak_iops).last().map(|p| p.bs);
+    let bw90 = points.iter().find(|p| peak_bw > 0.0 && p.mib_s >= REACHED * peak_bw).map(|p| p.bs);
+    (knee, bw90)
+}
+
+pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, SuiteError> {
+    if cfg.threads.is_empty() || cfg.threads.contains(&0) {
+        return Err(SuiteError::Config("--threads needs positive thread counts".into()));
+    }
+    if cfg.max_size > cfg.region {
+        return Err(SuiteError::Config(format!(
+            "the largest size ({}) exceeds the region ({}); give a larger --size",
+            format_bytes(cfg.max_size),
+            format_bytes(cfg.region)
+        )));
+    }
+    let target = SuiteTarget::new(&cfg.target, "sweep", ctx.keep);
+    let mut curves = Vec::new();
+    'curves: for &threads in &cfg.threads {
+        let mut points = Vec::new();
+        let mut stopped_early = None;
+        for bs in cfg.sizes() {
+            if ctx.stopped() {
+                curves.push(curve(threads, points, stopped_early));
+                break 'curves;
+            }
+            let flags = FlagWorkload {
+                target: target.path.clone(),
+                rw: cfg.rw.clone(),
+                bs: bs.to_string(),
+                threads,
+                direct: cfg.direct,
+                size: Some(cfg.region.to_string()),
+                time: Some(format!("{}ms", cfg.time_per_point.as_millis())),
+                ..FlagWorkload::default()
+            };
+            let r = run_point(&flags, ctx)?;
+            let f = &r.aggregate;
+            let point = SweepPoint {
+                threads,
+                bs,
+                ops: f.ops,
+                bytes: f.bytes,
+                iops: f.iops,
+                mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
+                mbit_s: f.bw_bytes_s * 8.0 / 1e6,
+                bps: f.bps,
+                p50_ns: f.lat_ns.p50,
+                p99_ns: f.lat_ns.p99,
+                device_util: r.device.as_ref().map(|d| d.util),
+                warnings: r.warnings.iter().map(|w| w.code.as_str().to_string()).collect(),
+            };
+            let below_floor = point.iops < cfg.floor_iops;
+            points.push(point);
+            if let Some(e) = r.error {
+                return Err(SuiteError::Config(e));
+            }
+            if below_floor {
+                stopped_early = Some(format!("{} fell below {} IO/s", format_bytes(bs), cfg.floor_iops));
+                break;
+            }
+        }
+        curves.push(curve(threads, points, stopped_early));
+    }
+    Ok(SweepResult {
+        schema_version: iolens_metrics::SCHEMA_VERSION,
+        suite: "sweep",
+        target: target.path.display().to_string(),
+        rw: cfg.rw.clone(),
+        direct: cfg.direct,
+        time_per_point_s: cfg.time_per_point.as_secs_f64(),
+        curves,
+        interrupted: ctx.stopped(),
+    })
+}
+
+fn curve(threads: u32, points: Vec<SweepPoint>, stopped_early: Option<String>) -> SweepCurve {
+    let (knee_bs, bw90_bs) = findings(&points);
+    SweepCurve { threads, points, knee_bs, bw90_bs, stopped_early }
+}
+
+pub fn render(r: &SweepResult) -> String {
+    let mut out = String::new();
+    for c in &r.curves {
+        out.push_str(&format!(
+            "sweep {} {} {} threads, {:.1} s per point ({}):\n",
+            r.target,
+            r.rw,
+            c.threads,
+            r.time_per_point_s,
+            if r.direct { "O_DIRECT" } else { "buffered" }
+        ));
+        let mut t = Table::new(vec![
+            "bs", "IO/s", "MiB/s", "Mbit/s", "BPS", "p50", "p99", "dev util", "", "warnings",
+        ]);
+        t.left_aligned = vec![8, 9];
+        for p in &c.points {
+            let mark = match (Some(p.bs) == c.knee_bs, Some(p.bs) == c.bw90_bs) {
+                (true, true) => "<- knee, 90% bw",
+                (true, false) => "<- knee",
+                (false, true) => "<- 90% bw",
+                _ => "",
+            };
+            t.rows.push(vec![
+                format_bytes(p.bs),
+                fmt_rate(p.iops),
+                fmt_mib(p.mib_s * (1u64 << 20) as f64),
+                format!("{:.1}", p.mbit_s),
+                fmt_rate(p.bps),
+                fmt_ns(p.p50_ns as f64),
+                fmt_ns(p.p99_ns as f64),
+                p.device_util.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
+                mark.into(),
+                p.warnings.join(","),
+            ]);
+        }
+        t.render(&mut out);
+        if let Some(why) = &c.stopped_early {
+            out.push_str(&format!("stopped early: {why}\n"));
+        }
+    }
+    out.push_str(
+        "IO/s, MiB/s, Mbit/s: application requests per wall second; BPS: 512-byte blocks per busy second\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(bs: u64, iops: f64) -> SweepPoint {
+        SweepPoint {
+            threads: 1,
+            bs,
+            ops: 0,
+            bytes: 0,
+            iops,
+            mib_s: iops * bs as f64 / (1u64 << 20) as f64,
+            mbit_s: 0.0,
+            bps: 0.0,
+            p50_ns: 0,
+            p99_ns: 0,
+            device_util: None,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn knee_and_bandwidth_point() {
+        // Flat IOPS up to 16 KiB, then bandwidth-bound at 400 MiB/s.
+        let pts = vec![
+            p(4096, 10_000.0),
+            p(8192, 9_900.0),
+            p(16384, 9_500.0),
+            p(32768, 7_000.0),
+            p(65536, 6_000.0),
+            p(131072, 3_200.0),
+        ];
+        let (knee, bw90) = findings(&pts);
+        assert_eq!(knee, Some(16384));
+        // peak bw = 3200 * 128 KiB = 400 MiB/s; 65536 gives 375 MiB/s (>= 360)
+        assert_eq!(bw90, Some(65536));
+        assert_eq!(findings(&[]), (None, None));
+    }
+
+    #[test]
+    fn sizes_double() {
+        let mut c = SweepConfig::new(".".into());
+        c.min_size = 512;
+        c.max_size = 4096;
+        assert_eq!(c.sizes(), vec![512, 1024, 2048, 4096]);
+    }
+}
