@@ -338,7 +338,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             failure = Some(AgentFailure::Fsync(e));
         }
     }
-    if let Err(e) = timed_close(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end) {
+    if let Err(e) =
+        timed_close(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index)
+    {
         failure.get_or_insert(AgentFailure::Close(e));
     }
     let t_end = now_ns();
@@ -365,6 +367,8 @@ fn timed_close<B: IoBackend>(
     sink: &mut PeriodSink,
     raw: &mut AgentRaw,
     ramp_end: u64,
+    trace: &mut Option<TraceBuffer>,
+    stream: u16,
 ) -> std::io::Result<()> {
     let t0 = now_ns();
     let measured = t0 >= ramp_end;
@@ -376,6 +380,17 @@ fn timed_close<B: IoBackend>(
     if measured {
         sink.publish_opt(tracker.complete(t1));
         raw.counters.close_ns += t1 - t0;
+        if let Some(tb) = trace {
+            tb.push(&OpRecord {
+                start_ns: t0,
+                end_ns: t1,
+                offset: 0,
+                bytes: 0,
+                stream,
+                kind: OpKind::Close,
+                status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
+            });
+        }
     }
     result
 }

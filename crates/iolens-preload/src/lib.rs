@@ -25,7 +25,9 @@ use std::cell::{Cell, UnsafeCell};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 
-use iolens_record::event::{encode_event, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, EVENT_MAGIC, NO_FILE, UNKNOWN_OFFSET};
+use iolens_record::event::{
+    encode_event, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, EVENT_MAGIC, NO_FILE, UNKNOWN_OFFSET,
+};
 use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t, FILE};
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +157,8 @@ fn now_ns() -> u64 {
 /// Whether the kernel's clock source is the TSC (so it is invariant and synchronized).
 unsafe fn kernel_uses_tsc() -> bool {
     let path = c"/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    let fd = libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) as c_int;
+    let fd = libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
+        as c_int;
     if fd < 0 {
         return false;
     }
@@ -245,7 +248,8 @@ fn tid() -> u32 {
 unsafe fn my_slot() -> Option<&'static Slot> {
     let mut idx = MY_SLOT.with(|s| s.get());
     if idx == NO_SLOT {
-        idx = (0..SLOTS as u32).find(|&i| POOL[i as usize].claimed.compare_exchange(false, true, AcqRel, Relaxed).is_ok())?;
+        idx = (0..SLOTS as u32)
+            .find(|&i| POOL[i as usize].claimed.compare_exchange(false, true, AcqRel, Relaxed).is_ok())?;
         *POOL[idx as usize].len.get() = 0;
         *POOL[idx as usize].events.get() = 0;
         MY_SLOT.with(|s| s.set(idx));
@@ -502,7 +506,8 @@ unsafe fn note_io_uring() {
         while at < n as usize {
             let reclen = u16::from_le_bytes([buf[at + 16], buf[at + 17]]) as usize;
             let name = &buf[at + 19..at + reclen];
-            let fd = name.iter().take_while(|b| b.is_ascii_digit()).fold(0i64, |v, b| v * 10 + (b - b'0') as i64);
+            let fd =
+                name.iter().take_while(|b| b.is_ascii_digit()).fold(0i64, |v, b| v * 10 + (b - b'0') as i64);
             let mut target = [0u8; 4096];
             if name.first().is_some_and(u8::is_ascii_digit) {
                 if let Some(len) = fd_link(fd as c_int, &mut target) {
@@ -584,7 +589,8 @@ unsafe fn fd_link(fd: c_int, out: &mut [u8; 4096]) -> Option<usize> {
         at += 1;
     }
     push_decimal(&mut link, &mut at, fd as u64);
-    let n = libc::syscall(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
+    let n =
+        libc::syscall(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
     (n > 0).then_some(n as usize)
 }
 
@@ -600,12 +606,15 @@ unsafe fn path_of(fd: c_int) -> u32 {
     let mut target = [0u8; 4096];
     let n = fd_link(fd, &mut target).unwrap_or(0);
     let mut st: libc::stat = std::mem::zeroed();
-    let is_file = n > 0 && target[0] == b'/' && libc::fstat(fd, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
+    let is_file = n > 0
+        && target[0] == b'/'
+        && libc::fstat(fd, &mut st) == 0
+        && (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
     if !is_file || fd == STREAM_FD.load(Relaxed) {
         FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
         return NOT_A_FILE;
     }
-    target[n as usize] = 0;
+    target[n] = 0;
     let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
     FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
     register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
@@ -632,7 +641,16 @@ unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
 
 #[allow(clippy::too_many_arguments)]
 #[inline]
-unsafe fn record(op: IoOp, layer: Layer, file: u32, offset: u64, requested: u64, result: i64, start: u64, end: u64) {
+unsafe fn record(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) {
     let e = IoEvent {
         pid: PID.load(Relaxed),
         tid: tid(),
@@ -749,7 +767,12 @@ open_hook!(open64, "open64");
 macro_rules! openat_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+        pub unsafe extern "C" fn $name(
+            dirfd: c_int,
+            path: *const c_char,
+            flags: c_int,
+            mode: mode_t,
+        ) -> c_int {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
             let Some(_g) = Guard::enter() else { return real(dirfd, path, flags, mode) };
             let t0 = now_ns();
@@ -785,7 +808,8 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return 0; // our stream: the program may believe it closed it
     }
     let Some(_g) = Guard::enter() else { return real(fd) };
-    let file = if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
+    let file =
+        if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
     let t0 = now_ns();
     let ret = real(fd);
     let t1 = now_ns();
@@ -841,7 +865,8 @@ macro_rules! pread_chk_hook {
             offset: $off,
             buflen: size_t,
         ) -> ssize_t {
-            let real = real!($real as unsafe extern "C" fn(c_int, *mut c_void, size_t, $off, size_t) -> ssize_t);
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *mut c_void, size_t, $off, size_t) -> ssize_t);
             traced_fd_call!(IoOp::Read, fd, Some(offset as u64), count, real(fd, buf, count, offset, buflen))
         }
     };
@@ -852,7 +877,12 @@ pread_chk_hook!(__pread64_chk, "__pread64_chk", off64_t);
 macro_rules! pwrite_hook {
     ($name:ident, $real:literal, $off:ty) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fd: c_int, buf: *const c_void, count: size_t, offset: $off) -> ssize_t {
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            buf: *const c_void,
+            count: size_t,
+            offset: $off,
+        ) -> ssize_t {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_void, size_t, $off) -> ssize_t);
             traced_fd_call!(IoOp::Write, fd, Some(offset as u64), count, real(fd, buf, count, offset))
         }
@@ -890,8 +920,15 @@ preadv_hook!(pwritev64, "pwritev64", IoOp::Write, off64_t);
 macro_rules! preadv2_hook {
     ($name:ident, $real:literal, $op:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fd: c_int, iov: *const iovec, n: c_int, offset: off_t, flags: c_int) -> ssize_t {
-            let real = real!($real as unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t);
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            iov: *const iovec,
+            n: c_int,
+            offset: off_t,
+            flags: c_int,
+        ) -> ssize_t {
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t);
             // offset -1 means "the current position", like readv.
             let explicit = if offset == -1 { None } else { Some(offset as u64) };
             traced_fd_call!($op, fd, explicit, iov_total(iov, n), real(fd, iov, n, offset, flags))
@@ -945,7 +982,8 @@ pub unsafe extern "C" fn copy_file_range(
     flags: u32,
 ) -> ssize_t {
     let real = real!(
-        "copy_file_range" as unsafe extern "C" fn(c_int, *mut off64_t, c_int, *mut off64_t, size_t, u32) -> ssize_t
+        "copy_file_range"
+            as unsafe extern "C" fn(c_int, *mut off64_t, c_int, *mut off64_t, size_t, u32) -> ssize_t
     );
     let offset = if off_out.is_null() { None } else { Some(*off_out as u64) };
     traced_fd_call!(IoOp::Copy, fd_out, offset, len, real(fd_in, off_in, fd_out, off_out, len, flags))
@@ -954,7 +992,12 @@ pub unsafe extern "C" fn copy_file_range(
 macro_rules! sendfile_hook {
     ($name:ident, $real:literal, $off:ty) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(out_fd: c_int, in_fd: c_int, offset: *mut $off, count: size_t) -> ssize_t {
+        pub unsafe extern "C" fn $name(
+            out_fd: c_int,
+            in_fd: c_int,
+            offset: *mut $off,
+            count: size_t,
+        ) -> ssize_t {
             let real = real!($real as unsafe extern "C" fn(c_int, c_int, *mut $off, size_t) -> ssize_t);
             traced_fd_call!(IoOp::Copy, out_fd, None, count, real(out_fd, in_fd, offset, count))
         }
@@ -964,21 +1007,34 @@ sendfile_hook!(sendfile, "sendfile", off_t);
 sendfile_hook!(sendfile64, "sendfile64", off64_t);
 
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
-    let real = real!("mmap" as unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void);
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    let real =
+        real!("mmap" as unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void);
     if fd < 0 {
         return real(addr, len, prot, flags, fd, off);
     }
-    let ptr = traced_fd_call!(IoOp::Mmap, fd, Some(off as u64), len, real(addr, len, prot, flags, fd, off));
-    ptr
+    traced_fd_call!(IoOp::Mmap, fd, Some(off as u64), len, real(addr, len, prot, flags, fd, off))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Exec and exit: write what is buffered before the process image goes away.
 
 #[no_mangle]
-pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    let real = real!("execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int);
+pub unsafe extern "C" fn execve(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!(
+        "execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
     flush_all();
     real(path, argv, envp)
 }
@@ -998,8 +1054,14 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    let real = real!("execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int);
+pub unsafe extern "C" fn execvpe(
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let real = real!(
+        "execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+    );
     flush_all();
     real(file, argv, envp)
 }
@@ -1063,7 +1125,14 @@ macro_rules! fopen_hook {
             let f = real(path, mode);
             if !f.is_null() {
                 let append = !mode.is_null() && *mode == b'a' as c_char;
-                opened(fileno_unlocked(f), path, libc::AT_FDCWD, if append { libc::O_APPEND } else { 0 }, Layer::Stdio, t0);
+                opened(
+                    fileno_unlocked(f),
+                    path,
+                    libc::AT_FDCWD,
+                    if append { libc::O_APPEND } else { 0 },
+                    Layer::Stdio,
+                    t0,
+                );
             }
             f
         }
@@ -1075,19 +1144,32 @@ fopen_hook!(fopen64, "fopen64");
 #[no_mangle]
 pub unsafe extern "C" fn fread(ptr: *mut c_void, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
     let real = real!("fread" as unsafe extern "C" fn(*mut c_void, size_t, size_t, *mut FILE) -> size_t);
-    traced_stdio_call!(IoOp::Read, stream, size.saturating_mul(n), real(ptr, size, n, stream), |r: &size_t| (*r * size) as i64)
+    traced_stdio_call!(
+        IoOp::Read,
+        stream,
+        size.saturating_mul(n),
+        real(ptr, size, n, stream),
+        |r: &size_t| (*r * size) as i64
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fwrite(ptr: *const c_void, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
     let real = real!("fwrite" as unsafe extern "C" fn(*const c_void, size_t, size_t, *mut FILE) -> size_t);
-    traced_stdio_call!(IoOp::Write, stream, size.saturating_mul(n), real(ptr, size, n, stream), |r: &size_t| (*r * size) as i64)
+    traced_stdio_call!(
+        IoOp::Write,
+        stream,
+        size.saturating_mul(n),
+        real(ptr, size, n, stream),
+        |r: &size_t| (*r * size) as i64
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fgets(s: *mut c_char, n: c_int, stream: *mut FILE) -> *mut c_char {
     let real = real!("fgets" as unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char);
-    traced_stdio_call!(IoOp::Read, stream, n.max(1) - 1, real(s, n, stream), |r: &*mut c_char| if r.is_null() {
+    traced_stdio_call!(IoOp::Read, stream, n.max(1) - 1, real(s, n, stream), |r: &*mut c_char| if r.is_null()
+    {
         0
     } else {
         libc::strlen(*r) as i64
@@ -1098,12 +1180,20 @@ pub unsafe extern "C" fn fgets(s: *mut c_char, n: c_int, stream: *mut FILE) -> *
 pub unsafe extern "C" fn fputs(s: *const c_char, stream: *mut FILE) -> c_int {
     let real = real!("fputs" as unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int);
     let len = if s.is_null() { 0 } else { libc::strlen(s) };
-    traced_stdio_call!(IoOp::Write, stream, len, real(s, stream), |r: &c_int| if *r < 0 { -(libc::EIO as i64) } else { len as i64 })
+    traced_stdio_call!(IoOp::Write, stream, len, real(s, stream), |r: &c_int| if *r < 0 {
+        -(libc::EIO as i64)
+    } else {
+        len as i64
+    })
 }
 
 /// Called by the C shim's fprintf with the caller's va_list.
 #[no_mangle]
-pub unsafe extern "C" fn iolens_hook_vfprintf(stream: *mut FILE, format: *const c_char, ap: *mut c_void) -> c_int {
+pub unsafe extern "C" fn iolens_hook_vfprintf(
+    stream: *mut FILE,
+    format: *const c_char,
+    ap: *mut c_void,
+) -> c_int {
     let Some(_g) = Guard::enter() else { return vfprintf(stream, format, ap) };
     let (_, file) = stream_file(stream);
     if file == NOT_A_FILE {

@@ -52,7 +52,9 @@ pub enum IoOp {
 impl IoOp {
     pub fn from_u8(v: u8) -> Option<IoOp> {
         use IoOp::*;
-        [Open, Close, Read, Write, Fsync, Fdatasync, SyncRange, Seek, Copy, Flush, Mmap, Other].get(v as usize).copied()
+        [Open, Close, Read, Write, Fsync, Fdatasync, SyncRange, Seek, Copy, Flush, Mmap, Other]
+            .get(v as usize)
+            .copied()
     }
 
     /// Reads and writes move data; everything else is metadata or synchronization.

@@ -21,7 +21,7 @@
 //! | 16 | 8 | file offset in bytes |
 //! | 24 | 4 | bytes requested |
 //! | 28 | 2 | stream (agent) index into the name table |
-//! | 30 | 1 | kind: 0 read, 1 write, 2 fsync |
+//! | 30 | 1 | kind: 0 read, 1 write, 2 fsync, 3 close (of the target, at the end of the phase) |
 //! | 31 | 1 | status: 0 complete, 1 short transfer, 2 error |
 //!
 //! Each stream's records appear in its completion order, in blocks: streams write their buffers
@@ -48,6 +48,7 @@ pub enum OpKind {
     Read = 0,
     Write = 1,
     Fsync = 2,
+    Close = 3,
 }
 
 impl OpKind {
@@ -56,6 +57,7 @@ impl OpKind {
             0 => Some(OpKind::Read),
             1 => Some(OpKind::Write),
             2 => Some(OpKind::Fsync),
+            3 => Some(OpKind::Close),
             _ => None,
         }
     }

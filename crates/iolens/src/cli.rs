@@ -17,6 +17,15 @@ pub enum Command {
     /// A short characterization of a directory's storage: sequential 1 MiB and random 4 KiB
     /// reads and writes, sync and io_uring, buffered and direct.
     Quick(QuickArgs),
+    /// Block-size sweep (the iops program's experiment): IO/s, MiB/s, BPS and latency per size,
+    /// with the knee of the IOPS curve and the size reaching 90% of peak bandwidth.
+    Sweep(SweepArgs),
+    /// Concurrency doubling until throughput stops growing: the saturation point.
+    Saturate(SaturateArgs),
+    /// Random writes measured naively, with the final fsync timed, and with O_DIRECT.
+    WriteModes(WriteModesArgs),
+    /// Device statistics like `iostat -x`, from /proc/diskstats, every interval.
+    Monitor(MonitorArgs),
 }
 
 /// Where results go and how a run may touch files.
@@ -138,4 +147,107 @@ pub struct QuickArgs {
     pub size: String,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Devices (e.g. sda, nvme0n1); default: every whole disk that has done I/O.
+    pub devices: Vec<String>,
+    /// Sampling interval.
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// Stop after this many intervals (default: until Ctrl-C).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Write every sample as JSON (atomically, also on Ctrl-C).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Where a suite runs and what it may touch.
+#[derive(Debug, Args, Clone)]
+pub struct SuiteArgs {
+    /// A directory (the suite makes its own file in it), a file, or a block device.
+    pub target: PathBuf,
+    /// Duration of each point.
+    #[arg(long, default_value = "2s")]
+    pub time: String,
+    /// Size of the file (region) the points address.
+    #[arg(long, default_value = "1g")]
+    pub size: String,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Keep the file the suite created.
+    #[arg(long)]
+    pub keep: bool,
+    /// Allow writing to an existing file iolens did not create, or to an unmounted block device.
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Thread counts, one curve each (comma-separated).
+    #[arg(long, default_value = "32", value_delimiter = ',')]
+    pub threads: Vec<u32>,
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Use the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+    /// Smallest size (default: the device's logical sector, else 512).
+    #[arg(long)]
+    pub min_bs: Option<String>,
+    #[arg(long, default_value = "16m")]
+    pub max_bs: String,
+    /// A point below this many IO/s ends its curve.
+    #[arg(long, default_value_t = 1.0)]
+    pub floor_iops: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct SaturateArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// Largest concurrency tried.
+    #[arg(long, default_value_t = 256)]
+    pub max_concurrency: u32,
+    /// Concurrency through sync threads instead of io_uring requests in flight.
+    #[arg(long)]
+    pub threads: bool,
+    /// Use the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+    /// Curves, comma-separated (randread, randwrite, read, write).
+    #[arg(long, default_value = "randread,randwrite", value_delimiter = ',')]
+    pub rw: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WriteModesArgs {
+    /// A directory (a file of the suite's own is made in it), or a file.
+    pub target: PathBuf,
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// Duration of each mode.
+    #[arg(long, default_value = "5s")]
+    pub time: String,
+    #[arg(long, default_value = "256m")]
+    pub size: String,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long)]
+    pub keep: bool,
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -2,9 +2,11 @@
 //! Everything of substance lives in the library crates; this binary only wires them together.
 
 mod cli;
+mod monitor;
 mod output;
 mod quick;
 mod run_cmd;
+mod suites;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +31,10 @@ fn main() -> ExitCode {
     let outcome = match args.command {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
+        cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
+        cli::Command::Sweep(a) => suites::sweep(a, &stop, command),
+        cli::Command::Saturate(a) => suites::saturate(a, &stop, command),
+        cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
     };
     match outcome {
         _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),

@@ -1,0 +1,123 @@
+//! `iolens monitor`: `iostat -x` figures from /proc/diskstats.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iolens_device::{read_all_diskstats, DiskStats};
+use iolens_metrics::IostatRow;
+use iolens_report::table::Table;
+use serde::Serialize;
+
+use crate::cli::MonitorArgs;
+use crate::cli::OutputArgs;
+use crate::output::{fail, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+
+#[derive(Serialize)]
+struct MonitorReport {
+    schema_version: u32,
+    command: String,
+    interrupted: bool,
+    samples: Vec<IostatRow>,
+}
+
+fn snapshot(devices: &[String]) -> std::io::Result<Vec<Option<DiskStats>>> {
+    let all = read_all_diskstats()?;
+    Ok(devices.iter().map(|d| all.iter().find(|(n, _)| n == d).map(|(_, s)| *s)).collect())
+}
+
+fn render(rows: &[IostatRow]) -> String {
+    let header = vec![
+        "device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "avgrq-sz", "avgqu-sz", "r_await",
+        "w_await", "%util",
+    ];
+    let mut t = Table::new(header);
+    for r in rows {
+        t.rows.push(vec![
+            r.device.clone(),
+            format!("{:.2}", r.r_s),
+            format!("{:.2}", r.w_s),
+            format!("{:.2}", r.rmb_s),
+            format!("{:.2}", r.wmb_s),
+            format!("{:.2}", r.rrqm_s),
+            format!("{:.2}", r.wrqm_s),
+            format!("{:.2}", r.avgrq_sz),
+            format!("{:.2}", r.avgqu_sz),
+            format!("{:.2}", r.r_await),
+            format!("{:.2}", r.w_await),
+            format!("{:.2}", r.util_pct),
+        ]);
+    }
+    let mut s = String::new();
+    t.render(&mut s);
+    s
+}
+
+pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = OutputArgs { json: a.json.clone(), csv: None, keep: false, quiet: true };
+    let interval =
+        iolens_workload::parse_duration(&a.interval).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+            fail(
+                &out,
+                &command,
+                &format!("--interval: {:?} is not a positive duration", a.interval),
+                false,
+                EXIT_USAGE,
+            )
+        })?;
+    let devices = if a.devices.is_empty() {
+        iolens_device::active_disks()
+            .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?
+    } else {
+        a.devices.clone()
+    };
+    let mut prev = snapshot(&devices)
+        .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
+    if let Some(i) = prev.iter().position(Option::is_none) {
+        let known = iolens_device::active_disks().unwrap_or_default().join(", ");
+        return Err(fail(
+            &out,
+            &command,
+            &format!("no device {:?} in /proc/diskstats\n  hint: devices with I/O here: {known}", devices[i]),
+            false,
+            EXIT_USAGE,
+        ));
+    }
+    let mut report = MonitorReport {
+        schema_version: iolens_metrics::SCHEMA_VERSION,
+        command: command.clone(),
+        interrupted: false,
+        samples: vec![],
+    };
+    let mut last = Instant::now();
+    let mut done = 0u64;
+    while a.count.is_none_or(|c| done < c) {
+        // Sleep in short steps so Ctrl-C ends the loop promptly.
+        let due = last + interval;
+        while Instant::now() < due && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+        }
+        if stop.load(Ordering::SeqCst) {
+            report.interrupted = true;
+            break;
+        }
+        let now = Instant::now();
+        let cur = snapshot(&devices)
+            .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
+        let secs = (now - last).as_secs_f64();
+        let rows: Vec<IostatRow> = devices
+            .iter()
+            .zip(cur.iter().zip(&prev))
+            .filter_map(|(d, (c, p))| Some(IostatRow::from_delta(d, secs, &c.as_ref()?.delta(p.as_ref()?))))
+            .collect();
+        println!("{}", render(&rows));
+        report.samples.extend(rows);
+        prev = cur;
+        last = now;
+        done += 1;
+    }
+    if let Some(path) = &a.json {
+        write_json_or_warn(path, &report);
+    }
+    Ok(())
+}

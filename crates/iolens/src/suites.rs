@@ -1,0 +1,122 @@
+//! `iolens sweep`, `saturate` and `write-modes`: argument handling around `iolens_suites`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use iolens_engine::TargetPolicy;
+use iolens_suites::{saturate, sweep, write_modes, SuiteContext, SuiteError};
+use iolens_workload::{parse_duration, parse_size};
+use serde::Serialize;
+
+use crate::cli::{OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, WriteModesArgs};
+use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+
+fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
+    OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
+}
+
+fn size(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<u64, u8> {
+    parse_size(v).map_err(|e| fail(out, command, &format!("{flag}: {e}"), false, EXIT_USAGE))
+}
+
+fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std::time::Duration, u8> {
+    parse_duration(v).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        fail(out, command, &format!("{flag}: {v:?} is not a positive duration"), false, EXIT_USAGE)
+    })
+}
+
+/// Runs a suite with a progress line, prints its table, writes its JSON.
+fn finish<R: Serialize>(
+    result: Result<R, SuiteError>,
+    render: impl Fn(&R) -> String,
+    json: &Option<std::path::PathBuf>,
+    stop: &AtomicBool,
+    command: &str,
+) -> Result<(), u8> {
+    let out = outputs(json);
+    let r =
+        result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
+    print!("{}", render(&r));
+    if let Some(path) = json {
+        write_json_or_warn(path, &r);
+    }
+    Ok(())
+}
+
+fn context<'a>(
+    s: &SuiteArgs,
+    stop: &Arc<AtomicBool>,
+    progress: &'a ProgressLine,
+    command: &str,
+) -> SuiteContext<'a> {
+    SuiteContext {
+        stop: Arc::clone(stop),
+        observer: progress,
+        policy: TargetPolicy { allow_overwrite: s.allow_overwrite, keep_cache: false },
+        keep: s.keep,
+        command: command.to_string(),
+    }
+}
+
+/// The smallest sensible request: the logical sector of the device behind `target`.
+fn logical_sector(target: &Path) -> u64 {
+    iolens_device::device_for_path(target).ok().flatten().map_or(512, |d| d.logical_sector.max(512))
+}
+
+pub fn sweep(a: SweepArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.suite.json);
+    let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
+    cfg.rw = a.rw.clone();
+    cfg.threads = a.threads.clone();
+    cfg.direct = !a.buffered;
+    cfg.time_per_point = duration("--time", &a.suite.time, &out, &command)?;
+    cfg.region = size("--size", &a.suite.size, &out, &command)?;
+    cfg.min_size = match &a.min_bs {
+        Some(v) => size("--min-bs", v, &out, &command)?,
+        None => logical_sector(&a.suite.target),
+    };
+    cfg.max_size = size("--max-bs", &a.max_bs, &out, &command)?;
+    cfg.floor_iops = a.floor_iops;
+    let progress = ProgressLine::new(a.suite.quiet, "sweep");
+    let result = sweep::sweep(&cfg, &context(&a.suite, stop, &progress, &command));
+    progress.finish();
+    finish(result, sweep::render, &a.suite.json, stop, &command)
+}
+
+pub fn saturate(a: SaturateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.suite.json);
+    let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
+    cfg.bs = size("--bs", &a.bs, &out, &command)?;
+    cfg.direct = !a.buffered;
+    cfg.use_threads = a.threads;
+    cfg.max_concurrency = a.max_concurrency;
+    cfg.time_per_point = duration("--time", &a.suite.time, &out, &command)?;
+    cfg.region = size("--size", &a.suite.size, &out, &command)?;
+    cfg.loads = a.rw.clone();
+    let progress = ProgressLine::new(a.suite.quiet, "saturate");
+    let result = saturate::saturate(&cfg, &context(&a.suite, stop, &progress, &command));
+    progress.finish();
+    finish(result, saturate::render, &a.suite.json, stop, &command)
+}
+
+pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.json);
+    let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
+    cfg.bs = size("--bs", &a.bs, &out, &command)?;
+    cfg.time = duration("--time", &a.time, &out, &command)?;
+    cfg.region = size("--size", &a.size, &out, &command)?;
+    let suite = SuiteArgs {
+        target: a.target.clone(),
+        time: a.time.clone(),
+        size: a.size.clone(),
+        json: a.json.clone(),
+        keep: a.keep,
+        allow_overwrite: a.allow_overwrite,
+        quiet: a.quiet,
+    };
+    let progress = ProgressLine::new(a.quiet, "write-modes");
+    let result = write_modes::write_modes(&cfg, &context(&suite, stop, &progress, &command));
+    progress.finish();
+    finish(result, write_modes::render, &a.json, stop, &command)
+}
