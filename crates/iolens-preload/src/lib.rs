@@ -450,6 +450,10 @@ unsafe extern "C" fn after_fork_in_child() {
         }
     }
     DROPPED.store(0, Relaxed);
+    // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
+    for slot in &FD_PATH {
+        slot.store(NO_FILE, Relaxed);
+    }
 }
 
 unsafe extern "C" fn init() {

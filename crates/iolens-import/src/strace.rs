@@ -1,0 +1,492 @@
+//! `strace -f -ttt -T` output (also without `-f`; `-y` paths are used when present).
+//!
+//! Each process's descriptor table is rebuilt from open/openat/creat/dup/close results, so reads
+//! and writes get their file and (for read/write without an explicit offset) their position;
+//! `clone` with `CLONE_THREAD` makes a thread sharing the table, other clones and forks copy it.
+//! Calls on descriptors that are not known files (pipes, sockets, the terminal) are not events.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
+
+use crate::{for_each_line, seconds_to_ns, Ctx, ImportError};
+
+/// Whether a line looks like strace output (for format detection).
+pub(crate) fn looks_like(line: &str) -> bool {
+    parse_prefix(line).is_some_and(|(_, _, rest)| rest.contains('(') || rest.starts_with("<..."))
+}
+
+/// Splits `[pid] seconds.micros rest`; the time in nanoseconds.
+fn parse_prefix(line: &str) -> Option<(Option<u32>, u64, &str)> {
+    let line = line.trim_start();
+    let (first, rest) = line.split_once(' ')?;
+    if first.contains('.') {
+        return Some((None, seconds_to_ns(first)?, rest.trim_start()));
+    }
+    let pid: u32 = first.parse().ok()?;
+    let rest = rest.trim_start();
+    let (ts, rest) = rest.split_once(' ')?;
+    Some((Some(pid), seconds_to_ns(ts)?, rest.trim_start()))
+}
+
+/// Splits a call's arguments at top-level commas (quotes, brackets and braces respected).
+fn split_args(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut in_str, mut escaped, mut start) = (0i32, false, false, 0);
+    for (i, c) in s.char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = s[start..].trim();
+    if !last.is_empty() {
+        out.push(last);
+    }
+    out
+}
+
+/// The position of the ')' closing the argument list that opens at `open`.
+fn closing_paren(s: &str, open: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut escaped) = (0i32, false, false);
+    for (i, c) in s[open..].char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn errno_number(name: &str) -> i64 {
+    let n = match name {
+        "EPERM" => libc::EPERM,
+        "ENOENT" => libc::ENOENT,
+        "EINTR" => libc::EINTR,
+        "EIO" => libc::EIO,
+        "EBADF" => libc::EBADF,
+        "EAGAIN" => libc::EAGAIN,
+        "ENOMEM" => libc::ENOMEM,
+        "EACCES" => libc::EACCES,
+        "EEXIST" => libc::EEXIST,
+        "ENOTDIR" => libc::ENOTDIR,
+        "EISDIR" => libc::EISDIR,
+        "EINVAL" => libc::EINVAL,
+        "ENOSPC" => libc::ENOSPC,
+        "ESPIPE" => libc::ESPIPE,
+        "EROFS" => libc::EROFS,
+        "EFBIG" => libc::EFBIG,
+        "EXDEV" => libc::EXDEV,
+        "EOPNOTSUPP" => libc::EOPNOTSUPP,
+        "ENOSYS" => libc::ENOSYS,
+        _ => 1,
+    };
+    n as i64
+}
+
+/// A decoded C string argument (`"abc"...` with escapes), for paths.
+fn c_string(arg: &str) -> Option<String> {
+    let body = arg.strip_prefix('"')?;
+    let end = body.rfind('"')?;
+    let mut out = String::new();
+    let mut chars = body[..end].chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    Some(out)
+}
+
+/// `3</tmp/x>` (with -y) → (3, Some("/tmp/x")); `3` → (3, None).
+fn fd_arg(arg: &str) -> Option<(i32, Option<&str>)> {
+    match arg.split_once('<') {
+        Some((fd, path)) => Some((fd.trim().parse().ok()?, Some(path.trim_end_matches('>')))),
+        None => Some((arg.trim().parse().ok()?, None)),
+    }
+}
+
+fn number(arg: &str) -> Option<u64> {
+    let a = arg.trim();
+    let a = a.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(a);
+    match a.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => a.parse().ok(),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Fd {
+    file: u32,
+    offset: u64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Descriptor tables by process id.
+    tables: HashMap<u32, HashMap<i32, Fd>>,
+    /// Process of each thread id.
+    process: HashMap<u32, u32>,
+    /// Calls waiting for their `resumed` half, by thread.
+    unfinished: HashMap<u32, (u64, String)>,
+    /// Ids of -y paths already defined.
+    paths: HashMap<String, u32>,
+}
+
+impl State {
+    fn process_of(&self, tid: u32) -> u32 {
+        self.process.get(&tid).copied().unwrap_or(tid)
+    }
+
+    fn path_id(&mut self, ctx: &mut Ctx, path: &str) -> u32 {
+        if let Some(&id) = self.paths.get(path) {
+            return id;
+        }
+        let id = ctx.new_path(path);
+        self.paths.insert(path.to_string(), id);
+        id
+    }
+
+    /// The file behind `fd` of `pid`, learning it from a -y annotation when needed.
+    fn lookup(&mut self, ctx: &mut Ctx, pid: u32, fd: i32, y_path: Option<&str>) -> Option<Fd> {
+        if let Some(f) = self.tables.get(&pid).and_then(|t| t.get(&fd)) {
+            return Some(*f);
+        }
+        let path = y_path.filter(|p| p.starts_with('/'))?;
+        let id = self.path_id(ctx, path);
+        let entry = Fd { file: id, offset: UNKNOWN_OFFSET };
+        self.tables.entry(pid).or_default().insert(fd, entry);
+        Some(entry)
+    }
+}
+
+struct Call<'a> {
+    tid: u32,
+    start_ns: u64,
+    dur_ns: u64,
+    name: &'a str,
+    args: Vec<&'a str>,
+    ret: Option<i64>,
+    errno: Option<&'a str>,
+}
+
+pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
+    let mut st = State::default();
+    for_each_line(ctx, input, |ctx, line_no, line| {
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with("---") || t.starts_with("+++") {
+            return Ok(()); // signals and exits, when printed without a prefix
+        }
+        let Some((pid, ts, rest)) = parse_prefix(line) else {
+            return ctx.malformed(line_no, "expected [pid] seconds.micros syscall(...)");
+        };
+        let tid = pid.unwrap_or(0);
+        if rest.starts_with("---") || rest.starts_with("+++") {
+            return Ok(());
+        }
+        let owned;
+        let (start, text) = if let Some(resumed) = rest.strip_prefix("<... ") {
+            let Some((_, after)) = resumed.split_once(" resumed>") else {
+                return ctx.malformed(line_no, "unreadable <... resumed> line");
+            };
+            let Some((start, head)) = st.unfinished.remove(&tid) else {
+                return Ok(()); // its first half came before the trace started
+            };
+            owned = format!("{head}{after}");
+            (start, owned.as_str())
+        } else if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            st.unfinished.insert(tid, (ts, head.trim_end().to_string()));
+            return Ok(());
+        } else {
+            (ts, rest)
+        };
+        let Some(open) = text.find('(') else {
+            return ctx.malformed(line_no, "no system call on this line");
+        };
+        let Some(close) = closing_paren(text, open) else {
+            return ctx.malformed(line_no, "unbalanced argument list");
+        };
+        let tail = &text[close + 1..];
+        let Some((_, result)) = tail.split_once(" = ") else {
+            return ctx.malformed(line_no, "no result");
+        };
+        let mut words = result.split_whitespace();
+        let ret_text = words.next().unwrap_or("?");
+        let ret = number(ret_text).map(|v| v as i64).or_else(|| ret_text.parse::<i64>().ok());
+        let errno = words.next().filter(|w| w.starts_with('E'));
+        let dur_ns =
+            result.rsplit_once('<').and_then(|(_, d)| seconds_to_ns(d.trim_end_matches('>'))).unwrap_or(0);
+        let call = Call {
+            tid,
+            start_ns: start,
+            dur_ns,
+            name: text[..open].trim(),
+            args: split_args(&text[open + 1..close]),
+            ret,
+            errno,
+        };
+        handle(ctx, &mut st, &call);
+        Ok(())
+    })?;
+    if !st.unfinished.is_empty() {
+        ctx.report.notes.push(format!("{} unfinished system calls never resumed", st.unfinished.len()));
+    }
+    Ok(())
+}
+
+fn emit(ctx: &mut Ctx, c: &Call, pid: u32, fd: Fd, op: IoOp, offset: u64, requested: u64) {
+    let result = match (c.ret, c.errno) {
+        (Some(r), _) if r >= 0 => r,
+        (_, Some(e)) => -errno_number(e),
+        _ => -1,
+    };
+    ctx.event(&IoEvent {
+        pid,
+        tid: c.tid,
+        file: fd.file,
+        op,
+        layer: Layer::Posix,
+        flags: 0,
+        offset,
+        requested,
+        result,
+        start_ns: c.start_ns,
+        end_ns: c.start_ns + c.dur_ns,
+    });
+}
+
+fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
+    let pid = st.process_of(c.tid);
+    let ok = c.ret.is_some_and(|r| r >= 0);
+    let a = |i: usize| c.args.get(i).copied().unwrap_or("");
+    match c.name {
+        "open" | "openat" | "creat" => {
+            let (path_arg, flags) = if c.name == "openat" { (a(1), a(2)) } else { (a(0), a(1)) };
+            let (Some(path), true) = (c_string(path_arg), ok) else { return };
+            let id = st.path_id(ctx, &path);
+            let offset = if flags.contains("O_APPEND") { UNKNOWN_OFFSET } else { 0 };
+            let fd = c.ret.unwrap() as i32;
+            let entry = Fd { file: id, offset };
+            st.tables.entry(pid).or_default().insert(fd, entry);
+            emit(ctx, c, pid, entry, IoOp::Open, UNKNOWN_OFFSET, 0);
+        }
+        "close" => {
+            let Some((fd, y)) = fd_arg(a(0)) else { return };
+            if let Some(entry) = st.lookup(ctx, pid, fd, y) {
+                emit(ctx, c, pid, entry, IoOp::Close, UNKNOWN_OFFSET, 0);
+            }
+            if let Some(t) = st.tables.get_mut(&pid) {
+                t.remove(&fd);
+            }
+        }
+        "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
+            if c.name.starts_with("fcntl") && !a(1).starts_with("F_DUPFD") {
+                return;
+            }
+            let (Some((fd, y)), true) = (fd_arg(a(0)), ok) else { return };
+            if let Some(entry) = st.lookup(ctx, pid, fd, y) {
+                st.tables.entry(pid).or_default().insert(c.ret.unwrap() as i32, entry);
+            }
+        }
+        "lseek" | "_llseek" => {
+            let Some((fd, y)) = fd_arg(a(0)) else { return };
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            emit(ctx, c, pid, entry, IoOp::Seek, number(a(1)).unwrap_or(UNKNOWN_OFFSET), 0);
+            if let Some(e) = st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
+                e.offset = if ok { c.ret.unwrap() as u64 } else { UNKNOWN_OFFSET };
+            }
+        }
+        "read" | "write" | "readv" | "writev" => {
+            let Some((fd, y)) = fd_arg(a(0)) else { return };
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            let op = if c.name.starts_with("read") { IoOp::Read } else { IoOp::Write };
+            let requested = if c.name.ends_with('v') {
+                c.ret.unwrap_or(0).max(0) as u64
+            } else {
+                number(a(2)).unwrap_or(0)
+            };
+            emit(ctx, c, pid, entry, op, entry.offset, requested);
+            if let (Some(e), true) = (st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)), ok) {
+                if e.offset != UNKNOWN_OFFSET {
+                    e.offset += c.ret.unwrap() as u64;
+                }
+            }
+        }
+        "pread64" | "pwrite64" | "preadv" | "pwritev" | "preadv2" | "pwritev2" => {
+            let Some((fd, y)) = fd_arg(a(0)) else { return };
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            let op = if c.name.starts_with("pread") { IoOp::Read } else { IoOp::Write };
+            let vectored = c.name.contains('v');
+            let requested =
+                if vectored { c.ret.unwrap_or(0).max(0) as u64 } else { number(a(2)).unwrap_or(0) };
+            emit(ctx, c, pid, entry, op, number(a(3)).unwrap_or(UNKNOWN_OFFSET), requested);
+        }
+        "fsync" | "fdatasync" | "sync_file_range" => {
+            let Some((fd, y)) = fd_arg(a(0)) else { return };
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            let op = match c.name {
+                "fsync" => IoOp::Fsync,
+                "fdatasync" => IoOp::Fdatasync,
+                _ => IoOp::SyncRange,
+            };
+            emit(ctx, c, pid, entry, op, UNKNOWN_OFFSET, 0);
+        }
+        "copy_file_range" | "sendfile" | "sendfile64" => {
+            let out_arg = if c.name == "copy_file_range" { a(2) } else { a(0) };
+            let len = if c.name == "copy_file_range" { a(4) } else { a(3) };
+            let Some((fd, y)) = fd_arg(out_arg) else { return };
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            emit(ctx, c, pid, entry, IoOp::Copy, UNKNOWN_OFFSET, number(len).unwrap_or(0));
+        }
+        "mmap" | "mmap2" => {
+            let Some((fd, y)) = fd_arg(a(4)) else { return };
+            if fd < 0 {
+                return;
+            }
+            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
+            emit(
+                ctx,
+                c,
+                pid,
+                entry,
+                IoOp::Mmap,
+                number(a(5)).unwrap_or(UNKNOWN_OFFSET),
+                number(a(1)).unwrap_or(0),
+            );
+        }
+        "clone" | "clone3" | "fork" | "vfork" => {
+            let Some(child) = c.ret.filter(|r| *r > 0).map(|r| r as u32) else { return };
+            if c.args.iter().any(|x| x.contains("CLONE_THREAD")) {
+                st.process.insert(child, pid);
+            } else {
+                let table = st.tables.get(&pid).cloned().unwrap_or_default();
+                st.tables.insert(child, table);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::import_text;
+    use crate::Format;
+
+    const FOLLOWED: &str = r#"100 1700000000.000100 openat(AT_FDCWD, "/d/a, b.txt", O_RDONLY) = 3 <0.000010>
+100 1700000000.000200 read(3, "x\"y,)"..., 4096) = 4096 <0.000020>
+100 1700000000.000300 read(3, <unfinished ...>
+101 1700000000.000310 openat(AT_FDCWD, "/d/out", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 4 <0.000010>
+100 1700000000.000400 <... read resumed>"", 4096) = 100 <0.000090>
+100 1700000000.000500 lseek(3, 0, SEEK_SET) = 0 <0.000001>
+100 1700000000.000600 pread64(3, "z", 512, 8192) = 512 <0.000005>
+100 1700000000.000700 dup(3) = 5 <0.000001>
+100 1700000000.000800 read(5, "", 10) = 10 <0.000001>
+100 1700000000.000900 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD, child_tidptr=0x7f) = 200 <0.000100>
+100 1700000000.001000 clone(child_stack=0x7f, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_THREAD) = 201 <0.000050>
+200 1700000000.001100 read(3, "", 7) = 7 <0.000002>
+201 1700000000.001200 write(5, "abc", 3) = -1 EBADF (Bad file descriptor) <0.000002>
+100 1700000000.001300 write(1, "hello\n", 6) = 6 <0.000003>
+--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---
+200 1700000000.001400 fsync(3) = 0 <0.001000>
+200 1700000000.001500 +++ exited with 0 +++
+"#;
+
+    #[test]
+    fn calls_with_files_offsets_threads_and_forks() {
+        let (c, r) = import_text(Format::Strace, FOLLOWED, true);
+        let r = r.unwrap();
+        let ops: Vec<(u32, u32, IoOp, u64, u64, i64)> =
+            c.events.iter().map(|e| (e.pid, e.tid, e.op, e.offset, e.requested, e.result)).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (100, 100, IoOp::Open, UNKNOWN_OFFSET, 0, 3),
+                (100, 100, IoOp::Read, 0, 4096, 4096),
+                (101, 101, IoOp::Open, UNKNOWN_OFFSET, 0, 4),
+                (100, 100, IoOp::Read, 4096, 4096, 100),
+                (100, 100, IoOp::Seek, 0, 0, 0),
+                (100, 100, IoOp::Read, 8192, 512, 512),
+                (100, 100, IoOp::Read, 0, 10, 10),
+                (200, 200, IoOp::Read, 0, 7, 7),
+                (100, 201, IoOp::Write, 10, 3, -(libc::EBADF as i64)),
+                (200, 200, IoOp::Fsync, UNKNOWN_OFFSET, 0, 0),
+            ]
+        );
+        assert_eq!(c.path_of(c.events[0].file), "/d/a, b.txt");
+        let resumed = &c.events[3];
+        assert_eq!(
+            (resumed.start_ns, resumed.end_ns),
+            (1_700_000_000_000_300_000, 1_700_000_000_000_390_000)
+        );
+        assert_eq!(r.malformed_count, 0);
+        assert!(r.notes.is_empty());
+    }
+
+    #[test]
+    fn without_pids_and_with_y_paths() {
+        let text = "1700000000.000100 read(3</data/in>, \"\"..., 65536) = 65536 <0.000020>\n\
+                    1700000000.000200 write(4</data/out>, \"\"..., 65536) = 65536 <0.000030>\n";
+        let (c, r) = import_text(Format::Strace, text, true);
+        assert_eq!(r.unwrap().events, 2);
+        assert_eq!(c.path_of(c.events[1].file), "/data/out");
+        assert_eq!(c.events[0].offset, UNKNOWN_OFFSET, "position of an inherited fd is unknown");
+    }
+
+    #[test]
+    fn malformed_lines() {
+        let text = "100 1700000000.0001 read(3, \"\", 1) = 1 <0.000001>\nnot strace at all\n100 1700000000.0002 read(3\n";
+        let (_, r) = import_text(Format::Strace, text, false);
+        let r = r.unwrap();
+        assert_eq!(r.malformed_count, 2);
+        assert_eq!(r.malformed.iter().map(|m| m.line).collect::<Vec<_>>(), vec![2, 3]);
+        let (_, r) = import_text(Format::Strace, text, true);
+        assert!(r.unwrap_err().to_string().contains(":2:"));
+    }
+
+    #[test]
+    fn detection() {
+        assert!(looks_like("100 1700000000.000100 read(3, \"\", 1) = 1 <0.000001>"));
+        assert!(looks_like("1700000000.000100 close(3) = 0"));
+        assert!(!looks_like("  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kworker]"));
+    }
+}
