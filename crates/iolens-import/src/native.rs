@@ -64,22 +64,24 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
             Err(_) if std::fs::metadata(&file).map(|m| m.len() == 0).unwrap_or(false) => continue,
             Err(e) => return Err(ImportError::Format { path: file.clone(), message: e.to_string() }),
         };
-        // Path ids are local to each stream: map them to global ones.
+        // Path ids are local to each stream: map them to global ones when first used. Threads
+        // flush their buffers in any order, so ids need not be defined in increasing order.
         let mut global: HashMap<u32, u32> = HashMap::new();
-        let mut defined = 0;
         loop {
-            let next = reader.next_event();
-            while defined < reader.paths.len() {
-                if let Some(p) = reader.paths.get(defined as u32) {
-                    let id = ctx.new_path(p);
-                    global.insert(defined as u32, id);
-                }
-                defined += 1;
-            }
-            match next {
+            match reader.next_event() {
                 Ok(Some(mut e)) => {
                     if e.file != NO_FILE {
-                        e.file = global.get(&e.file).copied().unwrap_or(NO_FILE);
+                        e.file = match global.get(&e.file) {
+                            Some(&id) => id,
+                            None => match reader.paths.get(e.file) {
+                                Some(p) => {
+                                    let id = ctx.new_path(p);
+                                    global.insert(e.file, id);
+                                    id
+                                }
+                                None => NO_FILE,
+                            },
+                        };
                     }
                     ctx.event(&e);
                 }
@@ -145,5 +147,25 @@ mod tests {
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/a", "/b", "/c", "/a"]);
         assert_eq!(c.paths.len(), 4, "ids are per definition, unique over the import");
+    }
+
+    #[test]
+    fn path_ids_defined_out_of_order_resolve() {
+        // Threads flush their buffers in the order they end, so a stream may define id 3
+        // before ids 1 and 2.
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.path(3, "/t3").unwrap();
+        w.event(&ev(3, IoOp::Write, 1)).unwrap();
+        w.path(1, "/t1").unwrap();
+        w.event(&ev(1, IoOp::Write, 2)).unwrap();
+        w.path(2, "/t2").unwrap();
+        w.event(&ev(2, IoOp::Write, 3)).unwrap();
+        w.event(&ev(1, IoOp::Write, 4)).unwrap();
+        std::fs::write(dir.path().join("9.1.evt"), w.into_inner()).unwrap();
+        let mut c = Collect::default();
+        import(dir.path(), Format::Events, false, &mut c).unwrap();
+        let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
+        assert_eq!(files, ["/t3", "/t1", "/t2", "/t1"]);
     }
 }

@@ -26,6 +26,12 @@ pub enum Command {
     WriteModes(WriteModesArgs),
     /// Device statistics like `iostat -x`, from /proc/diskstats, every interval.
     Monitor(MonitorArgs),
+    /// Run an unmodified program and measure its real I/O (POSIX and stdio calls, through
+    /// LD_PRELOAD; children, threads, fork and exec followed).
+    Trace(TraceArgs),
+    /// Summarize a trace: iolens traces and event streams, `strace -f -ttt -T` output, blkparse
+    /// text, or Darshan DXT text.
+    Analyze(AnalyzeArgs),
 }
 
 /// Where results go and how a run may touch files.
@@ -250,4 +256,53 @@ pub struct WriteModesArgs {
     pub allow_overwrite: bool,
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What a trace summary shows and where its exports go.
+#[derive(Debug, Args, Clone)]
+pub struct SummaryArgs {
+    /// Rows in the per-file, per-process and slowest-operation tables.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// BPS block unit.
+    #[arg(long, default_value = "512")]
+    pub block_unit: String,
+    /// Write the summary as JSON (same aggregate keys as `run`).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per traced operation.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a job file reproducing the load profile (sizes, mix, sequentiality, concurrency, rate).
+    #[arg(long, value_name = "JOB.toml")]
+    pub emit_workload: Option<PathBuf>,
+    /// Target written into the emitted job file.
+    #[arg(long, default_value = "/tmp/iolens-replay")]
+    pub workload_target: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Keep the per-process event streams in this directory (default: a temporary one, removed).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub summary: SummaryArgs,
+    /// The program and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// A trace file (or a directory of iolens event streams).
+    pub trace: PathBuf,
+    /// auto, iolens, events, strace, blkparse, dxt.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Stop at the first malformed line instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub summary: SummaryArgs,
 }

@@ -7,6 +7,7 @@ mod output;
 mod quick;
 mod run_cmd;
 mod suites;
+mod trace_cmd;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +36,8 @@ fn main() -> ExitCode {
         cli::Command::Sweep(a) => suites::sweep(a, &stop, command),
         cli::Command::Saturate(a) => suites::saturate(a, &stop, command),
         cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
+        cli::Command::Trace(a) => trace_cmd::trace(a, command),
+        cli::Command::Analyze(a) => trace_cmd::analyze(a, command),
     };
     match outcome {
         _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),

@@ -1,0 +1,566 @@
+//! The summary of traced I/O — from `iolens trace` or an imported strace, blkparse or Darshan
+//! DXT trace — with the same figures as `iolens run` (the aggregate is an
+//! [`iolens_metrics::Figures`], computed by the same code), plus what a trace tells beyond a
+//! synthetic run: the request-size histogram, sequentiality, per-file and per-process tables,
+//! the slowest operations, and the load profile as a job file ([`emit_workload`]).
+//!
+//! Events stream through [`Analyzer::event`]; memory stays bounded by the number of files and
+//! processes, not of events (the busy-time union spills sorted runs to disk when large).
+//!
+//! Definitions: data operations are reads, writes and in-kernel copies; their `bytes` are what
+//! the application requested. Busy time is the union of data and sync (fsync, fdatasync,
+//! sync_file_range) calls over all processes and threads; open, close, seek and flush are not
+//! in it. Layers are kept apart: when MPI-IO events are present the aggregate counts MPI-IO
+//! calls (the POSIX calls beneath them would count the same bytes twice); otherwise POSIX and
+//! stdio calls (distinct calls: glibc's stdio does not go through the exported read/write); a
+//! block-level trace stands alone. CPU is not measured from traces (zeros).
+//!
+//! Per-operation CSV columns (`--csv`): `pid,tid,path,op,layer,offset,requested,result,
+//! start_ns,end_ns,duration_ns` — `offset` empty when unknown, `result` bytes or −errno.
+
+mod render;
+mod union;
+mod workload;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use iolens_metrics::{AgentRaw, Figures};
+use iolens_record::busy::Interval;
+use iolens_record::event::{IoEvent, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use serde::Serialize;
+
+pub use render::render_summary;
+pub use workload::emit_workload;
+
+use union::{CompactUnion, ExternalUnion};
+
+/// How to summarize.
+#[derive(Debug, Clone)]
+pub struct AnalyzeOptions {
+    pub block_unit: u64,
+    /// Rows in the file, process and slowest-operation tables.
+    pub top: usize,
+    /// The traced program's wall time, when known (otherwise first start to last end).
+    pub program_wall_ns: Option<u64>,
+    /// Where the union spills sorted runs (default: the system temp directory).
+    pub spill_dir: Option<PathBuf>,
+    pub per_op_csv: Option<PathBuf>,
+    /// Intervals held in memory before the union compacts or spills.
+    pub union_buffer: usize,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            block_unit: 512,
+            top: 10,
+            program_wall_ns: None,
+            spill_dir: None,
+            per_op_csv: None,
+            union_buffer: 4 << 20,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("cannot write {path}: {source}")]
+    Output { path: PathBuf, source: std::io::Error },
+    #[error("busy-time union: {0}")]
+    Spill(std::io::Error),
+}
+
+/// Which calls the aggregate counts (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    MpiIo,
+    Application,
+    Block,
+}
+
+fn class_of(layer: Layer) -> Class {
+    match layer {
+        Layer::MpiIo => Class::MpiIo,
+        Layer::Posix | Layer::Stdio => Class::Application,
+        Layer::Block => Class::Block,
+    }
+}
+
+fn is_sync(op: IoOp) -> bool {
+    matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncRange)
+}
+
+const SIZE_BUCKETS: usize = 64;
+
+/// The aggregate of one class of calls.
+struct ClassAcc {
+    raw: AgentRaw,
+    union: ExternalUnion,
+    sizes: [[u64; 2]; SIZE_BUCKETS],
+    seq_known: u64,
+    seq_hits: u64,
+    last_end: HashMap<(u32, u32), u64>,
+    duration_sum_ns: u128,
+    max_extent: u64,
+}
+
+#[derive(Default)]
+struct FileAcc {
+    ops: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    latency_sum_ns: u64,
+    union: CompactUnion,
+}
+
+#[derive(Default)]
+struct ProcAcc {
+    ops: u64,
+    bytes: u64,
+    threads: HashSet<u32>,
+    union: CompactUnion,
+}
+
+/// An operation ranked by duration (ties by arrival) for the slowest-operations table.
+struct Slow(u64, u64, IoEvent);
+
+impl PartialEq for Slow {
+    fn eq(&self, o: &Slow) -> bool {
+        (self.0, self.1) == (o.0, o.1)
+    }
+}
+impl Eq for Slow {}
+impl PartialOrd for Slow {
+    fn partial_cmp(&self, o: &Slow) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Slow {
+    fn cmp(&self, o: &Slow) -> std::cmp::Ordering {
+        (self.0, self.1).cmp(&(o.0, o.1))
+    }
+}
+
+/// Builds a [`TraceSummary`] from a stream of events.
+pub struct Analyzer {
+    opts: AnalyzeOptions,
+    paths: Vec<Option<String>>,
+    classes: BTreeMap<Class, ClassAcc>,
+    layers: BTreeMap<Layer, LayerRow>,
+    files: HashMap<u32, FileAcc>,
+    processes: HashMap<u32, ProcAcc>,
+    slowest: BinaryHeap<Reverse<Slow>>,
+    seen: u64,
+    first_start: u64,
+    last_end: u64,
+    mmaps: u64,
+    csv: Option<BufWriter<std::fs::File>>,
+    csv_error: Option<std::io::Error>,
+}
+
+/// Per-layer totals of data operations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LayerRow {
+    pub layer: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeBucket {
+    /// e.g. "4KiB–8KiB": requests of at least `min_bytes` and less than twice that.
+    pub label: String,
+    pub min_bytes: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileRow {
+    pub path: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub busy_s: f64,
+    pub mean_latency_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub ops: u64,
+    pub bytes: u64,
+    pub busy_s: f64,
+    pub threads: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowOp {
+    pub pid: u32,
+    pub tid: u32,
+    pub path: String,
+    pub op: String,
+    pub layer: String,
+    pub offset: Option<u64>,
+    pub bytes: u64,
+    /// Seconds after the first traced call.
+    pub start_s: f64,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Concurrency {
+    /// Sum of call durations / busy time: requests in flight on average while busy.
+    pub mean_in_flight: f64,
+    /// Most calls in flight at once (None when the trace was too large to keep every interval).
+    pub peak_in_flight: Option<u64>,
+}
+
+/// The summary of a trace. The aggregate keys are those of `iolens run`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceSummary {
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Which calls the aggregate counts: "mpiio", "posix+stdio" or "block".
+    pub aggregate_layer: String,
+    pub first_start_ns: u64,
+    /// Data operations per second of wall time.
+    pub rate_ops_s: f64,
+    /// Share of data operations starting where the previous one of the same process on the same
+    /// file ended (operations with unknown offsets left out).
+    pub sequential_fraction: Option<f64>,
+    pub concurrency: Concurrency,
+    /// Largest offset + length seen: the region the program addressed.
+    pub max_extent_bytes: u64,
+    pub layers: Vec<LayerRow>,
+    pub size_histogram: Vec<SizeBucket>,
+    pub files: Vec<FileRow>,
+    pub processes: Vec<ProcessRow>,
+    pub slowest: Vec<SlowOp>,
+    pub notes: Vec<String>,
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl Analyzer {
+    pub fn new(opts: AnalyzeOptions) -> Result<Analyzer, AnalyzeError> {
+        let csv = match &opts.per_op_csv {
+            Some(path) => {
+                let out = |source| AnalyzeError::Output { path: path.clone(), source };
+                let mut w = BufWriter::new(std::fs::File::create(path).map_err(out)?);
+                writeln!(w, "pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns")
+                    .map_err(out)?;
+                Some(w)
+            }
+            None => None,
+        };
+        Ok(Analyzer {
+            opts,
+            paths: Vec::new(),
+            classes: BTreeMap::new(),
+            layers: BTreeMap::new(),
+            files: HashMap::new(),
+            processes: HashMap::new(),
+            slowest: BinaryHeap::new(),
+            seen: 0,
+            first_start: u64::MAX,
+            last_end: 0,
+            mmaps: 0,
+            csv,
+            csv_error: None,
+        })
+    }
+
+    pub fn path(&mut self, id: u32, path: &str) {
+        let i = id as usize;
+        if self.paths.len() <= i {
+            self.paths.resize(i + 1, None);
+        }
+        self.paths[i] = Some(path.to_string());
+    }
+
+    fn write_csv(&mut self, e: &IoEvent) {
+        let Some(w) = &mut self.csv else { return };
+        let offset = if e.offset == UNKNOWN_OFFSET { String::new() } else { e.offset.to_string() };
+        let path = csv_field(self.paths.get(e.file as usize).and_then(|p| p.as_deref()).unwrap_or(""));
+        if let Err(err) = writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            e.pid,
+            e.tid,
+            path,
+            e.op.name(),
+            e.layer.name(),
+            offset,
+            e.requested,
+            e.result,
+            e.start_ns,
+            e.end_ns,
+            e.duration_ns()
+        ) {
+            self.csv_error.get_or_insert(err);
+            self.csv = None;
+        }
+    }
+
+    pub fn event(&mut self, e: &IoEvent) {
+        self.write_csv(e);
+        if e.op == IoOp::Mmap {
+            self.mmaps += 1;
+            return;
+        }
+        let data = e.op.is_data();
+        if !data && !is_sync(e.op) {
+            return;
+        }
+        self.seen += 1;
+        self.first_start = self.first_start.min(e.start_ns);
+        self.last_end = self.last_end.max(e.end_ns);
+        let iv = Interval::new(e.start_ns, e.end_ns.max(e.start_ns));
+        let dur = iv.len();
+        let write = e.op == IoOp::Write || e.op == IoOp::Copy;
+
+        let acc = self.classes.entry(class_of(e.layer)).or_insert_with(|| ClassAcc {
+            raw: AgentRaw::default(),
+            union: ExternalUnion::new(
+                self.opts.union_buffer,
+                self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
+            ),
+            sizes: [[0; 2]; SIZE_BUCKETS],
+            seq_known: 0,
+            seq_hits: 0,
+            last_end: HashMap::new(),
+            duration_sum_ns: 0,
+            max_extent: 0,
+        });
+        if let Err(err) = acc.union.push(iv) {
+            self.csv_error.get_or_insert(err);
+        }
+        acc.duration_sum_ns += dur as u128;
+        let c = &mut acc.raw.counters;
+        if data {
+            c.latency_sum_ns += dur;
+            acc.raw.latency.record(dur);
+            if write {
+                c.write_ops += 1;
+                c.write_bytes += e.requested;
+            } else {
+                c.read_ops += 1;
+                c.read_bytes += e.requested;
+            }
+            if e.failed() {
+                c.errors += 1;
+            } else if (e.result as u64) < e.requested && !write {
+                c.short_ops += 1;
+            }
+            let bucket = 63 - e.requested.max(1).leading_zeros() as usize;
+            acc.sizes[bucket][write as usize] += 1;
+            if e.offset != UNKNOWN_OFFSET {
+                let key = (e.pid, e.file);
+                acc.seq_known += 1;
+                if acc.last_end.get(&key) == Some(&e.offset) {
+                    acc.seq_hits += 1;
+                }
+                let moved = if e.result > 0 { e.result as u64 } else { e.requested };
+                acc.last_end.insert(key, e.offset + moved);
+                acc.max_extent = acc.max_extent.max(e.offset + e.requested);
+            }
+            let row = self
+                .layers
+                .entry(e.layer)
+                .or_insert_with(|| LayerRow { layer: e.layer.name().into(), ..Default::default() });
+            row.ops += 1;
+            row.bytes += e.requested;
+            if write {
+                row.write_bytes += e.requested;
+            } else {
+                row.read_bytes += e.requested;
+            }
+        } else {
+            c.fsyncs += 1;
+            c.fsync_ns += dur;
+        }
+
+        let f = self.files.entry(e.file).or_default();
+        f.union.push(iv);
+        if data {
+            f.ops += 1;
+            f.latency_sum_ns += dur;
+            if write {
+                f.write_bytes += e.requested;
+            } else {
+                f.read_bytes += e.requested;
+            }
+        }
+        let p = self.processes.entry(e.pid).or_default();
+        p.union.push(iv);
+        p.threads.insert(e.tid);
+        if data {
+            p.ops += 1;
+            p.bytes += e.requested;
+        }
+        if self.opts.top > 0 {
+            self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
+            if self.slowest.len() > self.opts.top {
+                self.slowest.pop();
+            }
+        }
+    }
+
+    pub fn finish(self) -> Result<TraceSummary, AnalyzeError> {
+        let mut notes = Vec::new();
+        if let (Some(err), Some(path)) = (&self.csv_error, &self.opts.per_op_csv) {
+            notes.push(format!("the per-op CSV {} is incomplete: {err}", path.display()));
+        }
+        if let Some(mut w) = self.csv {
+            w.flush().map_err(|source| AnalyzeError::Output {
+                path: self.opts.per_op_csv.clone().unwrap_or_default(),
+                source,
+            })?;
+        }
+        let mut classes = self.classes;
+        let chosen =
+            [Class::MpiIo, Class::Application, Class::Block].into_iter().find(|c| classes.contains_key(c));
+        if chosen == Some(Class::MpiIo) && classes.contains_key(&Class::Application) {
+            notes.push(
+                "the trace has MPI-IO and POSIX calls: the aggregate counts the MPI-IO calls (the POSIX calls beneath them would count the same bytes twice); see `layers`".into(),
+            );
+        }
+        if self.mmaps > 0 {
+            notes.push(format!(
+                "{} mmap(s) of traced files: accesses through mapped memory are not in these figures",
+                self.mmaps
+            ));
+        }
+        let empty = self.seen == 0;
+        let first = if empty { 0 } else { self.first_start };
+        let wall_ns = self.opts.program_wall_ns.unwrap_or(self.last_end.saturating_sub(first));
+        let (mut raw, union_totals, sizes, seq, duration_sum, peak, max_extent) = match chosen
+            .and_then(|c| classes.remove(&c))
+        {
+            Some(acc) => {
+                let peak = acc.union.peak_overlap();
+                let totals = acc.union.finish().map_err(AnalyzeError::Spill)?;
+                let seq = (acc.seq_known > 0).then(|| acc.seq_hits as f64 / acc.seq_known as f64);
+                (acc.raw, totals, acc.sizes, seq, acc.duration_sum_ns, peak, acc.max_extent)
+            }
+            None => (AgentRaw::default(), Default::default(), [[0; 2]; SIZE_BUCKETS], None, 0, Some(0), 0),
+        };
+        raw.busy = union_totals;
+        raw.window_start_ns = first;
+        raw.window_end_ns = first + wall_ns;
+        let figures = raw.figures(self.opts.block_unit);
+        let busy_ns = union_totals.busy_ns;
+
+        let size_histogram = sizes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c[0] + c[1] > 0)
+            .map(|(i, c)| {
+                let lo = 1u64 << i;
+                SizeBucket {
+                    label: format!(
+                        "{}–{}",
+                        iolens_workload::format_bytes(lo),
+                        iolens_workload::format_bytes(lo.saturating_mul(2))
+                    ),
+                    min_bytes: lo,
+                    read_ops: c[0],
+                    write_ops: c[1],
+                }
+            })
+            .collect();
+
+        let paths = self.paths;
+        let name = |id: u32| -> String {
+            if id == NO_FILE {
+                return String::new();
+            }
+            paths.get(id as usize).and_then(|p| p.clone()).unwrap_or_else(|| "?".into())
+        };
+        let mut files: Vec<FileRow> = self
+            .files
+            .into_iter()
+            .map(|(id, mut f)| FileRow {
+                path: name(id),
+                ops: f.ops,
+                bytes: f.read_bytes + f.write_bytes,
+                read_bytes: f.read_bytes,
+                write_bytes: f.write_bytes,
+                busy_s: f.union.busy_ns() as f64 / 1e9,
+                mean_latency_s: if f.ops > 0 { f.latency_sum_ns as f64 / f.ops as f64 / 1e9 } else { 0.0 },
+            })
+            .collect();
+        files.sort_by(|a, b| b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)));
+        files.truncate(self.opts.top);
+        let mut processes: Vec<ProcessRow> = self
+            .processes
+            .into_iter()
+            .map(|(pid, mut p)| ProcessRow {
+                pid,
+                ops: p.ops,
+                bytes: p.bytes,
+                busy_s: p.union.busy_ns() as f64 / 1e9,
+                threads: p.threads.len(),
+            })
+            .collect();
+        processes.sort_by(|a, b| b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)));
+        processes.truncate(self.opts.top);
+        let mut slowest: Vec<SlowOp> = self
+            .slowest
+            .into_sorted_vec()
+            .into_iter()
+            .map(|Reverse(Slow(dur, _, e))| SlowOp {
+                pid: e.pid,
+                tid: e.tid,
+                path: name(e.file),
+                op: e.op.name().into(),
+                layer: e.layer.name().into(),
+                offset: (e.offset != UNKNOWN_OFFSET).then_some(e.offset),
+                bytes: e.requested,
+                start_s: e.start_ns.saturating_sub(first) as f64 / 1e9,
+                duration_s: dur as f64 / 1e9,
+            })
+            .collect();
+        slowest.sort_by(|a, b| b.duration_s.total_cmp(&a.duration_s));
+
+        Ok(TraceSummary {
+            rate_ops_s: if wall_ns > 0 { figures.ops as f64 / (wall_ns as f64 / 1e9) } else { 0.0 },
+            figures,
+            aggregate_layer: match chosen {
+                Some(Class::MpiIo) => "mpiio",
+                Some(Class::Block) => "block",
+                _ => "posix+stdio",
+            }
+            .into(),
+            first_start_ns: first,
+            sequential_fraction: seq,
+            concurrency: Concurrency {
+                mean_in_flight: if busy_ns > 0 { duration_sum as f64 / busy_ns as f64 } else { 0.0 },
+                peak_in_flight: peak,
+            },
+            max_extent_bytes: max_extent,
+            layers: self.layers.into_values().collect(),
+            size_histogram,
+            files,
+            processes,
+            slowest,
+            notes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! The terminal page of a trace summary.
+
+use std::fmt::Write;
+
+use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
+
+use crate::TraceSummary;
+
+pub fn render_summary(s: &TraceSummary) -> String {
+    let f = &s.figures;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "wall {:.3} s, I/O busy {:.3} s (union over all processes and threads), I/O wait {:.0}% of the run",
+        f.wall_s,
+        f.busy_s,
+        100.0 * f.io_wait_fraction
+    );
+    let _ = writeln!(
+        out,
+        "{} data ops ({} calls): {} MiB requested ({} MiB read / {} MiB written), {} IOPS, {} MiB/s, BPS {}, ARPT {}",
+        f.ops,
+        s.aggregate_layer,
+        fmt_mib(f.bytes as f64),
+        fmt_mib(f.read_bytes as f64),
+        fmt_mib(f.write_bytes as f64),
+        fmt_rate(f.iops),
+        fmt_mib(f.bw_bytes_s),
+        fmt_rate(f.bps),
+        fmt_ns(f.arpt_s * 1e9)
+    );
+    let _ = writeln!(
+        out,
+        "latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {};  {} syncs taking {:.3} s;  sequential {};  in flight: mean {:.2}, peak {}",
+        fmt_ns(f.lat_ns.p50 as f64),
+        fmt_ns(f.lat_ns.p90 as f64),
+        fmt_ns(f.lat_ns.p99 as f64),
+        fmt_ns(f.lat_ns.p99_9 as f64),
+        fmt_ns(f.lat_ns.max as f64),
+        f.fsyncs,
+        f.fsync_s,
+        s.sequential_fraction.map_or("-".into(), |q| format!("{:.0}%", 100.0 * q)),
+        s.concurrency.mean_in_flight,
+        s.concurrency.peak_in_flight.map_or("-".into(), |p| p.to_string())
+    );
+    if !s.size_histogram.is_empty() {
+        out.push_str("\nrequest sizes:\n");
+        let mut t = Table::new(vec!["size", "reads", "writes"]);
+        for b in &s.size_histogram {
+            t.rows.push(vec![b.label.clone(), b.read_ops.to_string(), b.write_ops.to_string()]);
+        }
+        t.render(&mut out);
+    }
+    if s.layers.len() > 1 {
+        out.push_str("\nlayers:\n");
+        let mut t = Table::new(vec!["layer", "ops", "MiB"]);
+        for l in &s.layers {
+            t.rows.push(vec![l.layer.clone(), l.ops.to_string(), fmt_mib(l.bytes as f64)]);
+        }
+        t.render(&mut out);
+    }
+    if !s.files.is_empty() {
+        out.push_str("\nfiles (by busy time):\n");
+        let mut t = Table::new(vec!["busy_s", "ops", "MiB read", "MiB written", "mean lat", "path"]);
+        t.left_aligned = vec![5];
+        for r in &s.files {
+            t.rows.push(vec![
+                format!("{:.4}", r.busy_s),
+                r.ops.to_string(),
+                fmt_mib(r.read_bytes as f64),
+                fmt_mib(r.write_bytes as f64),
+                fmt_ns(r.mean_latency_s * 1e9),
+                r.path.clone(),
+            ]);
+        }
+        t.render(&mut out);
+    }
+    if !s.processes.is_empty() {
+        out.push_str("\nprocesses (by busy time):\n");
+        let mut t = Table::new(vec!["pid", "threads", "ops", "MiB", "busy_s"]);
+        for p in &s.processes {
+            t.rows.push(vec![
+                p.pid.to_string(),
+                p.threads.to_string(),
+                p.ops.to_string(),
+                fmt_mib(p.bytes as f64),
+                format!("{:.4}", p.busy_s),
+            ]);
+        }
+        t.render(&mut out);
+    }
+    if !s.slowest.is_empty() {
+        out.push_str("\nslowest operations:\n");
+        let mut t = Table::new(vec!["duration", "at_s", "pid", "tid", "op", "bytes", "offset", "path"]);
+        t.left_aligned = vec![4, 7];
+        for o in &s.slowest {
+            t.rows.push(vec![
+                fmt_ns(o.duration_s * 1e9),
+                format!("{:.6}", o.start_s),
+                o.pid.to_string(),
+                o.tid.to_string(),
+                o.op.clone(),
+                o.bytes.to_string(),
+                o.offset.map_or("-".into(), |v| v.to_string()),
+                o.path.clone(),
+            ]);
+        }
+        t.render(&mut out);
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}

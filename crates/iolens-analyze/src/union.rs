@@ -1,0 +1,166 @@
+//! The busy-time union of intervals that arrive in any order, with bounded memory: a buffer that
+//! is sorted and compacted when full, and spilled as a sorted run to a file when compaction does
+//! not free enough; the runs are merged at the end.
+
+use std::path::{Path, PathBuf};
+
+use iolens_record::busy::{
+    merge_sorted_streams, read_period_log, union_of, Interval, PeriodLogWriter, UnionTotals,
+};
+
+pub struct ExternalUnion {
+    buffer: Vec<Interval>,
+    capacity: usize,
+    spill_dir: PathBuf,
+    runs: Vec<PathBuf>,
+    /// Whether the buffer still holds every interval as given (nothing merged or spilled), so
+    /// concurrency can be computed exactly.
+    pristine: bool,
+}
+
+fn compact(v: &mut Vec<Interval>) {
+    v.sort_unstable_by_key(|iv| iv.start);
+    let mut out = 0;
+    for i in 0..v.len() {
+        let iv = v[i];
+        if out > 0 && iv.start <= v[out - 1].end {
+            v[out - 1].end = v[out - 1].end.max(iv.end);
+        } else {
+            v[out] = iv;
+            out += 1;
+        }
+    }
+    v.truncate(out);
+}
+
+impl ExternalUnion {
+    pub fn new(capacity: usize, spill_dir: &Path) -> ExternalUnion {
+        ExternalUnion {
+            buffer: Vec::new(),
+            capacity: capacity.max(2),
+            spill_dir: spill_dir.to_path_buf(),
+            runs: Vec::new(),
+            pristine: true,
+        }
+    }
+
+    pub fn push(&mut self, iv: Interval) -> std::io::Result<()> {
+        self.buffer.push(iv);
+        if self.buffer.len() >= self.capacity {
+            self.pristine = false;
+            compact(&mut self.buffer);
+            if self.buffer.len() > self.capacity / 2 {
+                self.spill()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> std::io::Result<()> {
+        static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self.spill_dir.join(format!("iolens-union-{}-{n}.busy", std::process::id()));
+        let mut w = PeriodLogWriter::create(&path)?;
+        w.write(&self.buffer)?;
+        w.finish()?;
+        self.runs.push(path);
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Peak number of overlapping intervals, when every interval is still held.
+    pub fn peak_overlap(&self) -> Option<u64> {
+        if !self.pristine {
+            return None;
+        }
+        let mut edges: Vec<(u64, i8)> =
+            self.buffer.iter().flat_map(|iv| [(iv.start, 1i8), (iv.end, -1i8)]).collect();
+        // Ends before starts at the same instant: touching operations do not overlap.
+        edges.sort_unstable();
+        let (mut cur, mut peak) = (0i64, 0i64);
+        for (_, d) in edges {
+            cur += d as i64;
+            peak = peak.max(cur);
+        }
+        Some(peak as u64)
+    }
+
+    pub fn finish(mut self) -> std::io::Result<UnionTotals> {
+        if self.runs.is_empty() {
+            return Ok(union_of(&mut self.buffer));
+        }
+        compact(&mut self.buffer);
+        self.spill()?;
+        let streams = self.runs.iter().map(|p| read_period_log(p)).collect::<Result<Vec<_>, _>>()?;
+        let totals = merge_sorted_streams(streams);
+        Ok(totals)
+    }
+}
+
+impl Drop for ExternalUnion {
+    fn drop(&mut self) {
+        for r in &self.runs {
+            let _ = std::fs::remove_file(r);
+        }
+    }
+}
+
+/// A small union kept in memory, compacted as it doubles (per file, per process).
+#[derive(Default)]
+pub struct CompactUnion {
+    intervals: Vec<Interval>,
+    compacted: usize,
+}
+
+impl CompactUnion {
+    pub fn push(&mut self, iv: Interval) {
+        self.intervals.push(iv);
+        if self.intervals.len() >= 2 * self.compacted.max(512) {
+            compact(&mut self.intervals);
+            self.compacted = self.intervals.len();
+        }
+    }
+
+    pub fn busy_ns(&mut self) -> u64 {
+        compact(&mut self.intervals);
+        self.intervals.iter().map(|iv| iv.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn spilling_union_equals_in_memory_union(
+            ivs in prop::collection::vec((0u64..10_000, 0u64..300), 0..400),
+            capacity in 2usize..40,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let intervals: Vec<Interval> = ivs.iter().map(|&(s, d)| Interval::new(s, s + d)).collect();
+            let mut ext = ExternalUnion::new(capacity, dir.path());
+            let mut small = CompactUnion::default();
+            for iv in &intervals {
+                ext.push(*iv).unwrap();
+                small.push(*iv);
+            }
+            let mut reference = intervals.clone();
+            let expected = union_of(&mut reference);
+            prop_assert_eq!(ext.finish().unwrap(), expected);
+            prop_assert_eq!(small.busy_ns(), expected.busy_ns);
+            prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "runs are removed");
+        }
+    }
+
+    #[test]
+    fn peak_overlap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut u = ExternalUnion::new(100, dir.path());
+        for (s, e) in [(0, 10), (5, 15), (8, 9), (10, 20), (30, 40)] {
+            u.push(Interval::new(s, e)).unwrap();
+        }
+        assert_eq!(u.peak_overlap(), Some(3), "at 8..9 three are in flight; 10 touches, not overlaps");
+    }
+}
