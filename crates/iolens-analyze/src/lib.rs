@@ -15,16 +15,16 @@
 //! stdio calls (distinct calls: glibc's stdio does not go through the exported read/write); a
 //! block-level trace stands alone. CPU is not measured from traces (zeros).
 //!
-//! Per-operation CSV columns (`--csv`): `pid,tid,path,op,layer,offset,requested,result,
-//! start_ns,end_ns,duration_ns` — `offset` empty when unknown, `result` bytes or −errno.
+//! Per-operation exports (`--csv`, `--parquet`): one row per call, columns documented in
+//! [`export`].
 
+pub mod export;
 mod render;
 mod union;
 mod workload;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use iolens_metrics::{AgentRaw, Figures};
@@ -48,6 +48,7 @@ pub struct AnalyzeOptions {
     /// Where the union spills sorted runs (default: the system temp directory).
     pub spill_dir: Option<PathBuf>,
     pub per_op_csv: Option<PathBuf>,
+    pub per_op_parquet: Option<PathBuf>,
     /// Intervals held in memory before the union compacts or spills.
     pub union_buffer: usize,
 }
@@ -60,6 +61,7 @@ impl Default for AnalyzeOptions {
             program_wall_ns: None,
             spill_dir: None,
             per_op_csv: None,
+            per_op_parquet: None,
             union_buffer: 4 << 20,
         }
     }
@@ -157,8 +159,11 @@ pub struct Analyzer {
     first_start: u64,
     last_end: u64,
     mmaps: u64,
-    csv: Option<BufWriter<std::fs::File>>,
-    csv_error: Option<std::io::Error>,
+    exports: Vec<export::Export>,
+    /// Exports that failed mid-way: reported in the notes, the summary goes on.
+    export_errors: Vec<String>,
+    /// The first failure to spill the busy-time union: the summary cannot be trusted after it.
+    spill_error: Option<std::io::Error>,
 }
 
 /// Per-layer totals of data operations.
@@ -246,26 +251,10 @@ pub struct TraceSummary {
     pub notes: Vec<String>,
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 impl Analyzer {
     pub fn new(opts: AnalyzeOptions) -> Result<Analyzer, AnalyzeError> {
-        let csv = match &opts.per_op_csv {
-            Some(path) => {
-                let out = |source| AnalyzeError::Output { path: path.clone(), source };
-                let mut w = BufWriter::new(std::fs::File::create(path).map_err(out)?);
-                writeln!(w, "pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns")
-                    .map_err(out)?;
-                Some(w)
-            }
-            None => None,
-        };
+        let exports = export::open_exports(opts.per_op_csv.as_ref(), opts.per_op_parquet.as_ref())
+            .map_err(|(path, source)| AnalyzeError::Output { path, source })?;
         Ok(Analyzer {
             opts,
             paths: Vec::new(),
@@ -278,8 +267,9 @@ impl Analyzer {
             first_start: u64::MAX,
             last_end: 0,
             mmaps: 0,
-            csv,
-            csv_error: None,
+            exports,
+            export_errors: Vec::new(),
+            spill_error: None,
         })
     }
 
@@ -291,32 +281,25 @@ impl Analyzer {
         self.paths[i] = Some(path.to_string());
     }
 
-    fn write_csv(&mut self, e: &IoEvent) {
-        let Some(w) = &mut self.csv else { return };
-        let offset = if e.offset == UNKNOWN_OFFSET { String::new() } else { e.offset.to_string() };
-        let path = csv_field(self.paths.get(e.file as usize).and_then(|p| p.as_deref()).unwrap_or(""));
-        if let Err(err) = writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            e.pid,
-            e.tid,
-            path,
-            e.op.name(),
-            e.layer.name(),
-            offset,
-            e.requested,
-            e.result,
-            e.start_ns,
-            e.end_ns,
-            e.duration_ns()
-        ) {
-            self.csv_error.get_or_insert(err);
-            self.csv = None;
+    fn export(&mut self, e: &IoEvent) {
+        if self.exports.is_empty() {
+            return;
+        }
+        let path = self.paths.get(e.file as usize).and_then(|p| p.as_deref()).unwrap_or("");
+        let mut failed = None;
+        for (i, (file, writer)) in self.exports.iter_mut().enumerate() {
+            if let Err(err) = writer.op(e, path) {
+                self.export_errors.push(format!("the per-op export {} is incomplete: {err}", file.display()));
+                failed = Some(i);
+            }
+        }
+        if let Some(i) = failed {
+            self.exports.remove(i);
         }
     }
 
     pub fn event(&mut self, e: &IoEvent) {
-        self.write_csv(e);
+        self.export(e);
         if e.op == IoOp::Mmap {
             self.mmaps += 1;
             return;
@@ -346,7 +329,7 @@ impl Analyzer {
             max_extent: 0,
         });
         if let Err(err) = acc.union.push(iv) {
-            self.csv_error.get_or_insert(err);
+            self.spill_error.get_or_insert(err);
         }
         acc.duration_sum_ns += dur as u128;
         let c = &mut acc.raw.counters;
@@ -421,14 +404,12 @@ impl Analyzer {
 
     pub fn finish(self) -> Result<TraceSummary, AnalyzeError> {
         let mut notes = Vec::new();
-        if let (Some(err), Some(path)) = (&self.csv_error, &self.opts.per_op_csv) {
-            notes.push(format!("the per-op CSV {} is incomplete: {err}", path.display()));
+        if let Some(err) = self.spill_error {
+            return Err(AnalyzeError::Spill(err));
         }
-        if let Some(mut w) = self.csv {
-            w.flush().map_err(|source| AnalyzeError::Output {
-                path: self.opts.per_op_csv.clone().unwrap_or_default(),
-                source,
-            })?;
+        notes.extend(self.export_errors);
+        for (path, writer) in self.exports {
+            writer.finish().map_err(|source| AnalyzeError::Output { path, source })?;
         }
         let mut classes = self.classes;
         let chosen =

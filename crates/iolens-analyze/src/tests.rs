@@ -108,6 +108,51 @@ fn per_op_csv_and_blind_spots() {
 }
 
 #[test]
+fn per_op_parquet_has_the_rows_of_the_csv() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, pq) = (dir.path().join("ops.csv"), dir.path().join("ops.parquet"));
+    let events = sample();
+    analyze(
+        &events,
+        AnalyzeOptions {
+            per_op_csv: Some(csv.clone()),
+            per_op_parquet: Some(pq.clone()),
+            ..AnalyzeOptions::default()
+        },
+    );
+    let reader = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    let columns: Vec<String> = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    assert_eq!(columns, crate::export::OP_COLUMNS);
+    let from_parquet: Vec<String> = reader
+        .get_row_iter(None)
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            row.get_column_iter()
+                .map(|(_, field)| match field {
+                    parquet::record::Field::Null => String::new(),
+                    parquet::record::Field::Str(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let from_csv: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(from_parquet.len(), events.len());
+    assert_eq!(from_parquet, from_csv, "same rows, nulls where the CSV is empty");
+}
+
+#[test]
 fn spilled_union_gives_the_same_busy_time() {
     let dir = tempfile::tempdir().unwrap();
     let many: Vec<IoEvent> = (0..5000u64)

@@ -273,6 +273,9 @@ pub struct SummaryArgs {
     /// Write one CSV row per traced operation.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write one Parquet row per traced operation (same columns as the CSV).
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     /// Write a job file reproducing the load profile (sizes, mix, sequentiality, concurrency, rate).
     #[arg(long, value_name = "JOB.toml")]
     pub emit_workload: Option<PathBuf>,

@@ -53,6 +53,7 @@ fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptio
         top: s.top,
         program_wall_ns,
         per_op_csv: s.csv.clone(),
+        per_op_parquet: s.parquet.clone(),
         ..AnalyzeOptions::default()
     })
 }
