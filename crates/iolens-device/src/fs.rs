@@ -131,3 +131,25 @@ mod tests {
         assert!(block_device_size(f.as_raw_fd()).is_err());
     }
 }
+
+/// The machine's memory (`MemTotal` of /proc/meminfo), in bytes.
+pub fn memory_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&text)
+}
+
+fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod meminfo_tests {
+    #[test]
+    fn mem_total_in_bytes() {
+        assert_eq!(super::parse_mem_total("MemFree: 5 kB\nMemTotal:  2048 kB\n"), Some(2 << 20));
+        assert_eq!(super::parse_mem_total("nothing"), None);
+        assert!(super::memory_total().unwrap() > 0);
+    }
+}

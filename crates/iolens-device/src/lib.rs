@@ -15,4 +15,6 @@ pub use block::{
 pub use diskstats::{
     active_disks, parse_diskstats, read_all_diskstats, read_diskstats, read_diskstats_from, DiskStats,
 };
-pub use fs::{block_device_logical_sector, block_device_size, filesystem_type, free_bytes, FsType};
+pub use fs::{
+    block_device_logical_sector, block_device_size, filesystem_type, free_bytes, memory_total, FsType,
+};

@@ -16,6 +16,8 @@ pub enum WarningCode {
     TraceDropped,
     CleanupFailed,
     BusyLogIncomplete,
+    /// Less data than the b_eff_io rule (20 times the file-system cache) per access method.
+    BelowCacheRule,
 }
 
 impl Serialize for WarningCode {
@@ -39,6 +41,7 @@ impl WarningCode {
             WarningCode::TraceDropped => "trace_dropped",
             WarningCode::CleanupFailed => "cleanup_failed",
             WarningCode::BusyLogIncomplete => "busy_log_incomplete",
+            WarningCode::BelowCacheRule => "below_cache_rule",
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - [`write_modes`]: the same random writes measured naively, with the final fsync timed, and
 //!   with O_DIRECT, to show why the naive figure is not a storage figure.
 
+pub mod beff_io;
 pub mod saturate;
 pub mod sweep;
 pub mod write_modes;

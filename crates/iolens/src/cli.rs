@@ -24,6 +24,8 @@ pub enum Command {
     Saturate(SaturateArgs),
     /// Random writes measured naively, with the final fsync timed, and with O_DIRECT.
     WriteModes(WriteModesArgs),
+    /// b_eff_io, the effective I/O bandwidth benchmark: five pattern types × write, rewrite, read.
+    BeffIo(BeffIoArgs),
     /// Device statistics like `iostat -x`, from /proc/diskstats, every interval.
     Monitor(MonitorArgs),
     /// Run an unmodified program and measure its real I/O (POSIX and stdio calls, through
@@ -235,6 +237,29 @@ pub struct SaturateArgs {
     /// Curves, comma-separated (randread, randwrite, read, write).
     #[arg(long, default_value = "randread,randwrite", value_delimiter = ',')]
     pub rw: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BeffIoArgs {
+    /// A directory: b_eff_io makes (and removes) a directory of its own files in it.
+    pub dir: PathBuf,
+    /// Rank counts of the partitions (threads), e.g. 1,2,4; the value is the maximum over them.
+    /// Default: the number of cores.
+    #[arg(long, value_delimiter = ',')]
+    pub ranks: Vec<usize>,
+    /// Scheduled time T of one partition (the paper's rule is at least 15m).
+    #[arg(long, default_value = "15m")]
+    pub time: String,
+    /// Largest chunk (MPART); default max(2 MiB, memory / 128).
+    #[arg(long)]
+    pub mpart: Option<String>,
+    /// Memory of the node for MPART and the coffee-cup figure; default MemTotal.
+    #[arg(long)]
+    pub memory: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

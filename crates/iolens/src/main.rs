@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     let outcome = match args.command {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
+        cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
         cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
         cli::Command::Sweep(a) => suites::sweep(a, &stop, command),
         cli::Command::Saturate(a) => suites::saturate(a, &stop, command),

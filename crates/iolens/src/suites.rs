@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iolens_engine::TargetPolicy;
-use iolens_suites::{saturate, sweep, write_modes, SuiteContext, SuiteError};
+use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
 use iolens_workload::{parse_duration, parse_size};
 use serde::Serialize;
 
-use crate::cli::{OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, WriteModesArgs};
+use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, WriteModesArgs};
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
@@ -119,4 +119,30 @@ pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -
     let result = write_modes::write_modes(&cfg, &context(&suite, stop, &progress, &command));
     progress.finish();
     finish(result, write_modes::render, &a.json, stop, &command)
+}
+
+pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.json);
+    let memory = match &a.memory {
+        Some(v) => size("--memory", v, &out, &command)?,
+        None => iolens_device::memory_total().unwrap_or(1 << 30),
+    };
+    let mut cfg = beff_io::BeffIoConfig::new(a.dir.clone(), memory);
+    if !a.ranks.is_empty() {
+        cfg.ranks = a.ranks.clone();
+    }
+    cfg.time = duration("--time", &a.time, &out, &command)?;
+    if let Some(v) = &a.mpart {
+        cfg.mpart = size("--mpart", v, &out, &command)?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "b_eff_io: {} partition(s) of T = {:.0} s each in {}",
+            cfg.ranks.len(),
+            cfg.time.as_secs_f64(),
+            a.dir.display()
+        );
+    }
+    let result = beff_io::run(&cfg, stop);
+    finish(result, beff_io::render, &a.json, stop, &command)
 }

@@ -115,3 +115,93 @@ fn write_modes_break_the_phase_down() {
     assert!(f(&modes[1]["fsync_s"]) > 0.0, "the fsync mode times its fsync");
     assert!(table.contains("apparent"));
 }
+
+#[test]
+fn beff_io_value_is_recomputed_from_its_protocol() {
+    let dir = scratch();
+    let target = dir.path().to_str().unwrap().to_string();
+    let (v, table) = run_json(
+        &["beff-io", &target, "--time", "3s", "--mpart", "2m", "--ranks", "1,2", "--memory", "64m"],
+        &dir,
+    );
+    assert!(table.contains("b_eff_io ="), "{table}");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let method_weights: Vec<f64> = v["method_weights"].as_array().unwrap().iter().map(|p| f(&p[1])).collect();
+    let type_weights: Vec<f64> = v["type_weights"].as_array().unwrap().iter().map(f).collect();
+    assert!(close(method_weights.iter().sum(), 1.0) && close(type_weights.iter().sum(), 1.0));
+    assert_eq!(type_weights[0], 2.0 * type_weights[1], "type 0 counts twice");
+    let partitions = v["partitions"].as_array().unwrap();
+    assert_eq!(partitions.len(), 2);
+    let mut best: f64 = 0.0;
+    for p in partitions {
+        let ranks = p["ranks"].as_u64().unwrap();
+        let patterns = p["patterns"].as_array().unwrap();
+        assert_eq!(patterns.len(), 3 * 43, "every pattern of Table 2, three access methods");
+        let mut partition = 0.0;
+        for (m, method) in ["write", "rewrite", "read"].iter().enumerate() {
+            let mut value = 0.0;
+            for ty in 0..5u64 {
+                let t = p["types"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["method"] == *method && t["pattern_type"].as_u64() == Some(ty))
+                    .unwrap();
+                let of_type: Vec<&Value> = patterns
+                    .iter()
+                    .filter(|x| x["method"] == *method && x["pattern_type"].as_u64() == Some(ty))
+                    .collect();
+                let bytes: u64 = of_type.iter().map(|x| x["bytes"].as_u64().unwrap()).sum();
+                assert_eq!(
+                    t["bytes"].as_u64().unwrap(),
+                    bytes,
+                    "{method} type {ty}: bytes are the patterns'"
+                );
+                let pattern_time: f64 = of_type.iter().map(|x| f(&x["time_s"])).sum();
+                assert!(f(&t["time_s"]) >= pattern_time * 0.999, "open-to-close covers the patterns");
+                assert!(close(f(&t["mb_s"]), bytes as f64 / f(&t["time_s"]) / 1e6));
+                if ty >= 3 {
+                    assert_eq!(
+                        bytes,
+                        ranks * p["segment_bytes"].as_u64().unwrap(),
+                        "segments filled exactly"
+                    );
+                }
+                value += type_weights[ty as usize] * f(&t["mb_s"]);
+            }
+            let mv = &p["methods"][m];
+            assert_eq!(mv["method"], *method);
+            assert!(close(f(&mv["mb_s"]), value), "{method}: {} vs {value}", mv["mb_s"]);
+            partition += method_weights[m] * value;
+        }
+        // Rewrite and read never go past what the initial write laid down.
+        for x in patterns.iter().filter(|x| x["method"] != "write") {
+            let w = patterns.iter().find(|w| w["method"] == "write" && w["number"] == x["number"]).unwrap();
+            assert!(x["calls"].as_u64() <= w["calls"].as_u64());
+        }
+        assert!(close(f(&p["b_eff_io"]), partition));
+        best = best.max(partition);
+    }
+    assert!(close(f(&v["b_eff_io"]), best), "the system value is the best partition");
+    assert!(f(&v["b_eff_io"]) > 0.0);
+    let codes: Vec<&str> =
+        v["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"short_run"), "{codes:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "out.json")
+        .collect();
+    assert!(leftovers.is_empty(), "b_eff_io removes its files: {leftovers:?}");
+}
+
+#[test]
+fn beff_io_rejects_a_file_target() {
+    let dir = scratch();
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"keep me").unwrap();
+    let out = iolens().args(["beff-io"]).arg(&file).args(["--time", "1s", "-q"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+}

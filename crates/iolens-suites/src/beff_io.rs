@@ -1,0 +1,914 @@
+//! b_eff_io, the effective I/O bandwidth benchmark (Rabenseifner et al., section 5.1 and
+//! Table 2): five pattern types, each a list of chunk sizes with time units U (ΣU = 64), run
+//! with the access methods initial write, rewrite and read, by N ranks at once.
+//!
+//! Definitions, as the paper gives them:
+//! - a pattern runs for `T/3 · U/ΣU`; its loop is time-driven, ended by a geometric series of
+//!   repeat factors (1, 2, 4, … calls, the last one cut to what the measured rate says still
+//!   fits) with one collective decision per batch instead of a check after every call (the fix
+//!   proposed in 5.4); patterns with U = 0 run one call;
+//! - pattern types 3 and 4 are size-driven: each chunk size repeats as often as the mean of the
+//!   bytes per rank types 0–2 moved with it allows; the segment of each rank is the sum, rounded
+//!   up to whole MiB, and a last "fill up" call completes it;
+//! - write loops end with a sync inside the timed region;
+//! - a pattern type's bandwidth is its bytes over the time from opening to closing its file;
+//!   an access method's value averages the types with type 0 counted twice; a partition's value
+//!   weighs write 25%, rewrite 25%, read 50%; the system's b_eff_io is the maximum over the
+//!   partitions (rank counts) run.
+//!
+//! Rewrite and read repeat at most as many calls as the initial write made, so they always
+//! touch written data. Collective access (types 0, 1 and 4) synchronizes the ranks after
+//! every call, as a collective MPI-IO call does. Ranks are threads of this process here; the
+//! pattern code speaks to them through [`Ranks`] and to files through [`PatternFile`], which an
+//! MPI-IO backend implements the same way.
+//!
+//! Bandwidths are in MB/s of 10^6 bytes, as the paper reports them; chunk sizes are binary
+//! (1 MB = 2^20 bytes in Table 2).
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use iolens_metrics::{Warning, WarningCode};
+use iolens_report::table::Table;
+use iolens_workload::format_bytes;
+use serde::Serialize;
+
+use crate::SuiteError;
+
+const MIB: u64 = 1 << 20;
+const KIB: u64 = 1 << 10;
+
+/// ΣU of Table 2.
+pub const TOTAL_UNITS: u64 = 64;
+/// The weights of the access methods in a partition's value.
+pub const METHOD_WEIGHTS: [(Method, f64); 3] =
+    [(Method::Write, 0.25), (Method::Rewrite, 0.25), (Method::Read, 0.5)];
+/// The weights of pattern types 0–4 in an access method's value (type 0 counted twice).
+pub const TYPE_WEIGHTS: [f64; 5] = [2.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Write,
+    Rewrite,
+    Read,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Write => "write",
+            Method::Rewrite => "rewrite",
+            Method::Read => "read",
+        }
+    }
+}
+
+/// One row of Table 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PatternDef {
+    /// The pattern number of Table 2 (0–41; 33 and 42 are the segment fill-ups).
+    pub number: u32,
+    pub pattern_type: u8,
+    /// Contiguous chunk on disk, bytes.
+    pub chunk: u64,
+    /// Contiguous chunk in memory moved by one call, bytes (= chunk except for type 0).
+    pub memory: u64,
+    pub units: u64,
+    /// The "fill up segments" call of types 3 and 4: its size comes from the segment size.
+    pub fill: bool,
+}
+
+/// The eight chunk sizes types 1 and 2 use (and, through them, types 3 and 4), with their U in
+/// type 1 and in type 2.
+fn listed_chunks(mpart: u64) -> [(u64, u64, u64); 8] {
+    [
+        (MIB, 0, 0),
+        (mpart, 4, 2),
+        (MIB, 2, 2),
+        (32 * KIB, 1, 1),
+        (KIB, 1, 1),
+        (32 * KIB + 8, 1, 1),
+        (KIB + 8, 1, 1),
+        (MIB + 8, 2, 2),
+    ]
+}
+
+/// Table 2, with MPART = max(2 MB, memory of a node / 128).
+pub fn table2(mpart: u64) -> Vec<PatternDef> {
+    let mut out = Vec::new();
+    let type0 = [
+        (MIB, MIB, 0),
+        (mpart, mpart, 4),
+        (MIB, 2 * MIB, 4),
+        (MIB, MIB, 4),
+        (32 * KIB, MIB, 2),
+        (KIB, MIB, 2),
+        (32 * KIB + 8, MIB + 256, 2),
+        (KIB + 8, MIB + 8 * KIB, 2),
+        (MIB + 8, MIB + 8, 2),
+    ];
+    let mut number = 0;
+    let mut push = |pattern_type, chunk, memory, units, fill| {
+        out.push(PatternDef { number, pattern_type, chunk, memory, units, fill });
+        number += 1;
+    };
+    for (l, big_l, u) in type0 {
+        push(0, l, big_l, u, false);
+    }
+    for (l, u1, _) in listed_chunks(mpart) {
+        push(1, l, l, u1, false);
+    }
+    for pattern_type in 2..=4u8 {
+        for (l, _, u2) in listed_chunks(mpart) {
+            push(pattern_type, l, l, u2, false);
+        }
+        if pattern_type >= 3 {
+            push(pattern_type, 0, 0, 0, true);
+        }
+    }
+    out
+}
+
+/// MPART for a node with `memory` bytes.
+pub fn mpart_for(memory: u64) -> u64 {
+    (2 * MIB).max(memory / 128)
+}
+
+/// What ranks need from each other: a barrier and an all-gather of one number. Threads of one
+/// process implement it with [`ThreadRanks`]; MPI ranks with MPI_Barrier and MPI_Allgather.
+pub trait Ranks: Send + Sync {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    fn barrier(&self);
+    /// Every rank's `value`, in rank order, on every rank.
+    fn all_gather(&self, value: u64) -> Vec<u64>;
+}
+
+/// What a pattern does with a file; POSIX here, MPI-IO in the MPI backend.
+pub trait PatternFile {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()>;
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+    fn sync(&self) -> std::io::Result<()>;
+}
+
+impl PatternFile for File {
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.write_all_at(buf, offset)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.read_exact_at(buf, offset)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.sync_data()
+    }
+}
+
+struct Shared {
+    barrier: Barrier,
+    values: Mutex<Vec<u64>>,
+}
+
+/// Ranks that are threads of this process.
+pub struct ThreadRanks {
+    rank: usize,
+    shared: Arc<Shared>,
+}
+
+impl ThreadRanks {
+    /// One handle per rank.
+    pub fn group(size: usize) -> Vec<ThreadRanks> {
+        let shared = Arc::new(Shared { barrier: Barrier::new(size), values: Mutex::new(vec![0; size]) });
+        (0..size).map(|rank| ThreadRanks { rank, shared: Arc::clone(&shared) }).collect()
+    }
+}
+
+impl Ranks for ThreadRanks {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.shared.values.lock().map(|v| v.len()).unwrap_or(1)
+    }
+    fn barrier(&self) {
+        self.shared.barrier.wait();
+    }
+    fn all_gather(&self, value: u64) -> Vec<u64> {
+        if let Ok(mut v) = self.shared.values.lock() {
+            v[self.rank] = value;
+        }
+        self.shared.barrier.wait();
+        let all = self.shared.values.lock().map(|v| v.clone()).unwrap_or_default();
+        // Nobody overwrites a value before everyone has read it.
+        self.shared.barrier.wait();
+        all
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BeffIoConfig {
+    pub dir: PathBuf,
+    /// Rank counts of the partitions to run.
+    pub ranks: Vec<usize>,
+    /// The scheduled time T of one partition.
+    pub time: Duration,
+    /// Memory of the node (for MPART and the coffee-cup figure).
+    pub memory: u64,
+    pub mpart: u64,
+    /// File-system cache size for the 20× rule (default: the node's memory).
+    pub cache: u64,
+}
+
+impl BeffIoConfig {
+    pub fn new(dir: PathBuf, memory: u64) -> BeffIoConfig {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        BeffIoConfig {
+            dir,
+            ranks: vec![cores],
+            time: Duration::from_secs(15 * 60),
+            memory,
+            mpart: mpart_for(memory),
+            cache: memory,
+        }
+    }
+}
+
+/// One pattern of one access method, summed over ranks.
+#[derive(Debug, Clone, Serialize)]
+pub struct PatternRecord {
+    pub method: Method,
+    pub number: u32,
+    pub pattern_type: u8,
+    pub chunk: u64,
+    pub memory: u64,
+    pub units: u64,
+    /// Calls per rank.
+    pub calls: u64,
+    pub bytes: u64,
+    /// From the first call to the end of the sync (writes), slowest rank.
+    pub time_s: f64,
+    pub mb_s: f64,
+}
+
+/// One pattern type of one access method: bytes over open-to-close time.
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeRecord {
+    pub method: Method,
+    pub pattern_type: u8,
+    pub bytes: u64,
+    pub time_s: f64,
+    pub mb_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MethodValue {
+    pub method: Method,
+    pub weight: f64,
+    /// Types 0–4 weighted by [`TYPE_WEIGHTS`].
+    pub mb_s: f64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Partition {
+    pub ranks: usize,
+    pub b_eff_io: f64,
+    pub methods: Vec<MethodValue>,
+    pub types: Vec<TypeRecord>,
+    pub patterns: Vec<PatternRecord>,
+    /// Segment size per rank of types 3 and 4.
+    pub segment_bytes: u64,
+    pub elapsed_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BeffIoResult {
+    pub schema_version: u32,
+    pub suite: &'static str,
+    pub dir: String,
+    /// MB/s (10^6 bytes/s): the maximum over the partitions.
+    pub b_eff_io: f64,
+    pub best_ranks: usize,
+    pub time_s: f64,
+    pub mpart: u64,
+    pub memory: u64,
+    pub method_weights: Vec<(Method, f64)>,
+    pub type_weights: Vec<f64>,
+    /// Seconds to write this node's memory at b_eff_io.
+    pub coffee_cup_s: f64,
+    pub partitions: Vec<Partition>,
+    pub warnings: Vec<Warning>,
+    pub interrupted: bool,
+}
+
+/// Bandwidth in MB/s (10^6 bytes per second).
+fn mb_s(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 / seconds / 1e6
+    } else {
+        0.0
+    }
+}
+
+/// An access method's value from its five type records.
+pub fn method_value(types: &[TypeRecord]) -> f64 {
+    types.iter().map(|t| TYPE_WEIGHTS[t.pattern_type as usize] * t.mb_s).sum()
+}
+
+/// A partition's value from its method values.
+pub fn partition_value(methods: &[MethodValue]) -> f64 {
+    methods.iter().map(|m| m.weight * m.mb_s).sum()
+}
+
+/// How many calls a pattern of types 3 and 4 makes, and the segment size, from the bytes per
+/// rank types 0–2 moved with the same chunk size (position in the chunk list).
+fn size_driven_plan(write: &[PatternRecord], ranks: u64, mpart: u64) -> (Vec<u64>, u64) {
+    let per_rank = |pattern_type: u8, position: usize| -> Option<u64> {
+        // Type 0 has one more pattern (1 MB chunks gathered from 2 MB of memory) with no
+        // counterpart in the other types.
+        let index = if pattern_type == 0 && position >= 2 { position + 1 } else { position };
+        write.iter().filter(|p| p.pattern_type == pattern_type).nth(index).map(|p| p.bytes / ranks.max(1))
+    };
+    let mut calls = Vec::new();
+    let mut segment = 0;
+    for (position, (chunk, _, _)) in listed_chunks(mpart).iter().enumerate() {
+        let moved: Vec<u64> = (0..=2).filter_map(|t| per_rank(t, position)).collect();
+        let mean = if moved.is_empty() { 0 } else { moved.iter().sum::<u64>() / moved.len() as u64 };
+        let n = mean.div_ceil(*chunk).max(1);
+        calls.push(n);
+        segment += n * chunk;
+    }
+    (calls, segment.div_ceil(MIB) * MIB)
+}
+
+/// Where a rank's call `k` of a pattern puts its chunks.
+struct Placement {
+    pattern_type: u8,
+    ranks: u64,
+    rank: u64,
+    /// Where the pattern starts: in the shared file (types 0, 1), the rank's file (type 2), or
+    /// inside the rank's segment (types 3, 4).
+    base: u64,
+    segment: u64,
+}
+
+impl Placement {
+    fn offset(&self, call: u64, piece: u64, pieces: u64, chunk: u64) -> u64 {
+        match self.pattern_type {
+            // Chunk by chunk, the ranks interleave across the file.
+            0 => self.base + ((call * pieces + piece) * self.ranks + self.rank) * chunk,
+            1 => self.base + (call * self.ranks + self.rank) * chunk,
+            2 => self.base + call * chunk,
+            _ => self.rank * self.segment + self.base + call * chunk,
+        }
+    }
+
+    /// Bytes of the file the pattern covered, to place the next pattern after it.
+    fn advance(&self, calls: u64, memory: u64) -> u64 {
+        match self.pattern_type {
+            0 | 1 => calls * memory * self.ranks,
+            _ => calls * memory,
+        }
+    }
+}
+
+/// What one rank did in one pattern.
+#[derive(Clone, Copy, Default)]
+struct RankPattern {
+    calls: u64,
+    bytes: u64,
+    ns: u64,
+}
+
+struct RankContext<'a> {
+    ranks: &'a dyn Ranks,
+    stop: &'a AtomicBool,
+    buffer: Vec<u8>,
+    /// The first I/O error of this rank. The rank keeps taking part in every barrier and
+    /// decision without doing I/O, so the others stop at the next decision instead of waiting
+    /// for it forever.
+    failed: Option<std::io::Error>,
+}
+
+impl RankContext<'_> {
+    fn record(&mut self, result: std::io::Result<()>) {
+        if let (Err(e), None) = (result, &self.failed) {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Whether any rank was interrupted or failed: decided together, so all ranks agree.
+    fn any_stopping(&self) -> bool {
+        let mine = self.stop.load(Ordering::SeqCst) || self.failed.is_some();
+        self.ranks.all_gather(mine as u64).contains(&1)
+    }
+
+    /// The collective decision after a batch: stop when any rank was interrupted, when the slowest
+    /// rank used up the pattern's time, or at the call cap; otherwise the size of the next batch.
+    fn next_batch(&self, done: u64, elapsed_ns: u64, budget_ns: u64, batch: u64, cap: u64) -> Option<u64> {
+        let stop = (self.stop.load(Ordering::SeqCst) || self.failed.is_some()) as u64;
+        let all = self.ranks.all_gather(elapsed_ns << 1 | stop);
+        if all.iter().any(|v| v & 1 == 1) {
+            return None;
+        }
+        let slowest = all.iter().map(|v| v >> 1).max().unwrap_or(0);
+        if slowest >= budget_ns || done >= cap {
+            return None;
+        }
+        let per_call = (slowest / done.max(1)).max(1);
+        let fits = (budget_ns - slowest).div_ceil(per_call);
+        Some((batch * 2).min(fits).min(cap - done).max(1))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_pattern(
+        &mut self,
+        file: Option<&dyn PatternFile>,
+        def: &PatternDef,
+        method: Method,
+        place: &Placement,
+        calls: CallPlan,
+        fill_bytes: u64,
+    ) -> RankPattern {
+        let (chunk, memory) = if def.fill { (fill_bytes, fill_bytes) } else { (def.chunk, def.memory) };
+        if chunk == 0 {
+            return RankPattern::default();
+        }
+        let pieces = memory / chunk;
+        let collective = matches!(def.pattern_type, 0 | 1 | 4);
+        let start = Instant::now();
+        let mut done = 0u64;
+        let mut batch = 1u64;
+        let (budget_ns, cap) = match calls {
+            CallPlan::Timed { budget, cap } => (budget.as_nanos() as u64, cap),
+            CallPlan::Exactly(n) => (u64::MAX, n),
+        };
+        loop {
+            let end = (done + batch).min(cap);
+            for call in done..end {
+                for piece in 0..pieces {
+                    let (Some(file), None) = (file, &self.failed) else { break };
+                    let offset = place.offset(call, piece, pieces, chunk);
+                    let buf = &mut self.buffer[(piece * chunk) as usize..((piece + 1) * chunk) as usize];
+                    let result = match method {
+                        Method::Read => file.read_at(buf, offset),
+                        _ => file.write_at(buf, offset),
+                    };
+                    self.record(result);
+                }
+                if collective {
+                    self.ranks.barrier();
+                }
+            }
+            done = end;
+            if matches!(calls, CallPlan::Exactly(_)) {
+                if done >= cap {
+                    break;
+                }
+                continue;
+            }
+            match self.next_batch(done, start.elapsed().as_nanos() as u64, budget_ns, batch, cap) {
+                Some(next) => batch = next,
+                None => break,
+            }
+        }
+        if let (Some(file), None, true) = (file, &self.failed, method != Method::Read) {
+            let result = file.sync();
+            self.record(result);
+        }
+        RankPattern { calls: done, bytes: done * memory, ns: start.elapsed().as_nanos() as u64 }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum CallPlan {
+    /// Time-driven: as many calls as fit in `budget`, at most `cap`.
+    Timed { budget: Duration, cap: u64 },
+    /// Size-driven.
+    Exactly(u64),
+}
+
+/// Everything one rank measured in one partition, per method, in Table 2 order.
+#[derive(Default)]
+struct RankLog {
+    patterns: Vec<(Method, usize, RankPattern)>,
+    /// (method, type, open-to-close ns).
+    types: Vec<(Method, u8, u64)>,
+    segment: u64,
+}
+
+fn type_file(dir: &Path, pattern_type: u8, rank: usize) -> PathBuf {
+    if pattern_type == 2 {
+        dir.join(format!("type2-rank{rank}.dat"))
+    } else {
+        dir.join(format!("type{pattern_type}.dat"))
+    }
+}
+
+fn open_type_file(dir: &Path, pattern_type: u8, rank: usize, method: Method) -> std::io::Result<File> {
+    let path = type_file(dir, pattern_type, rank);
+    let mut o = OpenOptions::new();
+    match method {
+        // The files live in a directory of this run's own: creating them cannot clobber anything.
+        Method::Write => o.read(true).write(true).create(true),
+        Method::Rewrite => o.read(true).write(true),
+        Method::Read => o.read(true),
+    };
+    o.open(&path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// One rank's part of a partition.
+fn run_rank(
+    ranks: &dyn Ranks,
+    dir: &Path,
+    table: &[PatternDef],
+    cfg: &BeffIoConfig,
+    stop: &AtomicBool,
+) -> std::io::Result<RankLog> {
+    let size = ranks.size() as u64;
+    let rank = ranks.rank();
+    let largest = table.iter().map(|p| p.memory).max().unwrap_or(MIB);
+    let mut buffer = vec![0u8; largest as usize];
+    iolens_engine::buffers::fill_random(&mut buffer, 0xbeff_0000 + rank as u64);
+    let mut ctx = RankContext { ranks, stop, buffer, failed: None };
+    let mut log = RankLog::default();
+    let mut written: Vec<u64> = vec![0; table.len()];
+    let mut plan: Option<(Vec<u64>, u64)> = None;
+    for method in [Method::Write, Method::Rewrite, Method::Read] {
+        for pattern_type in 0..=4u8 {
+            if pattern_type == 3 && plan.is_none() {
+                // Gather the write counts of types 0–2 from this rank's own log: every rank
+                // moved the same calls (collective decisions), so the plan is the same on all.
+                let records: Vec<PatternRecord> = log
+                    .patterns
+                    .iter()
+                    .filter(|(m, _, _)| *m == Method::Write)
+                    .map(|(_, i, p)| pattern_record(Method::Write, &table[*i], p.calls, p.bytes * size, 0))
+                    .collect();
+                let p = size_driven_plan(&records, size, cfg.mpart);
+                log.segment = p.1;
+                plan = Some(p);
+            }
+            ranks.barrier();
+            let opened = Instant::now();
+            let file = match open_type_file(dir, pattern_type, rank, method) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    ctx.record(Err(e));
+                    None
+                }
+            };
+            let mut base = 0u64;
+            let of_type = table.iter().enumerate().filter(|(_, p)| p.pattern_type == pattern_type);
+            for (position, (index, def)) in of_type.enumerate() {
+                if ctx.any_stopping() {
+                    break;
+                }
+                let segment = plan.as_ref().map_or(0, |p| p.1);
+                let place = Placement { pattern_type, ranks: size, rank: rank as u64, base, segment };
+                let (calls, fill) = if pattern_type >= 3 {
+                    let (counts, _) = plan.as_ref().expect("planned before type 3");
+                    if def.fill {
+                        (CallPlan::Exactly(1), segment.saturating_sub(base))
+                    } else {
+                        (CallPlan::Exactly(counts[position]), 0)
+                    }
+                } else if def.units == 0 {
+                    (CallPlan::Exactly(1), 0)
+                } else {
+                    let budget = cfg.time.mul_f64(def.units as f64 / TOTAL_UNITS as f64 / 3.0);
+                    let cap = if method == Method::Write { u64::MAX } else { written[index] };
+                    (CallPlan::Timed { budget, cap }, 0)
+                };
+                let result = ctx.run_pattern(
+                    file.as_ref().map(|f| f as &dyn PatternFile),
+                    def,
+                    method,
+                    &place,
+                    calls,
+                    fill,
+                );
+                if method == Method::Write {
+                    written[index] = result.calls;
+                }
+                base += place.advance(result.calls, if def.fill { fill } else { def.memory });
+                log.patterns.push((method, index, result));
+            }
+            drop(file);
+            ranks.barrier();
+            log.types.push((method, pattern_type, opened.elapsed().as_nanos() as u64));
+        }
+    }
+    match ctx.failed {
+        Some(e) => Err(e),
+        None => Ok(log),
+    }
+}
+
+fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: u64) -> PatternRecord {
+    let time_s = ns as f64 / 1e9;
+    PatternRecord {
+        method,
+        number: def.number,
+        pattern_type: def.pattern_type,
+        chunk: def.chunk,
+        memory: def.memory,
+        units: def.units,
+        calls,
+        bytes,
+        time_s,
+        mb_s: mb_s(bytes, time_s),
+    }
+}
+
+/// Runs one partition: `n` ranks through all patterns and methods.
+fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Partition, SuiteError> {
+    let dir = cfg.dir.join(format!("iolens-beffio-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)
+        .map_err(|e| SuiteError::Config(format!("cannot create {}: {e}", dir.display())))?;
+    let table = table2(cfg.mpart);
+    let started = Instant::now();
+    let logs: Vec<std::io::Result<RankLog>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ThreadRanks::group(n)
+            .into_iter()
+            .map(|ranks| {
+                let (dir, table) = (&dir, &table);
+                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("rank panicked"))))
+            .collect()
+    });
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs: Vec<RankLog> = logs
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| SuiteError::Config(format!("b_eff_io with {n} ranks: {e}")))?;
+
+    let mut patterns = Vec::new();
+    for (k, (method, index, first)) in logs[0].patterns.iter().enumerate() {
+        let all: Vec<RankPattern> = logs.iter().map(|l| l.patterns[k].2).collect();
+        let bytes = all.iter().map(|p| p.bytes).sum();
+        let ns = all.iter().map(|p| p.ns).max().unwrap_or(0);
+        patterns.push(pattern_record(*method, &table[*index], first.calls, bytes, ns));
+    }
+    let mut types = Vec::new();
+    for (k, (method, pattern_type, _)) in logs[0].types.iter().enumerate() {
+        let ns = logs.iter().map(|l| l.types[k].2).max().unwrap_or(0);
+        let bytes = patterns
+            .iter()
+            .filter(|p| p.method == *method && p.pattern_type == *pattern_type)
+            .map(|p| p.bytes)
+            .sum();
+        let time_s = ns as f64 / 1e9;
+        types.push(TypeRecord {
+            method: *method,
+            pattern_type: *pattern_type,
+            bytes,
+            time_s,
+            mb_s: mb_s(bytes, time_s),
+        });
+    }
+    let methods: Vec<MethodValue> = METHOD_WEIGHTS
+        .iter()
+        .map(|(method, weight)| {
+            let of_method: Vec<TypeRecord> = types.iter().filter(|t| t.method == *method).cloned().collect();
+            MethodValue {
+                method: *method,
+                weight: *weight,
+                mb_s: method_value(&of_method),
+                bytes: of_method.iter().map(|t| t.bytes).sum(),
+            }
+        })
+        .collect();
+    Ok(Partition {
+        ranks: n,
+        b_eff_io: partition_value(&methods),
+        methods,
+        types,
+        patterns,
+        segment_bytes: logs[0].segment,
+        elapsed_s,
+    })
+}
+
+/// Runs every partition of `cfg` and derives the system value.
+pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteError> {
+    if !cfg.dir.is_dir() {
+        return Err(SuiteError::Config(format!(
+            "{} is not a directory: b_eff_io writes its own files into a directory",
+            cfg.dir.display()
+        )));
+    }
+    if cfg.ranks.is_empty() || cfg.ranks.contains(&0) {
+        return Err(SuiteError::Config("--ranks: give one or more positive rank counts, e.g. 1,2,4".into()));
+    }
+    let mut warnings = Vec::new();
+    if cfg.time < Duration::from_secs(15 * 60) {
+        warnings.push(Warning::new(
+            WarningCode::ShortRun,
+            format!(
+                "T = {:.0} s is shorter than the paper's 15 minutes: the value is not comparable to published b_eff_io figures",
+                cfg.time.as_secs_f64()
+            ),
+        ));
+    }
+    let mut partitions = Vec::new();
+    for &n in &cfg.ranks {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        partitions.push(run_partition(cfg, n, stop)?);
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let best = partitions.iter().max_by(|a, b| a.b_eff_io.total_cmp(&b.b_eff_io));
+    let (b_eff_io, best_ranks) = best.map_or((0.0, 0), |p| (p.b_eff_io, p.ranks));
+    for p in &partitions {
+        let least = p.methods.iter().map(|m| m.bytes).min().unwrap_or(0);
+        if least < 20 * cfg.cache {
+            warnings.push(Warning::new(
+                WarningCode::BelowCacheRule,
+                format!(
+                    "{} ranks: as little as {} per access method, below the paper's rule of 20 × the file-system cache ({}): caching inflates the value",
+                    p.ranks,
+                    format_bytes(least),
+                    format_bytes(20 * cfg.cache)
+                ),
+            ));
+        }
+    }
+    Ok(BeffIoResult {
+        schema_version: iolens_metrics::SCHEMA_VERSION,
+        suite: "beff-io",
+        dir: cfg.dir.display().to_string(),
+        b_eff_io,
+        best_ranks,
+        time_s: cfg.time.as_secs_f64(),
+        mpart: cfg.mpart,
+        memory: cfg.memory,
+        method_weights: METHOD_WEIGHTS.to_vec(),
+        type_weights: TYPE_WEIGHTS.to_vec(),
+        coffee_cup_s: if b_eff_io > 0.0 { cfg.memory as f64 / (b_eff_io * 1e6) } else { f64::INFINITY },
+        partitions,
+        warnings,
+        interrupted,
+    })
+}
+
+pub fn render(r: &BeffIoResult) -> String {
+    let mut out = format!(
+        "b_eff_io {} (T = {:.0} s per partition, MPART = {}):\n",
+        r.dir,
+        r.time_s,
+        format_bytes(r.mpart)
+    );
+    for p in &r.partitions {
+        out.push_str(&format!(
+            "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s)\n",
+            p.ranks, p.b_eff_io, p.elapsed_s
+        ));
+        let mut t = Table::new(vec![
+            "method", "weight", "type 0", "type 1", "type 2", "type 3", "type 4", "MB/s", "moved",
+        ]);
+        for m in &p.methods {
+            let mut row = vec![m.method.name().to_string(), format!("{:.0}%", m.weight * 100.0)];
+            for ty in 0..=4u8 {
+                let v = p.types.iter().find(|t| t.method == m.method && t.pattern_type == ty);
+                row.push(v.map_or("-".into(), |t| format!("{:.1}", t.mb_s)));
+            }
+            row.push(format!("{:.1}", m.mb_s));
+            row.push(format_bytes(m.bytes));
+            t.rows.push(row);
+        }
+        t.render(&mut out);
+    }
+    if let Some(p) = r.partitions.iter().find(|p| p.ranks == r.best_ranks) {
+        out.push_str(&format!("\nprotocol of the best partition ({} ranks), MB/s per pattern:\n", p.ranks));
+        let mut t =
+            Table::new(vec!["no", "type", "l", "L", "U", "write", "rewrite", "read", "calls/rank (write)"]);
+        let numbers: Vec<u32> =
+            p.patterns.iter().filter(|x| x.method == Method::Write).map(|x| x.number).collect();
+        for no in numbers {
+            let of = |m: Method| p.patterns.iter().find(|x| x.method == m && x.number == no);
+            let Some(w) = of(Method::Write) else { continue };
+            let cell = |m: Method| of(m).map_or("-".into(), |x| format!("{:.1}", x.mb_s));
+            let (l, big_l) = if w.chunk == 0 {
+                ("fill".to_string(), String::new())
+            } else {
+                (format_bytes(w.chunk), format_bytes(w.memory))
+            };
+            t.rows.push(vec![
+                no.to_string(),
+                w.pattern_type.to_string(),
+                l,
+                big_l,
+                w.units.to_string(),
+                cell(Method::Write),
+                cell(Method::Rewrite),
+                cell(Method::Read),
+                w.calls.to_string(),
+            ]);
+        }
+        t.render(&mut out);
+    }
+    out.push_str(&format!(
+        "\nb_eff_io = {:.1} MB/s (max over partitions, best at {} ranks; MB = 10^6 bytes)\n\
+         coffee cup: writing this node's memory ({}) at b_eff_io takes {:.0} s\n",
+        r.b_eff_io,
+        r.best_ranks,
+        format_bytes(r.memory),
+        r.coffee_cup_s
+    ));
+    for w in &r.warnings {
+        out.push_str(&format!("warning [{}]: {}\n", w.code.as_str(), w.message));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table2_has_the_papers_units_and_sizes() {
+        let t = table2(192 * MIB);
+        assert_eq!(t.len(), 43, "patterns 0–42");
+        assert_eq!(t.iter().map(|p| p.units).sum::<u64>(), TOTAL_UNITS);
+        let units_of = |ty: u8| t.iter().filter(|p| p.pattern_type == ty).map(|p| p.units).sum::<u64>();
+        assert_eq!([0, 1, 2, 3, 4].map(units_of), [22, 12, 10, 10, 10]);
+        assert_eq!((t[6].chunk, t[6].memory), (32 * KIB + 8, MIB + 256));
+        assert_eq!((t[7].chunk, t[7].memory), (KIB + 8, MIB + 8 * KIB));
+        assert_eq!(t[10].chunk, 192 * MIB, "pattern 10 is MPART");
+        assert!(t[33].fill && t[42].fill);
+        for p in t.iter().filter(|p| !p.fill) {
+            assert_eq!(p.memory % p.chunk, 0, "pattern {}: whole chunks per call", p.number);
+        }
+    }
+
+    #[test]
+    fn weights_sum_to_one() {
+        assert!((TYPE_WEIGHTS.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!((METHOD_WEIGHTS.iter().map(|(_, w)| w).sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(TYPE_WEIGHTS[0], 2.0 * TYPE_WEIGHTS[1]);
+    }
+
+    #[test]
+    fn mpart_rule() {
+        assert_eq!(mpart_for(64 * MIB), 2 * MIB);
+        assert_eq!(mpart_for(24 << 30), 192 * MIB);
+    }
+
+    #[test]
+    fn placements_do_not_overlap() {
+        // Two ranks, type 0 with 4 pieces per call, 3 calls: every chunk at its own offset.
+        let mut seen = std::collections::BTreeSet::new();
+        for rank in 0..2 {
+            let p = Placement { pattern_type: 0, ranks: 2, rank, base: 100, segment: 0 };
+            for call in 0..3 {
+                for piece in 0..4 {
+                    assert!(seen.insert(p.offset(call, piece, 4, 10)));
+                }
+            }
+            assert_eq!(p.advance(3, 40), 240);
+        }
+        assert_eq!(seen.first(), Some(&100));
+        assert_eq!(seen.last(), Some(&(100 + 23 * 10)));
+        let seg = Placement { pattern_type: 3, ranks: 2, rank: 1, base: 5, segment: 1000 };
+        assert_eq!(seg.offset(2, 0, 1, 10), 1000 + 5 + 20);
+    }
+
+    #[test]
+    fn size_driven_plan_uses_the_mean_of_types_0_to_2() {
+        let table = table2(2 * MIB);
+        let records: Vec<PatternRecord> = table
+            .iter()
+            .filter(|p| p.pattern_type <= 2)
+            .map(|p| pattern_record(Method::Write, p, 3, 3 * p.memory * 2, 1))
+            .collect();
+        let (calls, segment) = size_driven_plan(&records, 2, 2 * MIB);
+        // 1 KiB chunks: types 1 and 2 moved 3 KiB per rank; type 0 moved 3 MiB (1 MiB calls).
+        let mean = (3 * MIB + 3 * KIB + 3 * KIB) / 3;
+        assert_eq!(calls[4], mean.div_ceil(KIB));
+        assert_eq!(segment % MIB, 0);
+        let sum: u64 = calls.iter().zip(listed_chunks(2 * MIB)).map(|(c, (l, _, _))| c * l).sum();
+        assert!(segment >= sum && segment - sum < MIB);
+    }
+
+    #[test]
+    fn thread_ranks_gather_in_rank_order() {
+        let group = ThreadRanks::group(3);
+        let got: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> =
+                group.iter().map(|r| s.spawn(move || r.all_gather(10 + r.rank() as u64))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(got.iter().all(|v| v == &[10, 11, 12]));
+    }
+}
