@@ -21,6 +21,8 @@ pub struct SweepConfig {
     pub threads: Vec<u32>,
     pub min_size: u64,
     pub max_size: u64,
+    /// Factor between consecutive sizes (2 as the iops program; 4 for a short sweep).
+    pub growth: u64,
     /// O_DIRECT (default): the device, not the page cache.
     pub direct: bool,
     pub time_per_point: Duration,
@@ -38,6 +40,7 @@ impl SweepConfig {
             threads: vec![32],
             min_size: 512,
             max_size: 16 << 20,
+            growth: 2,
             direct: true,
             time_per_point: Duration::from_secs(2),
             region: 1 << 30,
@@ -45,9 +48,9 @@ impl SweepConfig {
         }
     }
 
-    /// The request sizes: doubling from `min_size` to `max_size`.
+    /// The request sizes: growing by `growth` (doubling by default) from `min_size` to `max_size`.
     pub fn sizes(&self) -> Vec<u64> {
-        std::iter::successors(Some(self.min_size.max(1)), |s| s.checked_mul(2))
+        std::iter::successors(Some(self.min_size.max(1)), |s| s.checked_mul(self.growth.max(2)))
             .take_while(|s| *s <= self.max_size)
             .collect()
     }

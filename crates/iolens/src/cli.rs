@@ -144,15 +144,18 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct QuickArgs {
-    /// Directory to test in; default: a scratch directory under the current one. iolens works in
-    /// its own subdirectory and removes it afterwards.
+    /// Directory to test in; default: the current one. iolens works in a scratch subdirectory
+    /// of its own and removes it afterwards.
     pub dir: Option<PathBuf>,
-    /// Duration of each test.
-    #[arg(long, default_value = "3s")]
+    /// Time of each measured point; every part scales with it (b_eff_io gets T = 30 × this).
+    #[arg(long, default_value = "1s")]
     pub time: String,
     /// Size of the test files.
     #[arg(long, default_value = "256m")]
     pub size: String,
+    /// Directory for the JSON of each part (default: iolens-results-<time> in the current one).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

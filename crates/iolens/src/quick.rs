@@ -1,15 +1,19 @@
-//! `iolens quick`: a short characterization of the storage behind a directory.
+//! `iolens quick`: the storage behind a directory in a few minutes — which device and file
+//! system, a short block-size sweep, the saturation point (capped), the write modes, and
+//! b_eff_io with a short T — on one summary page, each part's full result saved as JSON.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use iolens_engine::{run_job, LocalBarrier, RunOptions};
-use iolens_metrics::{RunResult, SCHEMA_VERSION};
-use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
-use iolens_workload::FlagWorkload;
+use iolens_engine::TargetPolicy;
+use iolens_metrics::SCHEMA_VERSION;
+use iolens_report::table::{fmt_rate, Table};
+use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
+use iolens_workload::{format_bytes, parse_duration, parse_size};
 use serde::Serialize;
 
 use crate::cli::QuickArgs;
@@ -29,13 +33,31 @@ impl Drop for Scratch {
     }
 }
 
-#[derive(Serialize)]
-struct QuickTest {
-    name: String,
-    result: RunResult,
+/// b_eff_io's T as a multiple of the per-point time.
+const BEFF_IO_T_FACTOR: u32 = 30;
+/// quick's cap on MPART: the paper's memory/128 would move gigabytes per call on large nodes.
+const QUICK_MPART_CAP: u64 = 16 << 20;
+const SATURATE_CAP: u32 = 32;
+
+/// One headline figure with what it measured.
+#[derive(Debug, Serialize)]
+struct Headline {
+    part: &'static str,
+    figure: String,
+    value: String,
+    measured: String,
 }
 
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
+struct PartOutcome {
+    part: &'static str,
+    /// The part's full result, relative to the results directory.
+    json: Option<String>,
+    seconds: f64,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
 struct QuickReport {
     schema_version: u32,
     tool: &'static str,
@@ -45,9 +67,14 @@ struct QuickReport {
     filesystem: String,
     device: Option<String>,
     direct_supported: bool,
+    memory: u64,
+    time_per_point_s: f64,
+    results_dir: String,
+    parts: Vec<PartOutcome>,
+    headlines: Vec<Headline>,
+    warnings: Vec<String>,
     interrupted: bool,
-    error: Option<String>,
-    tests: Vec<QuickTest>,
+    elapsed_s: f64,
 }
 
 fn direct_supported(dir: &Path) -> bool {
@@ -58,30 +85,164 @@ fn direct_supported(dir: &Path) -> bool {
     ok
 }
 
-struct Plan {
-    rw: &'static str,
-    bs: &'static str,
-    engine: &'static str,
-    qd: u32,
-    direct: bool,
+fn default_results_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    PathBuf::from(format!("iolens-results-{secs}"))
 }
 
-/// Sync buffered first, then io_uring (direct where supported), each over the four loads.
-fn plans(direct: bool) -> Vec<Plan> {
-    let loads = [("read", "1m", 4), ("randread", "4k", 32), ("write", "1m", 4), ("randwrite", "4k", 32)];
-    let sync = loads.iter().map(|&(rw, bs, _)| Plan { rw, bs, engine: "sync", qd: 1, direct: false });
-    let uring = loads.iter().map(|&(rw, bs, qd)| Plan { rw, bs, engine: "io_uring", qd, direct });
-    sync.chain(uring).collect()
+/// The parts run in order; each adds its headlines and warnings.
+struct Quick<'a> {
+    report: QuickReport,
+    results: PathBuf,
+    stop: &'a Arc<AtomicBool>,
+    quiet: bool,
+    command: String,
 }
 
-fn label(p: &Plan) -> String {
-    let mode = if p.direct { "direct" } else { "buffered" };
-    let engine = if p.qd > 1 { format!("{} qd{}", p.engine, p.qd) } else { p.engine.to_string() };
-    format!("{} {} {engine} {mode}", p.rw, p.bs)
+impl Quick<'_> {
+    fn context<'p>(&self, progress: &'p ProgressLine, scratch_keep: bool) -> SuiteContext<'p> {
+        SuiteContext {
+            stop: Arc::clone(self.stop),
+            observer: progress,
+            policy: TargetPolicy { allow_overwrite: false, keep_cache: false },
+            keep: scratch_keep,
+            command: self.command.clone(),
+        }
+    }
+
+    /// Runs one part, saves its JSON, and hands the result to `summarize`.
+    fn part<R: Serialize>(
+        &mut self,
+        name: &'static str,
+        run: impl FnOnce(&SuiteContext) -> Result<R, SuiteError>,
+        summarize: impl FnOnce(&R, &mut Vec<Headline>, &mut Vec<String>),
+    ) {
+        if self.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let started = Instant::now();
+        let progress = ProgressLine::new(self.quiet, name);
+        let result = run(&self.context(&progress, false));
+        progress.finish();
+        let mut outcome =
+            PartOutcome { part: name, json: None, seconds: started.elapsed().as_secs_f64(), error: None };
+        match result {
+            Ok(r) => {
+                let file = format!("{name}.json");
+                write_json_or_warn(&self.results.join(&file), &r);
+                outcome.json = Some(file);
+                summarize(&r, &mut self.report.headlines, &mut self.report.warnings);
+            }
+            Err(e) => outcome.error = Some(e.to_string()),
+        }
+        self.report.parts.push(outcome);
+    }
+}
+
+fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+    let mode = if r.direct { "O_DIRECT" } else { "buffered" };
+    for c in &r.curves {
+        let measured = format!("{} {} threads, {mode}, app requests per wall second", r.rw, c.threads);
+        if let Some(p) = c.points.iter().max_by(|a, b| a.iops.total_cmp(&b.iops)) {
+            h.push(Headline {
+                part: "sweep",
+                figure: "peak IOPS".into(),
+                value: format!("{} at {}", fmt_rate(p.iops), format_bytes(p.bs)),
+                measured: measured.clone(),
+            });
+        }
+        if let Some(p) = c.points.iter().max_by(|a, b| a.mib_s.total_cmp(&b.mib_s)) {
+            h.push(Headline {
+                part: "sweep",
+                figure: "peak bandwidth".into(),
+                value: format!("{:.1} MiB/s at {}", p.mib_s, format_bytes(p.bs)),
+                measured: measured.clone(),
+            });
+        }
+        h.push(Headline {
+            part: "sweep",
+            figure: "knee / 90% bandwidth".into(),
+            value: format!(
+                "{} / {}",
+                c.knee_bs.map_or("-".into(), format_bytes),
+                c.bw90_bs.map_or("-".into(), format_bytes)
+            ),
+            measured: "largest size in the flat-IOPS region / smallest size at 90% of peak bandwidth".into(),
+        });
+        for p in &c.points {
+            w.extend(p.warnings.iter().map(|x| format!("sweep {}: {x}", format_bytes(p.bs))));
+        }
+        if let Some(why) = &c.stopped_early {
+            w.push(format!("sweep stopped early: {why}"));
+        }
+    }
+}
+
+fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, _w: &mut Vec<String>) {
+    for c in &r.curves {
+        let value = match c.saturation_concurrency {
+            Some(n) => format!("{n} in flight reach 90% of {} IO/s", fmt_rate(c.peak_iops)),
+            None => format!("peak {} IO/s", fmt_rate(c.peak_iops)),
+        };
+        h.push(Headline {
+            part: "saturate",
+            figure: format!("{} saturation", c.rw),
+            value,
+            measured: format!(
+                "{} {} requests, concurrency by {}, ended: {}",
+                format_bytes(r.bs),
+                if r.direct { "O_DIRECT" } else { "buffered" },
+                r.concurrency_by,
+                c.ended
+            ),
+        });
+    }
+}
+
+fn summarize_write_modes(r: &write_modes::WriteModesResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+    let cells: Vec<String> = r
+        .modes
+        .iter()
+        .map(|m| format!("{} {}/{}", m.mode, fmt_rate(m.apparent_iops), fmt_rate(m.effective_iops)))
+        .collect();
+    h.push(Headline {
+        part: "write-modes",
+        figure: "write IOPS apparent/effective".into(),
+        value: cells.join(", "),
+        measured: format!(
+            "random {} writes; apparent = write calls only, effective = whole phase with fsync and close",
+            format_bytes(r.bs)
+        ),
+    });
+    for m in &r.modes {
+        w.extend(m.warnings.iter().map(|x| format!("write-modes {}: {x}", m.mode)));
+    }
+}
+
+fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+    h.push(Headline {
+        part: "beff-io",
+        figure: "b_eff_io".into(),
+        value: format!("{:.1} MB/s", r.b_eff_io),
+        measured: format!(
+            "{} ranks, T = {:.0} s, MPART {}, buffered; MB = 10^6 bytes",
+            r.best_ranks,
+            r.time_s,
+            format_bytes(r.mpart)
+        ),
+    });
+    h.push(Headline {
+        part: "beff-io",
+        figure: "coffee cup".into(),
+        value: format!("{:.0} s", r.coffee_cup_s),
+        measured: format!("time to write this node's memory ({}) at b_eff_io", format_bytes(r.memory)),
+    });
+    w.extend(r.warnings.iter().map(|x| format!("beff-io: {}", x.message)));
 }
 
 pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let out = &a.output;
+    let started = Instant::now();
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !base.is_dir() {
         return Err(fail(
@@ -92,6 +253,21 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
             EXIT_USAGE,
         ));
     }
+    let time = parse_duration(&a.time).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+        fail(out, &command, &format!("--time: {:?} is not a positive duration", a.time), false, EXIT_USAGE)
+    })?;
+    let size =
+        parse_size(&a.size).map_err(|e| fail(out, &command, &format!("--size: {e}"), false, EXIT_USAGE))?;
+    let results = a.results.clone().unwrap_or_else(default_results_dir);
+    std::fs::create_dir_all(&results).map_err(|e| {
+        fail(
+            out,
+            &command,
+            &format!("cannot create the results directory {}: {e}", results.display()),
+            false,
+            EXIT_FAILED,
+        )
+    })?;
     let dir = base.join(format!("iolens-quick-{}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| {
         fail(out, &command, &format!("cannot create {}: {e}", dir.display()), false, EXIT_FAILED)
@@ -101,122 +277,126 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     let filesystem =
         iolens_device::filesystem_type(&dir).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());
     let device = iolens_device::device_for_path(&dir).ok().flatten().map(|d| d.name);
+    let memory = iolens_device::memory_total().unwrap_or(1 << 30);
     println!(
-        "quick: {} on {} ({}), {} per test, {} files{}",
+        "quick: {} on {} ({}), {} per point, {} files; results in {}{}",
         dir.display(),
         device.as_deref().unwrap_or("no block device"),
         filesystem,
         a.time,
-        a.size,
-        if direct { "" } else { "; O_DIRECT unsupported here: async tests run buffered" }
+        format_bytes(size),
+        results.display(),
+        if direct { "" } else { "; O_DIRECT unsupported here: everything runs buffered" }
     );
 
-    let mut report = QuickReport {
-        schema_version: SCHEMA_VERSION,
-        tool: "iolens",
-        tool_version: env!("CARGO_PKG_VERSION"),
-        command: command.clone(),
-        directory: dir.display().to_string(),
-        filesystem,
-        device,
-        direct_supported: direct,
-        interrupted: false,
-        error: None,
-        tests: Vec::new(),
-    };
-    for plan in plans(direct) {
-        if stop.load(Ordering::SeqCst) {
-            break;
-        }
-        let writes = plan.rw.contains("write");
-        let flags = FlagWorkload {
-            target: dir.join(if writes { "write.dat" } else { "read.dat" }),
-            rw: plan.rw.into(),
-            bs: plan.bs.into(),
-            qd: plan.qd,
-            engine: plan.engine.into(),
-            direct: plan.direct,
-            size: Some(a.size.clone()),
-            time: Some(a.time.clone()),
-            fsync: writes.then(|| "end".to_string()),
-            ..FlagWorkload::default()
-        };
-        let name = label(&plan);
-        let job = flags.to_job().map_err(|e| fail(out, &command, &e.to_string(), false, EXIT_USAGE))?;
-        let opts = RunOptions {
-            keep: true,
-            stop: Arc::clone(stop),
+    let mut q = Quick {
+        report: QuickReport {
+            schema_version: SCHEMA_VERSION,
+            tool: "iolens",
+            tool_version: env!("CARGO_PKG_VERSION"),
             command: command.clone(),
-            ..RunOptions::default()
-        };
-        let progress = ProgressLine::new(out.quiet, &name);
-        let result = run_job(&job, &opts, &progress, &LocalBarrier);
-        progress.finish();
-        match result {
-            Ok(r) => {
-                let error = r.error.clone();
-                report.tests.push(QuickTest { name, result: r });
-                if let Some(e) = error {
-                    report.error = Some(e);
-                    break;
-                }
-            }
-            Err(e) => {
-                report.error = Some(format!("{name}: {e}"));
-                break;
-            }
-        }
-    }
+            directory: dir.display().to_string(),
+            filesystem,
+            device,
+            direct_supported: direct,
+            memory,
+            time_per_point_s: time.as_secs_f64(),
+            results_dir: results.display().to_string(),
+            parts: Vec::new(),
+            headlines: Vec::new(),
+            warnings: Vec::new(),
+            interrupted: false,
+            elapsed_s: 0.0,
+        },
+        results: results.clone(),
+        stop,
+        quiet: out.quiet,
+        command,
+    };
+
+    let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
+    sweep_cfg.min_size = 4 << 10;
+    sweep_cfg.max_size = (16 << 20).min(size);
+    sweep_cfg.growth = 4;
+    sweep_cfg.direct = direct;
+    sweep_cfg.time_per_point = time;
+    sweep_cfg.region = size;
+    q.part("sweep", |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
+
+    let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
+    saturate_cfg.direct = direct;
+    saturate_cfg.max_concurrency = SATURATE_CAP;
+    saturate_cfg.time_per_point = time;
+    saturate_cfg.region = size;
+    q.part("saturate", |ctx| saturate::saturate(&saturate_cfg, ctx), summarize_saturate);
+
+    let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
+    modes_cfg.time = time * 2;
+    modes_cfg.region = size;
+    q.part("write-modes", |ctx| write_modes::write_modes(&modes_cfg, ctx), summarize_write_modes);
+
+    let mut beff_cfg = beff_io::BeffIoConfig::new(dir.clone(), memory);
+    beff_cfg.time = time * BEFF_IO_T_FACTOR;
+    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
+    let stop_flag = Arc::clone(stop);
+    q.part("beff-io", move |_| beff_io::run(&beff_cfg, &stop_flag), summarize_beff_io);
+
+    let mut report = q.report;
     report.interrupted = stop.load(Ordering::SeqCst);
+    report.elapsed_s = started.elapsed().as_secs_f64();
     print!("{}", render(&report));
+    write_json_or_warn(&results.join("quick.json"), &report);
     if let Some(path) = &out.json {
         write_json_or_warn(path, &report);
     }
-    match &report.error {
-        Some(e) => {
+    let errors: Vec<String> =
+        report.parts.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.part))).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        for e in &errors {
             eprintln!("iolens: error: {e}");
-            Err(EXIT_FAILED)
         }
-        None => Ok(()),
+        Err(EXIT_FAILED)
     }
 }
 
 fn render(r: &QuickReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let header =
-        vec!["test", "IOPS", "MiB/s", "BPS", "io_wait", "p50", "p99", "dev rd MiB", "dev wr MiB", "warnings"];
-    let mut table = Table::new(header);
-    table.left_aligned = vec![9];
-    for t in &r.tests {
-        let f = &t.result.aggregate;
-        let dev = t.result.device.as_ref();
-        let codes: Vec<&str> = t.result.warnings.iter().map(|w| w.code.as_str()).collect();
-        table.rows.push(vec![
-            t.name.clone(),
-            fmt_rate(f.iops),
-            fmt_mib(f.bw_bytes_s),
-            fmt_rate(f.bps),
-            format!("{:.0}%", 100.0 * f.io_wait_fraction),
-            fmt_ns(f.lat_ns.p50 as f64),
-            fmt_ns(f.lat_ns.p99 as f64),
-            dev.map_or("-".into(), |d| fmt_mib(d.read_bytes as f64)),
-            dev.map_or("-".into(), |d| fmt_mib(d.write_bytes as f64)),
-            codes.join(","),
-        ]);
-    }
-    table.render(&mut s);
     let _ = writeln!(
         s,
-        "IOPS, MiB/s: application requests per wall second; BPS: 512-byte blocks per busy second; writes end with an fsync inside the timed phase; dev: bytes the device moved in the same window"
+        "\n{} on {} ({}), memory {}, O_DIRECT {}",
+        r.directory,
+        r.device.as_deref().unwrap_or("no block device"),
+        r.filesystem,
+        format_bytes(r.memory),
+        if r.direct_supported { "supported" } else { "unsupported" }
     );
-    for t in &r.tests {
-        for w in &t.result.warnings {
-            let _ = writeln!(s, "warning ({}): {}", t.name, w.message);
+    let mut table = Table::new(vec!["part", "figure", "value", "what was measured"]);
+    table.left_aligned = vec![0, 1, 2, 3];
+    for h in &r.headlines {
+        table.rows.push(vec![h.part.into(), h.figure.clone(), h.value.clone(), h.measured.clone()]);
+    }
+    table.render(&mut s);
+    for p in &r.parts {
+        match (&p.json, &p.error) {
+            (_, Some(e)) => {
+                let _ = writeln!(s, "{}: failed after {:.1} s: {e}", p.part, p.seconds);
+            }
+            (Some(file), None) => {
+                let _ =
+                    writeln!(s, "{}: {:.1} s, full result in {}/{file}", p.part, p.seconds, r.results_dir);
+            }
+            (None, None) => {}
         }
     }
-    if r.interrupted {
-        let _ = writeln!(s, "interrupted: the table covers the tests that ran");
+    for w in &r.warnings {
+        let _ = writeln!(s, "warning: {w}");
     }
+    if r.interrupted {
+        let _ = writeln!(s, "interrupted: the page covers the parts that ran");
+    }
+    let _ = writeln!(s, "total {:.0} s", r.elapsed_s);
     s
 }

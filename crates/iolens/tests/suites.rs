@@ -205,3 +205,44 @@ fn beff_io_rejects_a_file_target() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
     assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
 }
+
+#[test]
+fn quick_runs_every_part_and_saves_each_result() {
+    let dir = scratch();
+    let work = dir.path().join("work");
+    let results = dir.path().join("results");
+    std::fs::create_dir(&work).unwrap();
+    let json = dir.path().join("quick.json");
+    let out = iolens()
+        .arg("quick")
+        .arg(&work)
+        .args(["--time", "200ms", "--size", "16m", "-q", "--results"])
+        .arg(&results)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let parts: Vec<&str> =
+        v["parts"].as_array().unwrap().iter().map(|p| p["part"].as_str().unwrap()).collect();
+    assert_eq!(parts, ["sweep", "saturate", "write-modes", "beff-io"]);
+    for p in v["parts"].as_array().unwrap() {
+        assert!(p["error"].is_null(), "{p}");
+        let file = results.join(p["json"].as_str().unwrap());
+        let part: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert!(part["schema_version"].as_u64().is_some(), "{}", file.display());
+    }
+    let beff: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("beff-io.json")).unwrap()).unwrap();
+    assert_eq!(beff["time_s"].as_f64(), Some(6.0), "T scales with --time");
+    let figures: Vec<&str> =
+        v["headlines"].as_array().unwrap().iter().map(|h| h["figure"].as_str().unwrap()).collect();
+    assert!(figures.contains(&"b_eff_io") && figures.contains(&"peak IOPS"), "{figures:?}");
+    assert!(v["headlines"].as_array().unwrap().iter().all(|h| !h["measured"].as_str().unwrap().is_empty()));
+    assert_eq!(
+        std::fs::read_to_string(results.join("quick.json")).unwrap(),
+        std::fs::read_to_string(&json).unwrap()
+    );
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the scratch directory is removed");
+}
