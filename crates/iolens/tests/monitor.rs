@@ -40,3 +40,65 @@ fn unknown_devices_are_named_with_a_hint() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nosuchdisk9") && stderr.contains("hint"), "{stderr}");
 }
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// Under a steady, rate-limited O_DIRECT write load, `iolens monitor` and sysstat's `iostat -x`
+/// sampling the same seconds report the same rates.
+#[test]
+fn agrees_with_iostat_on_the_same_interval() {
+    let have_iostat = Command::new("iostat").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !have_iostat {
+        eprintln!("skipped: iostat (sysstat) not installed");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(device) = iolens_device::device_for_path(dir.path()).ok().flatten().map(|d| d.name) else {
+        eprintln!("skipped: no block device behind {}", dir.path().display());
+        return;
+    };
+    let mut load = iolens()
+        .args(["run", "--rw", "randwrite", "--bs", "4k", "--direct", "--rate", "800", "--size", "32m"])
+        .args(["--time", "7s", "-q", "--target"])
+        .arg(dir.path().join("load.dat"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Past the layout and the first requests: the load is steady from here on.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let json = dir.path().join("m.json");
+    let iostat = Command::new("iostat")
+        .args(["-x", "-d", "-y", "-o", "JSON", &device, "1", "3"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let monitor = iolens()
+        .args(["monitor", &device, "--interval", "1s", "--count", "3", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let iostat = iostat.wait_with_output().unwrap();
+    assert!(load.wait().unwrap().success());
+    assert!(monitor.status.success(), "{}", String::from_utf8_lossy(&monitor.stderr));
+
+    let theirs: serde_json::Value = serde_json::from_slice(&iostat.stdout).unwrap();
+    let stats = theirs["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
+    let disk = |k: &str| -> Vec<f64> { stats.iter().map(|s| s["disk"][0][k].as_f64().unwrap()).collect() };
+    let ours: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let samples = ours["samples"].as_array().unwrap();
+    let mine = |k: &str| -> Vec<f64> { samples.iter().map(|s| s[k].as_f64().unwrap()).collect() };
+    assert_eq!((stats.len(), samples.len()), (3, 3));
+
+    let (their_w, my_w) = (mean(&disk("w/s")), mean(&mine("w_s")));
+    assert!(their_w > 400.0, "the load reached the device: {their_w} w/s");
+    let close = |a: f64, b: f64, what: &str| {
+        assert!((a - b).abs() <= 0.1 * a.max(b) + 1.0, "{what}: iostat {a:.2} vs iolens {b:.2}");
+    };
+    close(their_w, my_w, "w/s");
+    close(mean(&disk("wkB/s")) / 1024.0, mean(&mine("wmb_s")), "wMB/s");
+    close(mean(&disk("r/s")), mean(&mine("r_s")), "r/s");
+    let (their_util, my_util) = (mean(&disk("util")), mean(&mine("util_pct")));
+    assert!((their_util - my_util).abs() <= 10.0, "%util: iostat {their_util:.1} vs iolens {my_util:.1}");
+}
