@@ -335,6 +335,7 @@ impl Analyzer {
         let c = &mut acc.raw.counters;
         if data {
             c.latency_sum_ns += dur;
+            c.moved_bytes += e.requested;
             acc.raw.latency.record(dur);
             if write {
                 c.write_ops += 1;

@@ -17,7 +17,7 @@ use iolens_record::{Interval, OpKind, OpRecord, OpStatus};
 use iolens_workload::{AgentSpec, FsyncPolicy};
 
 use crate::backend::{Completion, Direction, IoBackend, Request};
-use crate::offsets::{agent_rng, MixPicker, OffsetGen, SizePicker};
+use crate::offsets::{agent_rng, Calls, MixPicker};
 use crate::pacing::Pacer;
 
 /// Busy periods longer than this are published in pieces so the collector can advance.
@@ -73,6 +73,7 @@ struct InFlight {
     start: u64,
     offset: u64,
     len: u32,
+    app_bytes: u32,
     write: bool,
     measured: bool,
 }
@@ -149,9 +150,8 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let spec = setup.spec;
     let depth = backend.depth();
     let mut rng = agent_rng(spec.seed);
-    let sizes = SizePicker::new(&spec.sizes);
     let mix = MixPicker::new(spec.op);
-    let mut offsets = OffsetGen::new(&spec.pattern, setup.region, setup.align, spec.sizes.max());
+    let mut calls = Calls::new(&spec.pattern, &spec.sizes, setup.region, setup.align);
     let mut free_slots: Vec<u16> = (0..depth as u16).rev().collect();
     let mut slots = vec![InFlight::default(); depth];
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
@@ -206,8 +206,8 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                     }
                 }
             }
-            let len = sizes.pick(&mut rng);
-            let offset = offsets.next(len, &mut rng);
+            let call = calls.next(&mut rng);
+            let (offset, len) = (call.offset, call.len);
             let write = !mix.is_read(&mut rng);
             let slot = free_slots.pop().expect("a free slot while below depth");
             let dir = if write { Direction::Write } else { Direction::Read };
@@ -219,11 +219,18 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                 break;
             }
             let measured = t >= ramp_end;
-            slots[slot as usize] = InFlight { start: t, offset, len: len as u32, write, measured };
+            slots[slot as usize] = InFlight {
+                start: t,
+                offset,
+                len: len as u32,
+                app_bytes: call.app_bytes as u32,
+                write,
+                measured,
+            };
             in_flight += 1;
             if measured {
                 sink.publish_opt(tracker.submit(t));
-                issued_bytes += len;
+                issued_bytes += call.app_bytes;
                 if issued_bytes >= byte_limit {
                     issuing = false;
                 }
@@ -261,12 +268,13 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                 raw.latency.record(lat);
                 let ctr = &mut raw.counters;
                 ctr.latency_sum_ns += lat;
+                ctr.moved_bytes += op.len as u64;
                 if op.write {
                     ctr.write_ops += 1;
-                    ctr.write_bytes += op.len as u64;
+                    ctr.write_bytes += op.app_bytes as u64;
                 } else {
                     ctr.read_ops += 1;
-                    ctr.read_bytes += op.len as u64;
+                    ctr.read_bytes += op.app_bytes as u64;
                 }
                 match status {
                     OpStatus::Complete => {}

@@ -1,6 +1,6 @@
 //! Where requests land and how large they are: the agent's access pattern and size mix.
 
-use iolens_workload::{Distribution, OpMix, Pattern, SizeSpec};
+use iolens_workload::{Distribution, Noncontiguous, OpMix, Pattern, SizeSpec};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution as _, Normal, Zipf};
@@ -110,7 +110,8 @@ impl OffsetGen {
         let align = align.max(1);
         let slots = (region.saturating_sub(max_size) / align + 1).max(1);
         let placement = match pattern {
-            Pattern::Sequential => Placement::Sequential { cursor: 0 },
+            // Noncontiguous accesses place their calls themselves (see `Calls`).
+            Pattern::Sequential | Pattern::Noncontiguous(_) => Placement::Sequential { cursor: 0 },
             Pattern::Strided { stride } => Placement::Strided { cursor: 0, stride: *stride },
             Pattern::Random(Distribution::Uniform) => Placement::Uniform,
             Pattern::Random(Distribution::Normal { center, spread }) => {
@@ -162,6 +163,86 @@ impl OffsetGen {
                 let rank = zipf.sample(rng) as u64 - 1;
                 ((rank as u128 * *multiplier as u128) % self.slots as u128) as u64 * self.align
             }
+        }
+    }
+}
+
+/// One call to the file system, and how many of its bytes the application wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    pub offset: u64,
+    pub len: u64,
+    pub app_bytes: u64,
+}
+
+/// The calls of noncontiguous accesses: one per region, or with data sieving one per span of
+/// regions that fits the sieve buffer (the holes between them are read too, then dropped).
+pub struct NoncontigCalls {
+    access: Noncontiguous,
+    region: u64,
+    access_start: u64,
+    next_region: u64,
+}
+
+impl NoncontigCalls {
+    pub fn new(access: Noncontiguous, region: u64) -> NoncontigCalls {
+        NoncontigCalls { access, region, access_start: 0, next_region: 0 }
+    }
+
+    fn region_offset(&self, i: u64) -> u64 {
+        self.access_start + i * (self.access.region_size + self.access.spacing)
+    }
+
+    pub fn next_call(&mut self) -> Call {
+        let a = self.access;
+        let first = self.next_region;
+        let offset = self.region_offset(first);
+        let mut last = first;
+        if let Some(buffer) = a.sieve_buffer {
+            while last + 1 < a.regions && self.region_offset(last + 1) + a.region_size - offset <= buffer {
+                last += 1;
+            }
+        }
+        let len = self.region_offset(last) + a.region_size - offset;
+        self.next_region = last + 1;
+        if self.next_region == a.regions {
+            self.next_region = 0;
+            let stride = a.span() + a.spacing;
+            self.access_start += stride;
+            if self.access_start + a.span() > self.region {
+                self.access_start = 0;
+            }
+        }
+        Call { offset, len, app_bytes: (last - first + 1) * a.region_size }
+    }
+}
+
+/// Every call an agent makes: sized and placed by its size mix and pattern, or by its
+/// noncontiguous accesses.
+pub enum Calls {
+    Sized { sizes: SizePicker, offsets: OffsetGen },
+    Noncontiguous(NoncontigCalls),
+}
+
+impl Calls {
+    pub fn new(pattern: &Pattern, sizes: &SizeSpec, region: u64, align: u64) -> Calls {
+        match pattern {
+            Pattern::Noncontiguous(n) => Calls::Noncontiguous(NoncontigCalls::new(*n, region)),
+            _ => Calls::Sized {
+                sizes: SizePicker::new(sizes),
+                offsets: OffsetGen::new(pattern, region, align, sizes.max()),
+            },
+        }
+    }
+
+    #[inline]
+    pub fn next(&mut self, rng: &mut SmallRng) -> Call {
+        match self {
+            Calls::Sized { sizes, offsets } => {
+                let len = sizes.pick(rng);
+                Call { offset: offsets.next(len, rng), len, app_bytes: len }
+            }
+            Calls::Noncontiguous(n) => n.next_call(),
         }
     }
 }
@@ -237,6 +318,24 @@ mod tests {
         let mut rng = agent_rng(3);
         let small = (0..100_000).filter(|_| p.pick(&mut rng) == 4096).count();
         assert!((73_000..77_000).contains(&small), "{small}");
+    }
+
+    #[test]
+    fn noncontiguous_calls_with_and_without_sieving() {
+        let access = Noncontiguous { regions: 4, region_size: 8, spacing: 24, sieve_buffer: None };
+        let mut plain = NoncontigCalls::new(access, 1 << 20);
+        let calls: Vec<(u64, u64, u64)> =
+            (0..5).map(|_| plain.next_call()).map(|c| (c.offset, c.len, c.app_bytes)).collect();
+        assert_eq!(calls, [(0, 8, 8), (32, 8, 8), (64, 8, 8), (96, 8, 8), (128, 8, 8)]);
+        // A 72-byte sieve buffer covers three regions (0..72) per call: the holes are moved too.
+        let mut sieved = NoncontigCalls::new(Noncontiguous { sieve_buffer: Some(72), ..access }, 1 << 20);
+        let calls: Vec<(u64, u64, u64)> =
+            (0..3).map(|_| sieved.next_call()).map(|c| (c.offset, c.len, c.app_bytes)).collect();
+        assert_eq!(calls, [(0, 72, 24), (96, 8, 8), (128, 72, 24)]);
+        // The accesses wrap inside the region.
+        let mut small = NoncontigCalls::new(access, 200);
+        let offsets: Vec<u64> = (0..9).map(|_| small.next_call().offset).collect();
+        assert_eq!(offsets[8], 0, "a second access would pass the end: back to the start");
     }
 
     #[test]

@@ -69,6 +69,8 @@ fn rw_label(spec: &AgentSpec) -> String {
     let prefix = match spec.pattern {
         Pattern::Sequential => "",
         Pattern::Strided { .. } => "strided-",
+        Pattern::Noncontiguous(n) if n.sieve_buffer.is_some() => "noncontig-sieved-",
+        Pattern::Noncontiguous(_) => "noncontig-",
         Pattern::Random(_) => "rand",
     };
     match spec.op {

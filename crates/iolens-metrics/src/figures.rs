@@ -14,6 +14,9 @@ pub struct OpCounters {
     /// Bytes requested by reads (what the application asked for, not what moved below it).
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Bytes the calls moved to or from the file system: the requested bytes plus what data
+    /// sieving reads around them.
+    pub moved_bytes: u64,
     pub fsyncs: u64,
     pub fsync_ns: u64,
     /// Time closing the target at the end of the phase.
@@ -37,6 +40,7 @@ impl OpCounters {
         self.write_ops += o.write_ops;
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
+        self.moved_bytes += o.moved_bytes;
         self.fsyncs += o.fsyncs;
         self.fsync_ns += o.fsync_ns;
         self.close_ns += o.close_ns;
@@ -115,6 +119,8 @@ pub struct Figures {
     pub write_ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Bytes moved by the calls (≥ `bytes` when data sieving reads the holes too).
+    pub moved_bytes: u64,
     pub fsyncs: u64,
     pub fsync_s: f64,
     /// Time in close at the end of the phase (counted in busy time, like fsync).
@@ -165,6 +171,7 @@ impl Figures {
             write_ops: c.write_ops,
             read_bytes: c.read_bytes,
             write_bytes: c.write_bytes,
+            moved_bytes: c.moved_bytes,
             fsyncs: c.fsyncs,
             fsync_s: c.fsync_ns as f64 / 1e9,
             close_s: c.close_ns as f64 / 1e9,

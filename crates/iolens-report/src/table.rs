@@ -137,11 +137,16 @@ pub fn render_run(run: &RunResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "job {}: {:.2} s wall, {:.2} s busy (union of in-flight time), {} MiB requested by the application{}",
+        "job {}: {:.2} s wall, {:.2} s busy (union of in-flight time), {} MiB requested by the application{}{}",
         run.job,
         run.aggregate.wall_s,
         run.aggregate.busy_s,
         fmt_mib(run.aggregate.bytes as f64),
+        if run.aggregate.moved_bytes != run.aggregate.bytes {
+            format!(", {} MiB moved by the calls (data sieving reads the holes)", fmt_mib(run.aggregate.moved_bytes as f64))
+        } else {
+            String::new()
+        },
         if run.interrupted { " — INTERRUPTED" } else { "" }
     );
     Table { header, rows, left_aligned: vec![] }.render(&mut out);

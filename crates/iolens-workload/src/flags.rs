@@ -30,6 +30,13 @@ pub struct FlagWorkload {
     pub hot_spot: Option<f64>,
     pub spread: Option<f64>,
     pub stride: Option<String>,
+    /// `noncontig` (the other patterns follow from `rw` and `stride`).
+    pub pattern: Option<String>,
+    pub regions: Option<u64>,
+    pub region_size: Option<String>,
+    pub spacing: Option<String>,
+    pub sieve: bool,
+    pub sieve_buffer: Option<String>,
     pub block_unit: Option<String>,
     pub seed: Option<u64>,
 }
@@ -58,6 +65,12 @@ impl Default for FlagWorkload {
             hot_spot: None,
             spread: None,
             stride: None,
+            pattern: None,
+            regions: None,
+            region_size: None,
+            spacing: None,
+            sieve: false,
+            sieve_buffer: None,
             block_unit: None,
             seed: None,
         }
@@ -72,15 +85,22 @@ fn setting(key: &str, value: Raw) -> (String, Setting) {
 impl FlagWorkload {
     /// The flags as agent settings, keyed like job-file keys.
     fn settings(&self) -> Settings {
+        let noncontig = self.pattern.as_deref() == Some("noncontig");
         let mut v: Vec<(&str, Raw)> = vec![
             ("target", Raw::Str(self.target.to_string_lossy().into_owned())),
             ("rw", Raw::Str(self.rw.clone())),
-            ("bs", Raw::Str(self.bs.clone())),
             ("threads", Raw::Int(self.threads.into())),
             ("qd", Raw::Int(self.qd.into())),
             ("engine", Raw::Str(self.engine.clone())),
             ("direct", Raw::Bool(self.direct)),
         ];
+        // A noncontig access sizes its calls from its regions; --bs always has a value.
+        if !noncontig {
+            v.push(("bs", Raw::Str(self.bs.clone())));
+        }
+        if self.sieve {
+            v.push(("sieve", Raw::Bool(true)));
+        }
         let strings = [
             ("size", &self.size),
             ("time", &self.time),
@@ -90,6 +110,10 @@ impl FlagWorkload {
             ("fsync", &self.fsync),
             ("distribution", &self.distribution),
             ("stride", &self.stride),
+            ("pattern", &self.pattern),
+            ("region_size", &self.region_size),
+            ("spacing", &self.spacing),
+            ("sieve_buffer", &self.sieve_buffer),
         ];
         v.extend(strings.into_iter().filter_map(|(k, s)| s.clone().map(|s| (k, Raw::Str(s)))));
         let floats = [
@@ -101,6 +125,7 @@ impl FlagWorkload {
         v.extend(floats.into_iter().filter_map(|(k, f)| f.map(|f| (k, Raw::Float(f)))));
         v.extend(self.read_pct.map(|p| ("read_pct", Raw::Int(p.into()))));
         v.extend(self.seed.map(|s| ("seed", Raw::Int(s.into()))));
+        v.extend(self.regions.map(|n| ("regions", Raw::Int(n.into()))));
         v.into_iter().map(|(k, value)| setting(k, value)).collect()
     }
 
@@ -169,6 +194,7 @@ mod tests {
             stride: None,
             block_unit: Some("4k".into()),
             seed: Some(u64::MAX),
+            ..FlagWorkload::default()
         };
         let job = flags.to_job().unwrap();
         assert_eq!(job.block_unit, 4096);

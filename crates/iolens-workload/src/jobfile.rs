@@ -28,6 +28,11 @@ pub(crate) const AGENT_KEYS: &[&str] = &[
     "hot_spot",
     "spread",
     "zipf_theta",
+    "regions",
+    "region_size",
+    "spacing",
+    "sieve",
+    "sieve_buffer",
     "bs",
     "engine",
     "qd",
@@ -46,7 +51,7 @@ const TOP_KEYS: &[&str] = &["name", "block_unit", "defaults", "agent"];
 
 const RW_VALUES: &[&str] = &["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"];
 const OP_VALUES: &[&str] = &["read", "write", "mix"];
-const PATTERN_VALUES: &[&str] = &["sequential", "strided", "random"];
+const PATTERN_VALUES: &[&str] = &["sequential", "strided", "random", "noncontig"];
 const DISTRIBUTION_VALUES: &[&str] = &["uniform", "normal", "zipf"];
 const ENGINE_VALUES: &[&str] = &["sync", "io_uring", "null"];
 const ARRIVAL_VALUES: &[&str] = &["constant", "poisson"];
@@ -522,7 +527,8 @@ pub(crate) fn build_agents(
     let rw_pattern = rw.map(|(v, s)| (if v.starts_with("rand") { "random" } else { "sequential" }, s));
     let op = r.pick(r.choice("op", OP_VALUES)?, rw_op, |given, implied| given == implied)?;
     let pattern = r.pick(r.choice("pattern", PATTERN_VALUES)?, rw_pattern, |given, implied| {
-        given == implied || (given == "strided" && implied == "sequential")
+        // A noncontig access places its own calls, so it fits either access order rw implies.
+        given == implied || given == "noncontig" || (given == "strided" && implied == "sequential")
     })?;
 
     let read_pct = match r.uint("read_pct")? {
@@ -581,6 +587,33 @@ pub(crate) fn build_agents(
                 ));
             }
         },
+        "noncontig" => {
+            let s = r.get("pattern").expect("noncontig is only chosen explicitly");
+            let regions = match r.uint("regions")? {
+                Some((0, rs)) => return Err(r.err(rs, "regions must be at least 1", None)),
+                Some((n, _)) => n,
+                None => {
+                    return Err(r.err(
+                        s,
+                        "a noncontig pattern needs the number of regions per access",
+                        Some(format!("add {}", s.spell("regions", "64"))),
+                    ))
+                }
+            };
+            let Some((region_size, _)) = r.nonzero_size("region_size")? else {
+                return Err(r.err(
+                    s,
+                    "a noncontig pattern needs the size of each region",
+                    Some(format!("add {}", s.spell("region_size", "8"))),
+                ));
+            };
+            let spacing = r.size("spacing")?.map_or(0, |(v, _)| v);
+            let sieve = r.boolean("sieve")?.is_some_and(|(v, _)| v);
+            let buffer = r.nonzero_size("sieve_buffer")?;
+            // ROMIO's default ind_rd_buffer_size.
+            let sieve_buffer = sieve.then(|| buffer.map_or(4 << 20, |(b, _)| b));
+            Pattern::Noncontiguous(Noncontiguous { regions, region_size, spacing, sieve_buffer })
+        }
         _ => Pattern::Random(match distribution.map_or("uniform", |(v, _)| v) {
             "normal" => Distribution::Normal { center, spread },
             "zipf" => Distribution::Zipf { theta },
@@ -606,13 +639,50 @@ pub(crate) fn build_agents(
             format!("add {}", s.spell("distribution", "normal"))
         })?;
     }
+    let noncontig = match pattern {
+        Pattern::Noncontiguous(n) => Some(n),
+        _ => None,
+    };
+    for key in ["regions", "region_size", "spacing", "sieve"] {
+        r.unused(key, noncontig.is_some(), "it shapes the noncontig pattern", |s| {
+            format!("add {}", s.spell("pattern", "noncontig"))
+        })?;
+    }
+    r.unused(
+        "sieve_buffer",
+        noncontig.is_some_and(|n| n.sieve_buffer.is_some()),
+        "data sieving is off",
+        |s| format!("add {}", s.spell("sieve", "true")),
+    )?;
+    if let Some(n) = noncontig {
+        if op != OpMix::Read {
+            let s = r.get("rw").or(r.get("op")).or(r.get("pattern")).expect("a pattern was given");
+            return Err(r.err(
+                s,
+                "the noncontig pattern reads (sieving writes would need read-modify-write)",
+                Some(format!("use {}", s.spell("rw", "read"))),
+            ));
+        }
+        r.unused("bs", false, "request sizes of a noncontig pattern follow from its regions", |s| {
+            format!("set {} instead", s.spell("region_size", "8"))
+        })?;
+        if n.max_call() > u32::MAX as u64 {
+            let s = r.get("sieve_buffer").or(r.get("region_size")).expect("one of them is large");
+            return Err(r.err(s, "calls of 4GiB or more are not supported", None));
+        }
+    }
     let zipf = matches!(pattern, Pattern::Random(Distribution::Zipf { .. }));
     r.unused("zipf_theta", zipf, "it shapes the zipf distribution", |s| {
         format!("add {}", s.spell("distribution", "zipf"))
     })?;
 
     let bs = r.sizes()?;
-    let sizes = bs.as_ref().map_or(SizeSpec::Fixed(4096), |(v, _)| v.clone());
+    let sizes = match (&pattern, &bs) {
+        // The engine sizes its buffers by the largest call.
+        (Pattern::Noncontiguous(n), _) => SizeSpec::Fixed(n.max_call()),
+        (_, Some((v, _))) => v.clone(),
+        (_, None) => SizeSpec::Fixed(4096),
+    };
     if let Some((_, s)) = bs {
         if sizes.min() == 0 {
             return Err(r.err(s, "request sizes must be positive", None));
@@ -715,6 +785,12 @@ pub(crate) fn build_agents(
             SizeSpec::Weighted(l) => l.iter().map(|(n, _)| (*n, bs.as_ref().map(|b| b.1))).collect(),
         };
         aligned.extend(stride.map(|(n, s)| (n, Some(s))));
+        if let Pattern::Noncontiguous(n) = pattern {
+            for (key, v) in [("region_size", n.region_size), ("spacing", n.spacing)] {
+                aligned.push((v, r.get(key)));
+            }
+            aligned.push((n.max_call(), r.get("sieve_buffer").or(r.get("region_size"))));
+        }
         aligned.extend(region.map(|(n, s)| (n, Some(s))));
         if let Some((n, s)) = aligned.into_iter().find(|(n, _)| n % 512 != 0) {
             let s = s.or(r.get("direct")).expect("a misaligned size was given, so is direct");

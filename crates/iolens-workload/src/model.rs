@@ -65,6 +65,35 @@ pub enum Pattern {
         stride: u64,
     },
     Random(Distribution),
+    /// Hpio-style noncontiguous reads: each access wants `regions` regions of `region_size`
+    /// bytes, `spacing` bytes apart; accesses follow each other through the file.
+    Noncontiguous(Noncontiguous),
+}
+
+/// A noncontiguous access and how it reaches the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Noncontiguous {
+    pub regions: u64,
+    pub region_size: u64,
+    pub spacing: u64,
+    /// Data sieving (as ROMIO does): read spans of up to this many bytes covering several
+    /// regions and extract the regions from memory; `None` reads each region with its own call.
+    pub sieve_buffer: Option<u64>,
+}
+
+impl Noncontiguous {
+    /// Bytes from the first byte of an access to its last.
+    pub fn span(&self) -> u64 {
+        self.regions * self.region_size + (self.regions - 1) * self.spacing
+    }
+
+    /// The largest single call.
+    pub fn max_call(&self) -> u64 {
+        match self.sieve_buffer {
+            Some(b) => b.min(self.span()).max(self.region_size),
+            None => self.region_size,
+        }
+    }
 }
 
 /// The distribution of random offsets over the region.

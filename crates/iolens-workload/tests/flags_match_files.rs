@@ -109,6 +109,7 @@ fn flags() -> impl Strategy<Value = FlagWorkload> {
             stride,
             block_unit,
             seed,
+            ..FlagWorkload::default()
         },
     )
 }

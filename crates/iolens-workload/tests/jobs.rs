@@ -405,3 +405,39 @@ fsync = 8                    # every 8 writes; "end" or "none"
     assert_eq!(j.agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["reader", "logger"]);
     assert_eq!(j.agents[1].fsync, FsyncPolicy::EveryN(8));
 }
+
+#[test]
+fn noncontiguous_pattern_with_and_without_sieving() {
+    let j = job(
+        "[[agent]]\ntarget = \"/t\"\nrw = \"read\"\npattern = \"noncontig\"\nregions = 64\nregion_size = 8\nspacing = \"1k\"\nsieve = true\n",
+    )
+    .unwrap();
+    let Pattern::Noncontiguous(n) = j.agents[0].pattern else { panic!("{:?}", j.agents[0].pattern) };
+    assert_eq!((n.regions, n.region_size, n.spacing, n.sieve_buffer), (64, 8, 1024, Some(4 << 20)));
+    assert_eq!(n.span(), 64 * 8 + 63 * 1024);
+    assert_eq!(j.agents[0].sizes, SizeSpec::Fixed(n.span()), "buffers fit the largest sieved call");
+
+    let plain =
+        job("[[agent]]\ntarget = \"/t\"\npattern = \"noncontig\"\nregions = 4\nregion_size = 8\n").unwrap();
+    let Pattern::Noncontiguous(n) = plain.agents[0].pattern else { panic!() };
+    assert_eq!((n.spacing, n.sieve_buffer), (0, None));
+
+    let e = error("[[agent]]\ntarget = \"/t\"\npattern = \"noncontig\"\nregion_size = 8\n");
+    assert!(e.message.contains("number of regions") && e.hint.as_deref().unwrap().contains("regions"), "{e}");
+    let e = error(
+        "[[agent]]\ntarget = \"/t\"\nrw = \"write\"\npattern = \"noncontig\"\nregions = 2\nregion_size = 8\n",
+    );
+    assert!(e.message.contains("reads"), "{e}");
+    let e = error(
+        "[[agent]]\ntarget = \"/t\"\npattern = \"noncontig\"\nregions = 2\nregion_size = 8\nbs = \"4k\"\n",
+    );
+    assert!(e.message.contains("bs has no effect"), "{e}");
+    let e = error("[[agent]]\ntarget = \"/t\"\nrw = \"read\"\nspacing = 8\n");
+    assert!(e.message.contains("spacing has no effect"), "{e}");
+    let e = error("[[agent]]\ntarget = \"/t\"\npattern = \"noncontig\"\nregions = 2\nregion_size = 8\nsieve_buffer = \"1m\"\n");
+    assert!(e.message.contains("sieve_buffer has no effect"), "{e}");
+    let e = error(
+        "[[agent]]\ntarget = \"/t\"\npattern = \"noncontig\"\nregions = 2\nregion_size = 8\ndirect = true\n",
+    );
+    assert!(e.message.contains("512"), "{e}");
+}

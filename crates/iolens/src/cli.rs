@@ -119,6 +119,25 @@ pub struct RunArgs {
     /// Strided pattern: distance between request starts.
     #[arg(long)]
     pub stride: Option<String>,
+    /// `noncontig`: Hpio-style noncontiguous reads (with --regions, --region-size, --spacing).
+    /// Other patterns follow from --rw and --stride.
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// noncontig: regions per access.
+    #[arg(long)]
+    pub regions: Option<u64>,
+    /// noncontig: bytes of each region.
+    #[arg(long)]
+    pub region_size: Option<String>,
+    /// noncontig: bytes between regions.
+    #[arg(long)]
+    pub spacing: Option<String>,
+    /// noncontig: data sieving — read spans covering several regions, keep the regions.
+    #[arg(long)]
+    pub sieve: bool,
+    /// noncontig with --sieve: the sieve buffer (default 4m, as ROMIO).
+    #[arg(long)]
+    pub sieve_buffer: Option<String>,
     /// BPS block unit (default 512).
     #[arg(long)]
     pub block_unit: Option<String>,

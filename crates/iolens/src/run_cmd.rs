@@ -31,6 +31,12 @@ fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
         hot_spot: a.hot_spot,
         spread: a.spread,
         stride: a.stride.clone(),
+        pattern: a.pattern.clone(),
+        regions: a.regions,
+        region_size: a.region_size.clone(),
+        spacing: a.spacing.clone(),
+        sieve: a.sieve,
+        sieve_buffer: a.sieve_buffer.clone(),
         block_unit: a.block_unit.clone(),
         seed: a.seed,
     };

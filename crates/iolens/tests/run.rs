@@ -625,3 +625,36 @@ fn busy_time_of_concurrent_processes_merges_exactly() {
     let reference = iolens_record::busy::union_of(&mut all);
     assert_eq!(merged.busy_ns, reference.busy_ns, "merged logs = union of every op of both processes");
 }
+
+#[test]
+fn noncontiguous_reads_keep_application_bytes_while_sieving_moves_more() {
+    let dir = scratch();
+    let run = |sieve: bool, spacing: &str| -> Value {
+        let json = dir.path().join(format!("nc-{sieve}-{spacing}.json"));
+        let mut args = vec!["run", "--target", dir.path().to_str().unwrap(), "--rw", "read", "--pattern"];
+        args.extend(["noncontig", "--regions", "32", "--region-size", "16", "--spacing", spacing]);
+        args.extend(["--size", "8m", "--bytes", "64k", "-q", "--json", json.to_str().unwrap()]);
+        if sieve {
+            args.push("--sieve");
+        }
+        run_ok(&args);
+        read_json(&json)["aggregate"].clone()
+    };
+    for spacing in ["64", "4k"] {
+        let plain = run(false, spacing);
+        let sieved = run(true, spacing);
+        assert_eq!(u(&plain["bytes"]), 64 << 10, "application bytes are fixed");
+        assert_eq!(u(&sieved["bytes"]), 64 << 10);
+        assert_eq!(
+            u(&plain["moved_bytes"]),
+            u(&plain["bytes"]),
+            "one call per region moves just the regions"
+        );
+        assert_eq!(u(&plain["ops"]), (64 << 10) / 16);
+        let gap: u64 = if spacing == "64" { 64 } else { 4096 };
+        // Each access of 32 regions is one sieved call covering its 31 holes.
+        let accesses = (64 << 10) / (32 * 16);
+        assert_eq!(u(&sieved["ops"]), accesses);
+        assert_eq!(u(&sieved["moved_bytes"]), accesses * (32 * 16 + 31 * gap));
+    }
+}
