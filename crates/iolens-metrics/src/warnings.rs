@@ -18,6 +18,8 @@ pub enum WarningCode {
     BusyLogIncomplete,
     /// Less data than the b_eff_io rule (20 times the file-system cache) per access method.
     BelowCacheRule,
+    /// Repetitions of the same run vary more than the threshold (coefficient of variation).
+    HighVariation,
 }
 
 impl Serialize for WarningCode {
@@ -42,6 +44,7 @@ impl WarningCode {
             WarningCode::CleanupFailed => "cleanup_failed",
             WarningCode::BusyLogIncomplete => "busy_log_incomplete",
             WarningCode::BelowCacheRule => "below_cache_rule",
+            WarningCode::HighVariation => "high_variation",
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   with O_DIRECT, to show why the naive figure is not a storage figure.
 
 pub mod beff_io;
+pub mod doe;
+pub mod repeat;
 pub mod saturate;
 pub mod sweep;
 pub mod write_modes;

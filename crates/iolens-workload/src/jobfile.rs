@@ -16,7 +16,7 @@ use crate::model::*;
 use crate::units::{format_bytes, parse_duration, parse_size, UnitError};
 
 /// Keys an `[[agent]]` table may hold; `[defaults]` takes the same except `name`.
-pub(crate) const AGENT_KEYS: &[&str] = &[
+pub const AGENT_KEYS: &[&str] = &[
     "name",
     "target",
     "rw",
@@ -948,7 +948,7 @@ impl FileCtx<'_> {
 /// numbers (seconds) or strings for [`parse_duration`](crate::parse_duration).
 pub fn parse_job(text: &str, file_name: &str) -> Result<Job, JobError> {
     let stem = Path::new(file_name).file_stem().map(|s| s.to_string_lossy().into_owned());
-    parse_job_in(text, file_name, None, stem.as_deref().unwrap_or("job"))
+    parse_job_in(text, file_name, None, stem.as_deref().unwrap_or("job"), &[])
 }
 
 /// Reads and parses a job file (see [`parse_job`]); relative targets are taken relative to the
@@ -962,7 +962,20 @@ pub fn load_job_file(path: &Path) -> Result<Job, JobError> {
         hint: None,
     })?;
     let stem = path.file_stem().map_or("job".into(), |s| s.to_string_lossy());
-    parse_job_in(&text, &file_name, Some(path.parent().unwrap_or(Path::new(""))), &stem)
+    parse_job_in(&text, &file_name, Some(path.parent().unwrap_or(Path::new(""))), &stem, &[])
+}
+
+/// Parses the job of a file that also holds other top-level tables (`extra`, e.g. an
+/// experiment plan's `[doe]`), which are left to the caller. Relative targets resolve against
+/// `base_dir`.
+pub fn parse_job_with_tables(
+    text: &str,
+    file_name: &str,
+    base_dir: Option<&Path>,
+    extra: &[&str],
+) -> Result<Job, JobError> {
+    let stem = Path::new(file_name).file_stem().map(|s| s.to_string_lossy().into_owned());
+    parse_job_in(text, file_name, base_dir, stem.as_deref().unwrap_or("job"), extra)
 }
 
 fn parse_job_in(
@@ -970,6 +983,7 @@ fn parse_job_in(
     file_name: &str,
     base_dir: Option<&Path>,
     default_name: &str,
+    extra: &[&str],
 ) -> Result<Job, JobError> {
     let ctx = FileCtx { text, file: file_name };
     let doc = Document::parse(text).map_err(|e| {
@@ -978,7 +992,7 @@ fn parse_job_in(
     })?;
     let root = doc.as_table();
     for (key, item) in root.iter() {
-        if TOP_KEYS.contains(&key) {
+        if TOP_KEYS.contains(&key) || extra.contains(&key) {
             continue;
         }
         let table = item.is_table() || item.is_array_of_tables();

@@ -14,6 +14,6 @@ mod model;
 mod units;
 
 pub use flags::FlagWorkload;
-pub use jobfile::{load_job_file, parse_job, ErrorSource, JobError};
+pub use jobfile::{load_job_file, parse_job, parse_job_with_tables, ErrorSource, JobError, AGENT_KEYS};
 pub use model::*;
 pub use units::{format_bytes, parse_duration, parse_size, UnitError};

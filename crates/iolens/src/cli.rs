@@ -26,6 +26,11 @@ pub enum Command {
     WriteModes(WriteModesArgs),
     /// b_eff_io, the effective I/O bandwidth benchmark: five pattern types × write, rewrite, read.
     BeffIo(BeffIoArgs),
+    /// Full-factorial experiments with resume (`doe PLAN.toml`), and their ANOVA
+    /// (`doe analyze DATA.csv`).
+    Doe(DoeArgs),
+    /// Pearson correlation of metric columns with execution time, normalized by expected direction.
+    Correlate(CorrelateArgs),
     /// Device statistics like `iostat -x`, from /proc/diskstats, every interval.
     Monitor(MonitorArgs),
     /// Run an unmodified program and measure its real I/O (POSIX and stdio calls, through
@@ -143,6 +148,13 @@ pub struct RunArgs {
     pub block_unit: Option<String>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run the job N times: each metric as mean, standard deviation, 95% interval and CV, with
+    /// every repetition's value kept in the JSON (and one CSV row per repetition).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Warn when a metric's coefficient of variation over the repetitions exceeds this.
+    #[arg(long, default_value_t = 0.10)]
+    pub cv_warn: f64,
     /// Record every operation into this binary trace file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -355,4 +367,70 @@ pub struct AnalyzeArgs {
     pub strict: bool,
     #[command(flatten)]
     pub summary: SummaryArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DoeArgs {
+    #[command(subcommand)]
+    pub action: Option<DoeCommand>,
+    /// The plan: a job file with a [doe] table (factors, replicates, response, seed).
+    pub plan: Option<PathBuf>,
+    /// The study's CSV (one row per finished run; re-running resumes it). Default: PLAN.csv.
+    #[arg(long, value_name = "DATA.csv")]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub allow_overwrite: bool,
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DoeCommand {
+    /// Fixed-effects ANOVA (Type II) of a study's CSV, parsimony, diagnostics, recommendations.
+    Analyze(DoeAnalyzeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DoeAnalyzeArgs {
+    pub data: PathBuf,
+    /// The response column (e.g. bw_bytes_s).
+    #[arg(long)]
+    pub response: String,
+    /// The factor columns.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub factors: Vec<String>,
+    /// Analyse the natural log of the response.
+    #[arg(long)]
+    pub log: bool,
+    /// Highest order of interactions in the model (1 = main effects only).
+    #[arg(long, default_value_t = 2)]
+    pub interactions: usize,
+    /// Keep every interaction (no parsimony).
+    #[arg(long)]
+    pub full: bool,
+    /// Significance level.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// max or min: whether a larger response is better (default from the response's name).
+    #[arg(long)]
+    pub goal: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CorrelateArgs {
+    pub data: PathBuf,
+    /// The execution-time column.
+    #[arg(long)]
+    pub time: String,
+    /// Metric columns (default: those with a built-in direction: iops, bw, arpt, bps).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Expected direction of a metric's correlation with time, e.g. --expect cache_hits:neg.
+    #[arg(long)]
+    pub expect: Vec<String>,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }

@@ -6,6 +6,7 @@ mod monitor;
 mod output;
 mod quick;
 mod run_cmd;
+mod stats_cmd;
 mod suites;
 mod trace_cmd;
 
@@ -33,6 +34,8 @@ fn main() -> ExitCode {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
         cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
+        cli::Command::Doe(a) => stats_cmd::doe(a, &stop, command),
+        cli::Command::Correlate(a) => stats_cmd::correlate(a, command),
         cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
         cli::Command::Sweep(a) => suites::sweep(a, &stop, command),
         cli::Command::Saturate(a) => suites::saturate(a, &stop, command),

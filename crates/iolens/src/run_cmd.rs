@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunOptions, TargetPolicy};
+use iolens_suites::repeat;
 use iolens_workload::{load_job_file, FlagWorkload, Job};
+use serde::Serialize;
 
 use crate::cli::RunArgs;
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
@@ -57,6 +59,12 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         stop: Arc::clone(stop),
         command: command.clone(),
     };
+    if a.repeat == 0 {
+        return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
+    }
+    if a.repeat > 1 {
+        return run_repeated(&a, &job, &opts, stop, &command);
+    }
     let progress = ProgressLine::new(a.output.quiet, &job.name);
     let result = run_job(&job, &opts, &progress, &LocalBarrier);
     progress.finish();
@@ -74,6 +82,90 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         }
     }
     match &run.error {
+        Some(e) => {
+            eprintln!("iolens: error: {e}");
+            Err(EXIT_FAILED)
+        }
+        None => Ok(()),
+    }
+}
+
+/// What `run --repeat N --json` writes.
+#[derive(Serialize)]
+struct RepeatedRuns<'a> {
+    schema_version: u32,
+    command: &'a str,
+    repeat: u32,
+    completed: usize,
+    interrupted: bool,
+    error: Option<String>,
+    summary: Vec<repeat::MetricRepeats>,
+    warnings: Vec<iolens_metrics::Warning>,
+    runs: &'a [iolens_metrics::RunResult],
+}
+
+fn run_repeated(
+    a: &RunArgs,
+    job: &Job,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    command: &str,
+) -> Result<(), u8> {
+    let mut runs = Vec::new();
+    let mut error = None;
+    for i in 1..=a.repeat {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let progress = ProgressLine::new(a.output.quiet, &format!("{} {i}/{}", job.name, a.repeat));
+        let result = run_job(job, opts, &progress, &LocalBarrier);
+        progress.finish();
+        match result {
+            Ok(run) => {
+                let failed = run.error.clone();
+                if !stop.load(Ordering::SeqCst) && failed.is_none() {
+                    runs.push(run);
+                }
+                if let Some(e) = failed {
+                    error = Some(format!("repetition {i}: {e}"));
+                    break;
+                }
+            }
+            Err(e) => {
+                error = Some(format!("repetition {i}: {e}"));
+                break;
+            }
+        }
+    }
+    let (summary, warnings) = repeat::summarize_runs(&runs, a.cv_warn);
+    if let Some(last) = runs.last() {
+        print!("{}", iolens_report::render_run(last));
+    }
+    print!("{}", repeat::render(&summary));
+    for w in &warnings {
+        println!("warning [{}]: {}", w.code.as_str(), w.message);
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let report = RepeatedRuns {
+        schema_version: iolens_metrics::SCHEMA_VERSION,
+        command,
+        repeat: a.repeat,
+        completed: runs.len(),
+        interrupted,
+        error: error.clone(),
+        summary,
+        warnings,
+        runs: &runs,
+    };
+    if let Some(path) = &a.output.json {
+        write_json_or_warn(path, &report);
+    }
+    if let Some(path) = &a.output.csv {
+        if let Err(e) = std::fs::write(path, repeat::csv(&report.summary)) {
+            eprintln!("iolens: error: cannot write {}: {e}", path.display());
+        }
+    }
+    match error {
         Some(e) => {
             eprintln!("iolens: error: {e}");
             Err(EXIT_FAILED)

@@ -658,3 +658,42 @@ fn noncontiguous_reads_keep_application_bytes_while_sieving_moves_more() {
         assert_eq!(u(&sieved["moved_bytes"]), accesses * (32 * 16 + 31 * gap));
     }
 }
+
+#[test]
+fn repeated_runs_keep_every_value_and_summarize_them() {
+    let dir = scratch();
+    let json = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    run_ok(&[
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "null",
+        "--size",
+        "1m",
+        "--bytes",
+        "4m",
+        "--repeat",
+        "3",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let v = read_json(&json);
+    assert_eq!((u(&v["repeat"]), u(&v["completed"])), (3, 3));
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    let iops = v["summary"].as_array().unwrap().iter().find(|m| m["name"] == "iops").unwrap();
+    let values: Vec<f64> = iops["values"].as_array().unwrap().iter().map(f).collect();
+    let per_run: Vec<f64> =
+        v["runs"].as_array().unwrap().iter().map(|r| f(&r["aggregate"]["iops"])).collect();
+    assert_eq!(values, per_run, "the values are the repetitions' own");
+    let mean = values.iter().sum::<f64>() / 3.0;
+    assert!((f(&iops["mean"]) - mean).abs() < 1e-9 * mean);
+    assert!(f(&iops["ci95_low"]) <= mean && mean <= f(&iops["ci95_high"]));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 4, "a header and one row per repetition:\n{text}");
+    assert!(text.starts_with("repetition,"));
+}

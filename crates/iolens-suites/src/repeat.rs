@@ -1,0 +1,147 @@
+//! Repetitions of one run: each metric's mean, standard deviation, 95% Student-t interval and
+//! coefficient of variation, with the values of every repetition kept beside them.
+
+use iolens_metrics::{Figures, RunResult, Warning, WarningCode};
+use iolens_report::table::Table;
+use serde::Serialize;
+
+/// The metrics summarized over repetitions, by their JSON names, and how to read each.
+/// A metric's JSON name and how to read it from a run's aggregate figures.
+pub type Metric = (&'static str, fn(&Figures) -> f64);
+
+pub const REPEATED_METRICS: &[Metric] = &[
+    ("iops", |f| f.iops),
+    ("bw_bytes_s", |f| f.bw_bytes_s),
+    ("bps", |f| f.bps),
+    ("arpt_s", |f| f.arpt_s),
+    ("busy_s", |f| f.busy_s),
+    ("wall_s", |f| f.wall_s),
+    ("io_wait_fraction", |f| f.io_wait_fraction),
+    ("lat_p50_ns", |f| f.lat_ns.p50 as f64),
+    ("lat_p99_ns", |f| f.lat_ns.p99 as f64),
+    ("cpu_per_op_ns", |f| f.cpu.per_op_ns),
+];
+
+/// Default threshold of the coefficient of variation above which repetitions are flagged.
+pub const DEFAULT_CV_THRESHOLD: f64 = 0.10;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricRepeats {
+    pub name: &'static str,
+    pub mean: f64,
+    pub std_dev: Option<f64>,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+    pub cv: Option<f64>,
+    /// One value per repetition, in the order they ran.
+    pub values: Vec<f64>,
+}
+
+/// Summaries of every metric over the aggregate figures of `runs`, and a warning for each
+/// metric whose coefficient of variation exceeds `cv_threshold`.
+pub fn summarize_runs(runs: &[RunResult], cv_threshold: f64) -> (Vec<MetricRepeats>, Vec<Warning>) {
+    let mut metrics = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, read) in REPEATED_METRICS {
+        let values: Vec<f64> = runs.iter().map(|r| read(&r.aggregate)).collect();
+        let Ok(s) = iolens_stats::summarize(&values) else { continue };
+        if let Some(cv) = s.cv.filter(|cv| cv.abs() > cv_threshold) {
+            warnings.push(Warning::new(
+                WarningCode::HighVariation,
+                format!(
+                    "{name} varies by {:.1}% (coefficient of variation) over {} repetitions, above {:.0}%: report the interval, not one run",
+                    100.0 * cv.abs(),
+                    values.len(),
+                    100.0 * cv_threshold
+                ),
+            ));
+        }
+        metrics.push(MetricRepeats {
+            name,
+            mean: s.mean,
+            std_dev: s.std_dev,
+            ci95_low: s.ci95_low,
+            ci95_high: s.ci95_high,
+            cv: s.cv,
+            values,
+        });
+    }
+    (metrics, warnings)
+}
+
+fn num(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e5 || v.abs() < 1e-3) {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+pub fn render(metrics: &[MetricRepeats]) -> String {
+    let n = metrics.first().map_or(0, |m| m.values.len());
+    let mut out = format!("over {n} repetitions (aggregate figures; 95% interval from Student's t):\n");
+    let mut t = Table::new(vec!["metric", "mean", "std dev", "95% CI low", "95% CI high", "CV"]);
+    t.left_aligned = vec![0];
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), num);
+    for m in metrics {
+        t.rows.push(vec![
+            m.name.to_string(),
+            num(m.mean),
+            opt(m.std_dev),
+            opt(m.ci95_low),
+            opt(m.ci95_high),
+            m.cv.map_or("-".into(), |c| format!("{:.1}%", 100.0 * c)),
+        ]);
+    }
+    t.render(&mut out);
+    out
+}
+
+/// One CSV row per repetition with every repeated metric.
+pub fn csv(metrics: &[MetricRepeats]) -> String {
+    let mut out = String::from("repetition");
+    for m in metrics {
+        out.push(',');
+        out.push_str(m.name);
+    }
+    out.push('\n');
+    let n = metrics.first().map_or(0, |m| m.values.len());
+    for i in 0..n {
+        out.push_str(&(i + 1).to_string());
+        for m in metrics {
+            out.push_str(&format!(",{}", m.values[i]));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_with(iops: f64) -> RunResult {
+        let mut r = RunResult::default();
+        r.aggregate.iops = iops;
+        r.aggregate.bps = 100.0;
+        r
+    }
+
+    #[test]
+    fn summaries_keep_every_value_and_flag_noisy_metrics() {
+        let runs = [run_with(100.0), run_with(120.0), run_with(80.0)];
+        let (metrics, warnings) = summarize_runs(&runs, 0.10);
+        let iops = metrics.iter().find(|m| m.name == "iops").unwrap();
+        assert_eq!(iops.values, [100.0, 120.0, 80.0]);
+        assert_eq!(iops.mean, 100.0);
+        assert!((iops.std_dev.unwrap() - 20.0).abs() < 1e-12);
+        // t(0.975, 2) = 4.302653; half width = t * 20 / sqrt(3).
+        assert!(
+            (iops.ci95_high.unwrap() - (100.0 + 4.302_652_729_911_275 * 20.0 / 3f64.sqrt())).abs() < 1e-6
+        );
+        assert_eq!(warnings.len(), 1, "only iops varies: {warnings:?}");
+        assert!(warnings[0].message.starts_with("iops varies by 20.0%"));
+        let text = csv(&metrics);
+        assert!(text.lines().nth(2).unwrap().starts_with("2,120,"), "{text}");
+    }
+}

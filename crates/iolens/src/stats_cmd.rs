@@ -1,0 +1,532 @@
+//! `iolens doe`, `iolens doe analyze` and `iolens correlate`: experiment studies and their
+//! statistics (the math lives in `iolens_stats`, the runs in `iolens_suites::doe`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use iolens_engine::TargetPolicy;
+use iolens_report::table::Table;
+use iolens_stats::{
+    anova, cell_means, level_means, recommend, reduce_model, residual_diagnostics, AnovaTable, Dataset,
+    Direction, Goal, ModelSpec, NormalizedCc, ResponseScale, TestResult,
+};
+use iolens_suites::doe::{run_study, Plan};
+use serde::Serialize;
+
+use crate::cli::{CorrelateArgs, DoeAnalyzeArgs, DoeArgs, DoeCommand};
+use crate::output::{write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+
+/// Reports an error (with JSON when asked) and gives the exit code.
+fn fail(json: &Option<PathBuf>, command: &str, message: &str, code: u8) -> u8 {
+    eprintln!("iolens: error: {message}");
+    if let Some(path) = json {
+        write_json_or_warn(
+            path,
+            &iolens_report::ErrorReport::new(command.to_string(), message.to_string(), false),
+        );
+    }
+    code
+}
+
+/// A CSV file as header and rows of fields (RFC 4180 quoting).
+pub struct CsvData {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+fn split_csv_line(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+pub fn read_csv(path: &Path) -> Result<CsvData, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let (_, first) = lines.next().ok_or_else(|| format!("{}: the file is empty", path.display()))?;
+    let header: Vec<String> = split_csv_line(first).into_iter().map(|h| h.trim().to_string()).collect();
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        let fields = split_csv_line(line);
+        if fields.len() != header.len() {
+            return Err(format!(
+                "{}:{}: {} fields where the header has {}",
+                path.display(),
+                i + 1,
+                fields.len(),
+                header.len()
+            ));
+        }
+        rows.push(fields);
+    }
+    Ok(CsvData { header, rows })
+}
+
+impl CsvData {
+    fn column(&self, path: &Path, flag: &str, name: &str) -> Result<usize, String> {
+        self.header.iter().position(|h| h == name).ok_or_else(|| {
+            format!(
+                "{flag}: {} has no column {name:?}\n  hint: its columns are {}",
+                path.display(),
+                self.header.join(", ")
+            )
+        })
+    }
+
+    fn numbers(&self, path: &Path, flag: &str, name: &str) -> Result<Vec<f64>, String> {
+        let c = self.column(path, flag, name)?;
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r[c].trim().parse::<f64>().map_err(|_| {
+                    format!("{}:{}: column {name:?} holds {:?}, not a number", path.display(), i + 2, r[c])
+                })
+            })
+            .collect()
+    }
+}
+
+pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    match a.action {
+        Some(DoeCommand::Analyze(x)) => analyze(x, command),
+        None => {
+            let Some(plan_path) = a.plan else {
+                eprintln!(
+                    "iolens: error: give a plan: iolens doe PLAN.toml (or iolens doe analyze DATA.csv)"
+                );
+                return Err(EXIT_USAGE);
+            };
+            run_plan(&plan_path, a.out, a.allow_overwrite, a.quiet, stop, command)
+        }
+    }
+}
+
+fn run_plan(
+    plan_path: &Path,
+    out: Option<PathBuf>,
+    allow_overwrite: bool,
+    quiet: bool,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> Result<(), u8> {
+    let plan = Plan::load(plan_path).map_err(|e| fail(&None, &command, &e.to_string(), EXIT_USAGE))?;
+    let csv = out.unwrap_or_else(|| plan_path.with_extension("csv"));
+    let total = plan.runs().len();
+    println!(
+        "doe {}: {} factors, {} combinations × {} replicates = {total} runs in randomized order (seed {}), rows in {}",
+        plan_path.display(),
+        plan.factors.len(),
+        plan.combinations().len(),
+        plan.replicates,
+        plan.seed,
+        csv.display()
+    );
+    let progress = ProgressLine::new(quiet, "doe");
+    let policy = TargetPolicy { allow_overwrite, keep_cache: false };
+    let outcome = run_study(&plan, &csv, policy, stop, &progress, |run, result, i, n| {
+        if !quiet {
+            let levels: Vec<String> = plan
+                .factors
+                .iter()
+                .zip(&run.levels)
+                .map(|(f, &l)| format!("{}={}", f.name, f.levels[l].1))
+                .collect();
+            eprintln!(
+                "run {i}/{n} (id {}, replicate {}): {} → {}",
+                run.run_id,
+                run.replicate,
+                levels.join(" "),
+                iolens_report::table::fmt_mib(result.aggregate.bw_bytes_s)
+            );
+        }
+    });
+    progress.finish();
+    let outcome = outcome.map_err(|e| fail(&None, &command, &e.to_string(), EXIT_FAILED))?;
+    println!(
+        "{} runs in the study: {} were already done, {} ran now{}",
+        outcome.total_runs,
+        outcome.already_done,
+        outcome.ran,
+        if outcome.interrupted { "; interrupted — re-run the same command to resume" } else { "" }
+    );
+    if !outcome.interrupted {
+        let factors: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
+        println!(
+            "analyze: iolens doe analyze {} --response {} --factors {}",
+            csv.display(),
+            plan.response,
+            factors.join(",")
+        );
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct AnovaJsonRow {
+    term: String,
+    df: f64,
+    sum_sq: f64,
+    mean_sq: f64,
+    #[serde(rename = "F")]
+    f: Option<f64>,
+    p: Option<f64>,
+}
+
+fn anova_rows(t: &AnovaTable) -> Vec<AnovaJsonRow> {
+    t.rows
+        .iter()
+        .map(|r| AnovaJsonRow {
+            term: r.term.clone(),
+            df: r.df,
+            sum_sq: r.sum_sq,
+            mean_sq: r.mean_sq,
+            f: r.f,
+            p: r.p,
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct InteractionTable {
+    term: String,
+    p: Option<f64>,
+    cells: Vec<iolens_stats::CellMean>,
+}
+
+#[derive(Serialize)]
+struct AnalysisReport {
+    schema_version: u32,
+    data: String,
+    response: String,
+    log_response: bool,
+    alpha: f64,
+    rows: usize,
+    /// The model as asked: main effects plus interactions up to `--interactions`.
+    anova: Vec<AnovaJsonRow>,
+    r_squared: f64,
+    adj_r_squared: f64,
+    diagnostics: Option<iolens_stats::ResidualDiagnostics>,
+    diagnostics_note: Option<String>,
+    /// Interactions dropped one at a time for parsimony (empty with `--full`).
+    removed: Vec<iolens_stats::ReductionStep>,
+    final_model: Vec<String>,
+    final_anova: Vec<AnovaJsonRow>,
+    final_r_squared: f64,
+    final_adj_r_squared: f64,
+    level_means: Vec<(String, Vec<iolens_stats::LevelMean>)>,
+    significant_interactions: Vec<InteractionTable>,
+    goal: String,
+    recommendations: Vec<iolens_stats::Recommendation>,
+}
+
+fn fmt_p(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 1e-4 => format!("{p:.2e}"),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+fn render_anova(t: &AnovaTable, out: &mut String) {
+    let mut table = Table::new(vec!["term", "df", "sum_sq", "mean_sq", "F", "p"]);
+    table.left_aligned = vec![0];
+    for r in &t.rows {
+        table.rows.push(vec![
+            r.term.clone(),
+            format!("{}", r.df),
+            format!("{:.6e}", r.sum_sq),
+            format!("{:.6e}", r.mean_sq),
+            r.f.map_or("-".into(), |f| format!("{f:.4}")),
+            fmt_p(r.p),
+        ]);
+    }
+    table.render(out);
+    out.push_str(&format!("R² {:.4}, adjusted R² {:.4}\n", t.r_squared, t.adj_r_squared));
+}
+
+fn test_line(t: &TestResult) -> String {
+    format!("{}: statistic {:.4}, p {}", t.test, t.statistic, fmt_p(Some(t.p)))
+}
+
+fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
+    let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
+    let data = read_csv(&a.data).map_err(bad)?;
+    let response = data.numbers(&a.data, "--response", &a.response).map_err(bad)?;
+    if a.factors.is_empty() {
+        return Err(bad("--factors: name the factor columns, e.g. --factors direct,qd,bs".into()));
+    }
+    let mut levels = vec![Vec::new(); data.rows.len()];
+    for f in &a.factors {
+        let c = data.column(&a.data, "--factors", f).map_err(bad)?;
+        for (row, lv) in data.rows.iter().zip(levels.iter_mut()) {
+            lv.push(row[c].trim().to_string());
+        }
+    }
+    let dataset = Dataset::new(a.factors.clone(), levels, response).map_err(|e| bad(e.to_string()))?;
+    let scale = if a.log { ResponseScale::Log } else { ResponseScale::Raw };
+    let spec = ModelSpec::up_to_order(&a.factors, a.interactions.max(1));
+    let stats = |e: iolens_stats::StatsError| fail(&a.json, &command, &e.to_string(), EXIT_FAILED);
+    let full = anova(&dataset, &spec, scale).map_err(stats)?;
+    let (removed, final_table) = if a.full {
+        (Vec::new(), full.clone())
+    } else {
+        let r = reduce_model(&dataset, &spec, scale, a.alpha).map_err(stats)?;
+        (r.steps, r.table)
+    };
+    let (diagnostics, diagnostics_note) = match residual_diagnostics(&dataset, &final_table, &a.factors) {
+        Ok(d) => (Some(d), None),
+        Err(e) => (None, Some(format!("residual diagnostics not computed: {e}"))),
+    };
+    let goal = match a.goal.as_deref() {
+        Some("min") => Goal::Minimize,
+        Some("max") => Goal::Maximize,
+        Some(other) => return Err(bad(format!("--goal: {other:?} is neither max nor min"))),
+        // Times and latencies are better small; rates better large.
+        None if ["arpt", "lat", "wall", "busy", "time"].iter().any(|k| a.response.contains(k)) => {
+            Goal::Minimize
+        }
+        None => Goal::Maximize,
+    };
+    let mut level_tables = Vec::new();
+    for f in &a.factors {
+        level_tables.push((f.clone(), level_means(&dataset, f).map_err(stats)?));
+    }
+    let mut interactions = Vec::new();
+    for row in &final_table.rows {
+        let parts: Vec<&str> = row.term.split(':').collect();
+        if parts.len() == 2 && row.p.is_some_and(|p| p <= a.alpha) {
+            interactions.push(InteractionTable {
+                term: row.term.clone(),
+                p: row.p,
+                cells: cell_means(&dataset, &parts).map_err(stats)?,
+            });
+        }
+    }
+    let recommendations = recommend(&dataset, &final_table, goal, a.alpha).map_err(stats)?;
+
+    let mut out = format!(
+        "ANOVA (Type II sums of squares) of {}{} in {} ({} runs), model: {}\n",
+        if a.log { "log " } else { "" },
+        a.response,
+        a.data.display(),
+        dataset.len(),
+        spec.terms(&dataset).map_err(stats)?.iter().map(|t| t.name()).collect::<Vec<_>>().join(" + ")
+    );
+    render_anova(&full, &mut out);
+    if !a.full {
+        if removed.is_empty() {
+            out.push_str(&format!(
+                "\nparsimony: every interaction is significant at {} (or there are none)\n",
+                a.alpha
+            ));
+        } else {
+            for s in &removed {
+                out.push_str(&format!("parsimony: removed {} (p {})\n", s.removed, fmt_p(s.p)));
+            }
+            out.push_str("\nfinal model:\n");
+            render_anova(&final_table, &mut out);
+        }
+    }
+    match (&diagnostics, &diagnostics_note) {
+        (Some(d), _) => out.push_str(&format!(
+            "residuals: {}; {} over {} cells\n",
+            test_line(&d.normality),
+            test_line(&d.equal_variance),
+            d.cells
+        )),
+        (None, Some(note)) => out.push_str(&format!("{note}\n")),
+        _ => {}
+    }
+    for (f, means) in &level_tables {
+        let cells: Vec<String> =
+            means.iter().map(|m| format!("{} {:.6e} (n {})", m.level, m.mean, m.n)).collect();
+        out.push_str(&format!("mean {} by {f}: {}\n", a.response, cells.join(", ")));
+    }
+    for it in &interactions {
+        out.push_str(&format!("significant interaction {} (p {}):\n", it.term, fmt_p(it.p)));
+        // The factor names head the first row: the table header takes static names only.
+        let mut t = Table::new(vec!["", "", "mean", "n"]);
+        t.rows.push(it.term.split(':').map(str::to_string).chain([String::new(), String::new()]).collect());
+        for c in &it.cells {
+            let mut row = c.levels.clone();
+            row.push(format!("{:.6e}", c.mean));
+            row.push(c.n.to_string());
+            t.rows.push(row);
+        }
+        t.render(&mut out);
+    }
+    let mut t = Table::new(vec!["factor", "recommended", "p", "mean"]);
+    t.left_aligned = vec![0, 1];
+    for r in &recommendations {
+        t.rows.push(vec![
+            r.factor.clone(),
+            r.choice.to_string(),
+            fmt_p(r.p),
+            r.mean.map_or("-".into(), |m| format!("{m:.6e}")),
+        ]);
+    }
+    out.push_str(&format!(
+        "recommended configuration ({} {}; SNS = statistically not significant at {}):\n",
+        if goal == Goal::Maximize { "maximize" } else { "minimize" },
+        a.response,
+        a.alpha
+    ));
+    t.render(&mut out);
+    print!("{out}");
+
+    if let Some(path) = &a.json {
+        let report = AnalysisReport {
+            schema_version: iolens_metrics::SCHEMA_VERSION,
+            data: a.data.display().to_string(),
+            response: a.response.clone(),
+            log_response: a.log,
+            alpha: a.alpha,
+            rows: dataset.len(),
+            anova: anova_rows(&full),
+            r_squared: full.r_squared,
+            adj_r_squared: full.adj_r_squared,
+            diagnostics,
+            diagnostics_note,
+            removed,
+            final_model: final_table
+                .rows
+                .iter()
+                .map(|r| r.term.clone())
+                .filter(|t| t != "Residual")
+                .collect(),
+            final_anova: anova_rows(&final_table),
+            final_r_squared: final_table.r_squared,
+            final_adj_r_squared: final_table.adj_r_squared,
+            level_means: level_tables,
+            significant_interactions: interactions,
+            goal: if goal == Goal::Maximize { "maximize".into() } else { "minimize".into() },
+            recommendations,
+        };
+        write_json_or_warn(path, &report);
+    }
+    Ok(())
+}
+
+/// The expected direction of a metric's correlation with execution time (BPS paper, Table 1).
+fn built_in_direction(metric: &str) -> Option<Direction> {
+    let m = metric.to_ascii_lowercase();
+    if m.contains("arpt") || m.contains("response") || m.contains("latency") {
+        Some(Direction::Positive)
+    } else if m.contains("iops") || m.contains("bw") || m.contains("bandwidth") || m.contains("bps") {
+        Some(Direction::Negative)
+    } else {
+        None
+    }
+}
+
+#[derive(Serialize)]
+struct CorrelationRow {
+    name: String,
+    cc: f64,
+    normalized_cc: f64,
+    direction_ok: bool,
+    expected: &'static str,
+    p: f64,
+    n: usize,
+}
+
+#[derive(Serialize)]
+struct CorrelationReport {
+    schema_version: u32,
+    data: String,
+    time: String,
+    metrics: Vec<CorrelationRow>,
+}
+
+pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
+    let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
+    let data = read_csv(&a.data).map_err(bad)?;
+    let time = data.numbers(&a.data, "--time", &a.time).map_err(bad)?;
+    let mut expected: Vec<(String, Direction)> = Vec::new();
+    for e in &a.expect {
+        let (name, dir) =
+            e.split_once(':').ok_or_else(|| bad(format!("--expect {e:?}: write name:neg or name:pos")))?;
+        let dir = match dir {
+            "neg" | "negative" | "-" => Direction::Negative,
+            "pos" | "positive" | "+" => Direction::Positive,
+            other => return Err(bad(format!("--expect {e:?}: {other:?} is neither neg nor pos"))),
+        };
+        expected.push((name.to_string(), dir));
+    }
+    let metrics: Vec<String> = if a.metrics.is_empty() {
+        data.header.iter().filter(|h| **h != a.time && built_in_direction(h).is_some()).cloned().collect()
+    } else {
+        a.metrics.clone()
+    };
+    if metrics.is_empty() {
+        return Err(bad("no metric columns: name them with --metrics iops,bw,arpt,bps".into()));
+    }
+    let mut rows = Vec::new();
+    for m in &metrics {
+        let values = data.numbers(&a.data, "--metrics", m).map_err(bad)?;
+        let direction = expected
+            .iter()
+            .find(|(n, _)| n == m)
+            .map(|(_, d)| *d)
+            .or_else(|| built_in_direction(m))
+            .ok_or_else(|| {
+                bad(format!("{m}: no expected direction is built in\n  hint: add --expect {m}:neg (or :pos)"))
+            })?;
+        let test = iolens_stats::pearson_test(&values, &time).map_err(|e| bad(format!("{m}: {e}")))?;
+        let n = NormalizedCc::new(test.r, direction);
+        rows.push(CorrelationRow {
+            name: m.clone(),
+            cc: n.cc,
+            normalized_cc: n.normalized_cc,
+            direction_ok: n.direction_ok,
+            expected: if direction == Direction::Negative { "negative" } else { "positive" },
+            p: test.p,
+            n: test.n,
+        });
+    }
+    let mut t = Table::new(vec!["metric", "expected", "CC", "normalized CC", "direction", "p"]);
+    t.left_aligned = vec![0, 1, 4];
+    for r in &rows {
+        t.rows.push(vec![
+            r.name.clone(),
+            r.expected.into(),
+            format!("{:.4}", r.cc),
+            format!("{:+.4}", r.normalized_cc),
+            if r.direction_ok { "right".into() } else { "WRONG".into() },
+            fmt_p(Some(r.p)),
+        ]);
+    }
+    let mut out =
+        format!("Pearson correlation with {} over {} rows of {}:\n", a.time, time.len(), a.data.display());
+    t.render(&mut out);
+    out.push_str(
+        "normalized CC = |CC|, negative when the sign is not the expected one (a misleading metric)\n",
+    );
+    print!("{out}");
+    if let Some(path) = &a.json {
+        let report = CorrelationReport {
+            schema_version: iolens_metrics::SCHEMA_VERSION,
+            data: a.data.display().to_string(),
+            time: a.time.clone(),
+            metrics: rows,
+        };
+        write_json_or_warn(path, &report);
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! Studies and their statistics through the CLI: DOE resume, ANOVA JSON, correlation.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn iolens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn plan(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("plan.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[defaults]\ntarget = \"{}\"\nrw = \"randread\"\nengine = \"null\"\nsize = \"1m\"\ntime = \"250ms\"\n\
+             [[agent]]\nname = \"a\"\n[doe]\nreplicates = 2\nseed = 9\nfactors = {{ bs = [\"4k\", \"16k\"], threads = [1, 2] }}\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn rows(csv: &Path) -> Vec<String> {
+    std::fs::read_to_string(csv).unwrap_or_default().lines().skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn an_interrupted_study_resumes_without_losing_or_repeating_runs() {
+    let dir = scratch();
+    let plan = plan(dir.path());
+    let csv = dir.path().join("data.csv");
+    let mut first = iolens()
+        .arg("doe")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&csv)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it hard once a few runs are on disk.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rows(&csv).len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let before = rows(&csv);
+    assert!((3..8).contains(&before.len()), "killed mid-study: {} rows", before.len());
+
+    let second = iolens().arg("doe").arg(&plan).arg("--out").arg(&csv).arg("-q").output().unwrap();
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(stdout.contains(&format!("{} were already done", before.len())), "{stdout}");
+    let after = rows(&csv);
+    assert_eq!(&after[..before.len()], &before[..], "rows already written stay as they were");
+    let mut ids: Vec<u64> = after.iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
+    ids.sort();
+    assert_eq!(ids, (0..8).collect::<Vec<u64>>(), "every run exactly once");
+
+    let third = iolens().arg("doe").arg(&plan).arg("--out").arg(&csv).arg("-q").output().unwrap();
+    assert!(String::from_utf8_lossy(&third.stdout).contains("8 were already done, 0 ran now"));
+    assert_eq!(rows(&csv), after);
+}
+
+#[test]
+fn doe_analyze_writes_the_anova_table_as_json() {
+    let dir = scratch();
+    // A 2×2 design with 3 replicates: A has a large effect, B none, no interaction.
+    let mut text = String::from("A,B,y\n");
+    let noise = [0.1, -0.2, 0.1, 0.05, -0.05, 0.0, 0.2, -0.1, -0.1, 0.15, -0.15, 0.0];
+    let mut k = 0;
+    for a in ["lo", "hi"] {
+        for b in ["x", "y"] {
+            for _ in 0..3 {
+                let y = if a == "hi" { 20.0 } else { 10.0 } + noise[k];
+                text.push_str(&format!("{a},{b},{y}\n"));
+                k += 1;
+            }
+        }
+    }
+    let csv = dir.path().join("d.csv");
+    std::fs::write(&csv, text).unwrap();
+    let json = dir.path().join("a.json");
+    let out = iolens()
+        .args(["doe", "analyze"])
+        .arg(&csv)
+        .args(["--response", "y", "--factors", "A,B", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let terms: Vec<&str> =
+        v["anova"].as_array().unwrap().iter().map(|r| r["term"].as_str().unwrap()).collect();
+    assert_eq!(terms, ["A", "B", "A:B", "Residual"]);
+    let a = &v["anova"][0];
+    assert!(a["F"].as_f64().unwrap() > 100.0 && a["p"].as_f64().unwrap() < 1e-6);
+    // Balanced: the sums of squares add up to the total.
+    let mean: f64 = 15.0 + noise.iter().sum::<f64>() / 12.0;
+    let total: f64 = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap())
+        .map(|y| (y - mean).powi(2))
+        .sum();
+    let sum: f64 = v["anova"].as_array().unwrap().iter().map(|r| r["sum_sq"].as_f64().unwrap()).sum();
+    assert!((sum - total).abs() < 1e-9 * total, "{sum} vs {total}");
+    assert!(v["r_squared"].as_f64().unwrap() > 0.99);
+    assert_eq!(v["final_model"], serde_json::json!(["A", "B"]), "the null interaction is removed");
+    let rec = v["recommendations"].as_array().unwrap();
+    assert_eq!(rec[0]["choice"], serde_json::json!({"Level": "hi"}));
+    assert_eq!(rec[1]["choice"], serde_json::json!("NotSignificant"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SNS"));
+
+    let bad = iolens()
+        .args(["doe", "analyze"])
+        .arg(&csv)
+        .args(["--response", "z", "--factors", "A"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no column \"z\""));
+}
+
+#[test]
+fn correlate_normalizes_by_the_expected_direction() {
+    let dir = scratch();
+    // Time falls as iops and bps rise (the right direction); bw rises with time (misleading);
+    // arpt rises with time (right); hits is user-defined.
+    let csv = dir.path().join("m.csv");
+    std::fs::write(
+        &csv,
+        "time_s,iops,bw,arpt,bps,hits\n10,100,5,1.0,200,3\n8,120,6,0.8,260,1\n6,150,9,0.7,300,4\n4,190,8,0.5,420,2\n",
+    )
+    .unwrap();
+    let json = dir.path().join("c.json");
+    let out = iolens()
+        .arg("correlate")
+        .arg(&csv)
+        .args(["--time", "time_s", "--metrics", "iops,bw,arpt,bps,hits", "--expect", "hits:pos", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let m = v["metrics"].as_array().unwrap();
+    let get = |name: &str| m.iter().find(|x| x["name"] == name).unwrap();
+    for name in ["iops", "arpt", "bps"] {
+        let x = get(name);
+        assert_eq!(x["direction_ok"], true, "{name}");
+        assert!((x["normalized_cc"].as_f64().unwrap() - x["cc"].as_f64().unwrap().abs()).abs() < 1e-12);
+    }
+    let bw = get("bw");
+    // bw: 5,6,9,8 against time 10,8,6,4 — negative, as expected.
+    assert!(bw["cc"].as_f64().unwrap() < 0.0);
+    let hits = get("hits");
+    assert_eq!(hits["direction_ok"], hits["cc"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        hits["normalized_cc"].as_f64().unwrap().signum(),
+        if hits["direction_ok"] == true { 1.0 } else { -1.0 }
+    );
+    // Pearson of iops with time computed by hand.
+    let (x, y) = ([100.0, 120.0, 150.0, 190.0], [10.0, 8.0, 6.0, 4.0]);
+    let (mx, my) = (x.iter().sum::<f64>() / 4.0, y.iter().sum::<f64>() / 4.0);
+    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let syy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    assert!((get("iops")["cc"].as_f64().unwrap() - sxy / (sxx * syy).sqrt()).abs() < 1e-12);
+
+    let no_direction =
+        iolens().arg("correlate").arg(&csv).args(["--time", "time_s", "--metrics", "hits"]).output().unwrap();
+    assert_eq!(no_direction.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_direction.stderr).contains("--expect hits:neg"));
+}
