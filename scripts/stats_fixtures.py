@@ -230,9 +230,13 @@ def reduce_interactions(df, response, main, interactions, alpha):
         ]
         if not removable:
             break
-        worst = max(removable, key=lambda term: p_of[":".join(term)] if p_of[":".join(term)] is not None else 1.0)
-        worst_p = p_of[":".join(worst)]
-        worst_p = 1.0 if worst_p is None else worst_p
+        def p_value(term):
+            # A term left with no degrees of freedom explains nothing: treated as p = 1.
+            p = p_of[":".join(term)]
+            return 1.0 if p is None else p
+
+        worst = max(removable, key=p_value)
+        worst_p = p_value(worst)
         if worst_p <= alpha:
             break
         steps.append({"removed": ":".join(worst), "p": worst_p})

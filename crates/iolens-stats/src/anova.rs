@@ -81,7 +81,7 @@ pub fn anova(data: &Dataset, spec: &ModelSpec, scale: ResponseScale) -> Result<A
 
     let mut fits = FitCache::new(&cells, &terms);
     let all_terms: Vec<usize> = (0..terms.len()).collect();
-    let full = fits.fit(&all_terms)?;
+    let full = fits.fit(&all_terms);
     let observations = data.len();
     if full.rank >= observations {
         return Err(StatsError::NoResidualDegreesOfFreedom { observations, rank: full.rank });
@@ -98,8 +98,8 @@ pub fn anova(data: &Dataset, spec: &ModelSpec, scale: ResponseScale) -> Result<A
         let base: Vec<usize> =
             (0..terms.len()).filter(|&other| !term.is_contained_in(&terms[other])).collect();
         let reduced: Vec<usize> = base.iter().copied().filter(|&t| t != index).collect();
-        let with_term = fits.fit(&base)?;
-        let without_term = fits.fit(&reduced)?;
+        let with_term = fits.fit(&base);
+        let without_term = fits.fit(&reduced);
         // The fits are nested projections, so the gain in explained sum of squares is the
         // squared distance between them; subtracting two residual sums would lose the digits
         // of a small term to cancellation.
@@ -282,13 +282,13 @@ impl<'a> FitCache<'a> {
         FitCache { cells, key_positions, fits: HashMap::new() }
     }
 
-    fn fit(&mut self, term_set: &[usize]) -> Result<std::rc::Rc<Fit>, StatsError> {
+    fn fit(&mut self, term_set: &[usize]) -> std::rc::Rc<Fit> {
         if let Some(fit) = self.fits.get(term_set) {
-            return Ok(fit.clone());
+            return fit.clone();
         }
         let fit = std::rc::Rc::new(self.least_squares(term_set));
         self.fits.insert(term_set.to_vec(), fit.clone());
-        Ok(fit)
+        fit
     }
 
     /// Projects the cell means onto the span of the intercept and, for every term, the

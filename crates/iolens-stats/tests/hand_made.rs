@@ -248,7 +248,8 @@ fn missing_cells_lower_the_interaction_degrees_of_freedom() {
     let keep: Vec<usize> = (0..full.len())
         .filter(|&i| {
             let row = &full.levels[i];
-            !(row[0] == "1" && row[1] == "x") && !(row[0] == "2" && row[1] == "y")
+            let cell = (row[0].as_str(), row[1].as_str());
+            cell != ("1", "x") && cell != ("2", "y")
         })
         .collect();
     let data = Dataset {

@@ -12,6 +12,7 @@ pub mod doe;
 pub mod repeat;
 pub mod saturate;
 pub mod sweep;
+pub mod validate;
 pub mod write_modes;
 
 use std::path::{Path, PathBuf};

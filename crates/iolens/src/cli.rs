@@ -29,6 +29,8 @@ pub enum Command {
     /// Full-factorial experiments with resume (`doe PLAN.toml`), and their ANOVA
     /// (`doe analyze DATA.csv`).
     Doe(DoeArgs),
+    /// Which metrics track execution time on this machine: the BPS paper's four experiment sets.
+    Validate(ValidateArgs),
     /// Pearson correlation of metric columns with execution time, normalized by expected direction.
     Correlate(CorrelateArgs),
     /// Device statistics like `iostat -x`, from /proc/diskstats, every interval.
@@ -433,4 +435,28 @@ pub struct CorrelateArgs {
     pub expect: Vec<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// A directory on the storage to test (a scratch directory of iolens's own is made in it).
+    pub dir: PathBuf,
+    /// An extra storage target for set 1 (a directory or a file).
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Bytes the application reads in each run.
+    #[arg(long, default_value = "64m")]
+    pub volume: String,
+    /// Repetitions of every configuration (run in a shuffled order).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Experiment sets to run: 1 storage, 2 request size, 3 concurrency, 4 data sieving.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    pub sets: Vec<u8>,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long)]
+    pub keep: bool,
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
         cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
         cli::Command::Doe(a) => stats_cmd::doe(a, &stop, command),
+        cli::Command::Validate(a) => suites::validate(a, &stop, command),
         cli::Command::Correlate(a) => stats_cmd::correlate(a, command),
         cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
         cli::Command::Sweep(a) => suites::sweep(a, &stop, command),

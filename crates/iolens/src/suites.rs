@@ -5,11 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iolens_engine::TargetPolicy;
-use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
+use iolens_suites::{
+    beff_io, saturate, sweep, validate as validation, write_modes, SuiteContext, SuiteError,
+};
 use iolens_workload::{parse_duration, parse_size};
 use serde::Serialize;
 
-use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, WriteModesArgs};
+use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, ValidateArgs, WriteModesArgs};
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
@@ -145,4 +147,29 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
     }
     let result = beff_io::run(&cfg, stop);
     finish(result, beff_io::render, &a.json, stop, &command)
+}
+
+pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.json);
+    let mut cfg = validation::ValidateConfig::new(a.dir.clone());
+    cfg.volume = size("--volume", &a.volume, &out, &command)?;
+    if a.repeat == 0 {
+        return Err(fail(&out, &command, "--repeat: give at least 1", false, EXIT_USAGE));
+    }
+    cfg.repeat = a.repeat;
+    cfg.sets = a.sets.clone();
+    cfg.extra_target = a.target.clone();
+    let suite = SuiteArgs {
+        target: a.dir.clone(),
+        time: String::new(),
+        size: String::new(),
+        json: a.json.clone(),
+        keep: a.keep,
+        allow_overwrite: false,
+        quiet: a.quiet,
+    };
+    let progress = ProgressLine::new(a.quiet, "validate");
+    let result = validation::validate(&cfg, &context(&suite, stop, &progress, &command));
+    progress.finish();
+    finish(result, validation::render, &a.json, stop, &command)
 }

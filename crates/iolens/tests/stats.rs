@@ -181,3 +181,65 @@ fn correlate_normalizes_by_the_expected_direction() {
     assert_eq!(no_direction.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_direction.stderr).contains("--expect hits:neg"));
 }
+
+#[test]
+fn validate_runs_the_four_sets_with_tiny_sizes() {
+    let dir = scratch();
+    let json = dir.path().join("v.json");
+    let out = iolens()
+        .arg("validate")
+        .arg(dir.path())
+        .args(["--volume", "4m", "--repeat", "2", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("verdict:").count(), 4, "{stdout}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sets = v["sets"].as_array().unwrap();
+    assert_eq!(sets.iter().map(|s| s["set"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    for s in sets {
+        let runs = s["runs"].as_array().unwrap();
+        assert!(runs.len() >= 4 && runs.len() % 2 == 0, "every config twice: {}", runs.len());
+        let names: Vec<&str> =
+            s["correlations"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["iops", "bw_bytes_s", "arpt_s", "bps"]);
+        for c in s["correlations"].as_array().unwrap() {
+            if let (Some(cc), Some(n)) = (c["cc"].as_f64(), c["normalized_cc"].as_f64()) {
+                assert!((n.abs() - cc.abs()).abs() < 1e-12);
+                assert_eq!(n > 0.0, c["direction_ok"] == true);
+            }
+        }
+        let misleading: Vec<&str> =
+            s["misleading"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+        let wrong: Vec<&str> = s["correlations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["direction_ok"] == false)
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(misleading, wrong);
+    }
+    // Set 2 reads the same volume at every size; set 4 keeps the application's bytes fixed
+    // while data sieving moves more as the spacing grows.
+    let bytes = |s: &Value| -> Vec<u64> {
+        s["runs"].as_array().unwrap().iter().map(|r| r["bytes"].as_u64().unwrap()).collect()
+    };
+    assert!(bytes(&sets[1]).iter().all(|b| *b == 4 << 20));
+    let set4 = &sets[3]["runs"].as_array().unwrap();
+    assert!(bytes(&sets[3]).windows(2).all(|w| w[0] == w[1]));
+    let moved = |spacing: &str| {
+        set4.iter().find(|r| r["config"] == format!("spacing {spacing}")).unwrap()["moved_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(moved("8B") < moved("64B") && moved("64B") < moved("512B") && moved("512B") < moved("4KiB"));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "v.json")
+        .collect();
+    assert!(left.is_empty(), "the scratch directory is removed: {left:?}");
+}
