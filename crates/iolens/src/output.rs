@@ -52,8 +52,13 @@ impl RunObserver for ProgressLine {
 
 /// Prints an error to stderr and, when asked for JSON, leaves a valid JSON error report.
 pub fn fail(out: &OutputArgs, command: &str, message: &str, interrupted: bool, code: u8) -> u8 {
+    report_error(out.json.as_deref(), command, message, interrupted, code)
+}
+
+/// Prints the error, writes it as the JSON result when one was asked for, and gives `code`.
+pub fn report_error(json: Option<&Path>, command: &str, message: &str, interrupted: bool, code: u8) -> u8 {
     eprintln!("iolens: error: {message}");
-    if let Some(path) = &out.json {
+    if let Some(path) = json {
         write_json_or_warn(path, &ErrorReport::new(command.to_string(), message.to_string(), interrupted));
     }
     code

@@ -19,14 +19,7 @@ use crate::output::{write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 /// Reports an error (with JSON when asked) and gives the exit code.
 fn fail(json: &Option<PathBuf>, command: &str, message: &str, code: u8) -> u8 {
-    eprintln!("iolens: error: {message}");
-    if let Some(path) = json {
-        write_json_or_warn(
-            path,
-            &iolens_report::ErrorReport::new(command.to_string(), message.to_string(), false),
-        );
-    }
-    code
+    crate::output::report_error(json.as_deref(), command, message, false, code)
 }
 
 /// A CSV file as header and rows of fields (RFC 4180 quoting).

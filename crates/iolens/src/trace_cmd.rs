@@ -36,14 +36,7 @@ impl EventSink for Feed<'_> {
 }
 
 fn error(message: &str, code: u8, json: Option<&Path>, command: &str) -> u8 {
-    eprintln!("iolens: error: {message}");
-    if let Some(path) = json {
-        write_json_or_warn(
-            path,
-            &iolens_report::ErrorReport::new(command.to_string(), message.to_string(), false),
-        );
-    }
-    code
+    crate::output::report_error(json, command, message, false, code)
 }
 
 fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptions, String> {
