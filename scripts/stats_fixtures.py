@@ -378,6 +378,22 @@ def two_factor_balanced():
     write_anova_fixture("two_factor_balanced", df, models, extras)
 
 
+# The models fitted on both three-factor data sets: (name, main effects, interactions, log
+# response, factors whose cells the residual tests group by).
+THREE_FACTOR_MODELS = [
+    ("main", ["A", "B", "D"], [], False, ["A", "B", "D"]),
+    ("two_way", ["A", "B", "D"], [["A", "B"], ["B", "D"]], False, ["A", "B", "D"]),
+    ("two_way_log", ["A", "B", "D"], [["A", "B"], ["B", "D"]], True, ["A", "B", "D"]),
+    (
+        "full_order3_log",
+        ["A", "B", "D"],
+        [["A", "B"], ["A", "D"], ["B", "D"], ["A", "B", "D"]],
+        True,
+        ["A", "B", "D"],
+    ),
+]
+
+
 def three_factor_unbalanced():
     rng = np.random.default_rng(20240202)
     levels = {"A": ["sync", "async"], "B": ["1", "2", "4"], "D": ["4k", "64k", "1m"]}
@@ -385,18 +401,7 @@ def three_factor_unbalanced():
     df[RESPONSE] = positive_response(
         df, rng, {"A": 0.5, "B": 0.3, "D": 0.02}, {("A", "B"): 0.3, ("B", "D"): 0.01}, 0.15
     )
-    models = [
-        ("main", ["A", "B", "D"], [], False, ["A", "B", "D"]),
-        ("two_way", ["A", "B", "D"], [["A", "B"], ["B", "D"]], False, ["A", "B", "D"]),
-        ("two_way_log", ["A", "B", "D"], [["A", "B"], ["B", "D"]], True, ["A", "B", "D"]),
-        (
-            "full_order3_log",
-            ["A", "B", "D"],
-            [["A", "B"], ["A", "D"], ["B", "D"], ["A", "B", "D"]],
-            True,
-            ["A", "B", "D"],
-        ),
-    ]
+    models = THREE_FACTOR_MODELS
 
     def extras(fixture):
         table = fixture["models"][2]["table"]
@@ -417,18 +422,7 @@ def three_factor_missing_cells():
     df[RESPONSE] = positive_response(
         df, rng, {"A": 0.3, "B": 0.4, "D": 0.2}, {("A", "B"): 0.2, ("B", "D"): 0.05}, 0.12
     )
-    models = [
-        ("main", ["A", "B", "D"], [], False, ["A", "B", "D"]),
-        ("two_way", ["A", "B", "D"], [["A", "B"], ["B", "D"]], False, ["A", "B", "D"]),
-        ("two_way_log", ["A", "B", "D"], [["A", "B"], ["B", "D"]], True, ["A", "B", "D"]),
-        (
-            "full_order3_log",
-            ["A", "B", "D"],
-            [["A", "B"], ["A", "D"], ["B", "D"], ["A", "B", "D"]],
-            True,
-            ["A", "B", "D"],
-        ),
-    ]
+    models = THREE_FACTOR_MODELS
 
     def extras(fixture):
         return {"interaction_means": interaction_means(df, [("A", "B")])}

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use iolens_record::event::{IoEvent, UNKNOWN_OFFSET};
+use iolens_report::export::csv_field;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
@@ -60,14 +61,6 @@ impl CsvOps {
         let mut out = BufWriter::new(File::create(path)?);
         writeln!(out, "{}", OP_COLUMNS.join(","))?;
         Ok(CsvOps { out })
-    }
-}
-
-fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
     }
 }
 

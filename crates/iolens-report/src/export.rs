@@ -95,11 +95,12 @@ const CSV_COLUMNS: &[&str] = &[
     "io_wait_fraction",
 ];
 
-fn csv_field(s: &str) -> String {
+/// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote or newline.
+pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
     } else {
-        s.to_string()
+        s.into()
     }
 }
 
@@ -149,10 +150,10 @@ pub fn write_csv(path: &Path, run: &RunResult) -> io::Result<()> {
         let i = &a.info;
         let mut row = vec![
             "agent".to_string(),
-            csv_field(&i.name),
-            csv_field(&i.target),
-            csv_field(&i.rw),
-            csv_field(&i.bs),
+            csv_field(&i.name).into_owned(),
+            csv_field(&i.target).into_owned(),
+            csv_field(&i.rw).into_owned(),
+            csv_field(&i.bs).into_owned(),
             i.engine.clone(),
             i.qd.to_string(),
             i.direct.to_string(),
@@ -160,7 +161,7 @@ pub fn write_csv(path: &Path, run: &RunResult) -> io::Result<()> {
         row.extend(figure_fields(&a.figures));
         writeln!(w, "{}", row.join(","))?;
     }
-    let mut row = vec!["aggregate".to_string(), csv_field(&run.job)];
+    let mut row = vec!["aggregate".to_string(), csv_field(&run.job).into_owned()];
     row.extend(std::iter::repeat_n(String::new(), 6));
     row.extend(figure_fields(&run.aggregate));
     writeln!(w, "{}", row.join(","))?;

@@ -176,6 +176,7 @@ struct Shared {
 /// Ranks that are threads of this process.
 pub struct ThreadRanks {
     rank: usize,
+    size: usize,
     shared: Arc<Shared>,
 }
 
@@ -183,7 +184,7 @@ impl ThreadRanks {
     /// One handle per rank.
     pub fn group(size: usize) -> Vec<ThreadRanks> {
         let shared = Arc::new(Shared { barrier: Barrier::new(size), values: Mutex::new(vec![0; size]) });
-        (0..size).map(|rank| ThreadRanks { rank, shared: Arc::clone(&shared) }).collect()
+        (0..size).map(|rank| ThreadRanks { rank, size, shared: Arc::clone(&shared) }).collect()
     }
 }
 
@@ -192,7 +193,7 @@ impl Ranks for ThreadRanks {
         self.rank
     }
     fn size(&self) -> usize {
-        self.shared.values.lock().map(|v| v.len()).unwrap_or(1)
+        self.size
     }
     fn barrier(&self) {
         self.shared.barrier.wait();

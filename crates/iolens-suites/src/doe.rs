@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunObserver, RunOptions, TargetPolicy};
 use iolens_metrics::RunResult;
+use iolens_report::export::csv_field;
 use iolens_workload::{parse_job_with_tables, Job, AGENT_KEYS};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -256,17 +257,9 @@ pub fn metric_names() -> Vec<&'static str> {
     COUNT_METRICS.iter().chain(REPEATED_METRICS).map(|(n, _)| *n).collect()
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn row(plan: &Plan, run: &PlannedRun, result: &RunResult) -> String {
     let mut cells = vec![run.run_id.to_string(), run.replicate.to_string()];
-    cells.extend(plan.factors.iter().zip(&run.levels).map(|(f, &l)| csv_field(&f.levels[l].1)));
+    cells.extend(plan.factors.iter().zip(&run.levels).map(|(f, &l)| csv_field(&f.levels[l].1).into_owned()));
     cells.extend(
         COUNT_METRICS.iter().chain(REPEATED_METRICS).map(|(_, read)| read(&result.aggregate).to_string()),
     );

@@ -309,10 +309,9 @@ pub fn render(r: &ValidateResult) -> String {
         out.push_str(&format!("\nset {}: {} ({} runs)\n", s.set, s.name, s.runs.len()));
         let mut t = Table::new(vec!["config", "runs", "time s", "IOPS", "MiB/s", "ARPT", "BPS", "moved/app"]);
         t.left_aligned = vec![0];
-        let mut labels: Vec<&str> = s.runs.iter().map(|x| x.config.as_str()).collect();
-        labels.dedup();
-        let mut seen = Vec::new();
-        for l in labels {
+        // One row per configuration, in the order the shuffled runs first met them.
+        let mut seen: Vec<&str> = Vec::new();
+        for l in s.runs.iter().map(|x| x.config.as_str()) {
             if seen.contains(&l) {
                 continue;
             }

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use iolens_engine::TargetPolicy;
 use iolens_metrics::SCHEMA_VERSION;
 use iolens_report::table::{fmt_rate, Table};
 use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
@@ -100,16 +99,6 @@ struct Quick<'a> {
 }
 
 impl Quick<'_> {
-    fn context<'p>(&self, progress: &'p ProgressLine, scratch_keep: bool) -> SuiteContext<'p> {
-        SuiteContext {
-            stop: Arc::clone(self.stop),
-            observer: progress,
-            policy: TargetPolicy { allow_overwrite: false, keep_cache: false },
-            keep: scratch_keep,
-            command: self.command.clone(),
-        }
-    }
-
     /// Runs one part, saves its JSON, and hands the result to `summarize`.
     fn part<R: Serialize>(
         &mut self,
@@ -122,7 +111,8 @@ impl Quick<'_> {
         }
         let started = Instant::now();
         let progress = ProgressLine::new(self.quiet, name);
-        let result = run(&self.context(&progress, false));
+        // quick writes only in its own scratch directory, removed at the end.
+        let result = run(&crate::suites::context(false, false, self.stop, &progress, &self.command));
         progress.finish();
         let mut outcome =
             PartOutcome { part: name, json: None, seconds: started.elapsed().as_secs_f64(), error: None };

@@ -11,7 +11,7 @@ use iolens_suites::{
 use iolens_workload::{parse_duration, parse_size};
 use serde::Serialize;
 
-use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SuiteArgs, SweepArgs, ValidateArgs, WriteModesArgs};
+use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
@@ -46,8 +46,11 @@ fn finish<R: Serialize>(
     Ok(())
 }
 
-fn context<'a>(
-    s: &SuiteArgs,
+/// How a suite runs its points: whether it may write over files it did not create, and whether
+/// it keeps the files it made.
+pub fn context<'a>(
+    allow_overwrite: bool,
+    keep: bool,
     stop: &Arc<AtomicBool>,
     progress: &'a ProgressLine,
     command: &str,
@@ -55,8 +58,8 @@ fn context<'a>(
     SuiteContext {
         stop: Arc::clone(stop),
         observer: progress,
-        policy: TargetPolicy { allow_overwrite: s.allow_overwrite, keep_cache: false },
-        keep: s.keep,
+        policy: TargetPolicy { allow_overwrite, keep_cache: false },
+        keep,
         command: command.to_string(),
     }
 }
@@ -81,7 +84,8 @@ pub fn sweep(a: SweepArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     cfg.max_size = size("--max-bs", &a.max_bs, &out, &command)?;
     cfg.floor_iops = a.floor_iops;
     let progress = ProgressLine::new(a.suite.quiet, "sweep");
-    let result = sweep::sweep(&cfg, &context(&a.suite, stop, &progress, &command));
+    let result =
+        sweep::sweep(&cfg, &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command));
     progress.finish();
     finish(result, sweep::render, &a.suite.json, stop, &command)
 }
@@ -97,7 +101,8 @@ pub fn saturate(a: SaturateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     cfg.region = size("--size", &a.suite.size, &out, &command)?;
     cfg.loads = a.rw.clone();
     let progress = ProgressLine::new(a.suite.quiet, "saturate");
-    let result = saturate::saturate(&cfg, &context(&a.suite, stop, &progress, &command));
+    let result =
+        saturate::saturate(&cfg, &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command));
     progress.finish();
     finish(result, saturate::render, &a.suite.json, stop, &command)
 }
@@ -108,17 +113,9 @@ pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
     cfg.time = duration("--time", &a.time, &out, &command)?;
     cfg.region = size("--size", &a.size, &out, &command)?;
-    let suite = SuiteArgs {
-        target: a.target.clone(),
-        time: a.time.clone(),
-        size: a.size.clone(),
-        json: a.json.clone(),
-        keep: a.keep,
-        allow_overwrite: a.allow_overwrite,
-        quiet: a.quiet,
-    };
     let progress = ProgressLine::new(a.quiet, "write-modes");
-    let result = write_modes::write_modes(&cfg, &context(&suite, stop, &progress, &command));
+    let result =
+        write_modes::write_modes(&cfg, &context(a.allow_overwrite, a.keep, stop, &progress, &command));
     progress.finish();
     finish(result, write_modes::render, &a.json, stop, &command)
 }
@@ -159,17 +156,9 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     cfg.repeat = a.repeat;
     cfg.sets = a.sets.clone();
     cfg.extra_target = a.target.clone();
-    let suite = SuiteArgs {
-        target: a.dir.clone(),
-        time: String::new(),
-        size: String::new(),
-        json: a.json.clone(),
-        keep: a.keep,
-        allow_overwrite: false,
-        quiet: a.quiet,
-    };
     let progress = ProgressLine::new(a.quiet, "validate");
-    let result = validation::validate(&cfg, &context(&suite, stop, &progress, &command));
+    // validate only writes the files it lays out in a directory of its own.
+    let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command));
     progress.finish();
     finish(result, validation::render, &a.json, stop, &command)
 }
