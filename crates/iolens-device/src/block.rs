@@ -98,6 +98,10 @@ pub enum WriteRefusal {
         "{device} is held by {holders} (LVM, RAID or encryption); iolens never writes to a device in use"
     )]
     Held { device: String, holders: String },
+    #[error(
+        "{device} reads and writes {backing}, which also backs {other}; writing one corrupts what the other holds"
+    )]
+    SharedBacking { device: String, backing: String, other: String },
     #[error("cannot inspect {0}: {1}")]
     Io(PathBuf, io::Error),
 }
@@ -129,12 +133,60 @@ pub fn check_writable_block_device(dev_node: &Path) -> Result<(), WriteRefusal> 
     if !meta.file_type().is_block_device() {
         return Err(WriteRefusal::NotABlockDevice(dev_node.to_path_buf()));
     }
+    check_writable_device_number(meta.rdev())
+}
+
+/// [`check_writable_block_device`] for the device with this number (`st_rdev` of an open
+/// descriptor, so no path is followed again).
+pub fn check_writable_device_number(rdev: u64) -> Result<(), WriteRefusal> {
     let roots = SysRoots::default();
-    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
-    let sys = std::fs::canonicalize(roots.sys_dev_block.join(format!("{major}:{minor}")))
-        .map_err(|e| WriteRefusal::Io(dev_node.to_path_buf(), e))?;
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let link = roots.sys_dev_block.join(format!("{major}:{minor}"));
+    let sys = std::fs::canonicalize(&link).map_err(|e| WriteRefusal::Io(link, e))?;
     let name = sys.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     check_writable_with(&roots, &name)
+}
+
+/// The file a loop device reads and writes (`None` for other devices or unbound loops).
+fn loop_backing(roots: &SysRoots, name: &str) -> Option<String> {
+    read_trim(&roots.sys_class_block.join(name).join("loop/backing_file")).filter(|b| !b.is_empty())
+}
+
+/// Identity of a backing file: device and inode where it still exists, else its name.
+fn backing_identity(backing: &str) -> Result<(u64, u64), String> {
+    let clean = backing.strip_suffix(" (deleted)").unwrap_or(backing);
+    std::fs::metadata(clean).map(|m| (m.dev(), m.ino())).map_err(|_| clean.to_string())
+}
+
+/// Refuses a loop device whose backing file backs another loop device too (an alias of a
+/// device that may be mounted), or whose backing object is itself a device in use.
+fn check_loop_aliases(roots: &SysRoots, name: &str) -> Result<(), WriteRefusal> {
+    let Some(backing) = loop_backing(roots, name) else { return Ok(()) };
+    let mine = backing_identity(&backing);
+    if let Ok(entries) = std::fs::read_dir(&roots.sys_class_block) {
+        for e in entries.flatten() {
+            let other = e.file_name().to_string_lossy().into_owned();
+            if other == name {
+                continue;
+            }
+            let Some(theirs) = loop_backing(roots, &other) else { continue };
+            if backing_identity(&theirs) == mine {
+                return Err(WriteRefusal::SharedBacking {
+                    device: format!("/dev/{name}"),
+                    backing,
+                    other: format!("/dev/{other}"),
+                });
+            }
+        }
+    }
+    // A loop over a block device (a partition, say) writes that device: it must be free too.
+    let clean = backing.strip_suffix(" (deleted)").unwrap_or(&backing);
+    if let Ok(m) = std::fs::metadata(clean) {
+        if m.file_type().is_block_device() && roots.sys_class_block == Path::new("/sys/class/block") {
+            return check_writable_device_number(m.rdev());
+        }
+    }
+    Ok(())
 }
 
 /// The checks of [`check_writable_block_device`] for the device called `name` under `roots`.
@@ -162,6 +214,7 @@ pub fn check_writable_with(roots: &SysRoots, name: &str) -> Result<(), WriteRefu
             return Err(WriteRefusal::Held { device: m.clone(), holders: holders.join(", ") });
         }
     }
+    check_loop_aliases(roots, name)?;
     let mountinfo = std::fs::read_to_string(&roots.mountinfo)
         .map_err(|e| WriteRefusal::Io(roots.mountinfo.clone(), e))?;
     for line in mountinfo.lines() {
@@ -267,6 +320,37 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(check_writable_with(&f.roots(), "sdz"), Err(WriteRefusal::Swap { .. })));
+    }
+
+    #[test]
+    fn a_loop_device_sharing_its_backing_file_is_refused() {
+        let f = FakeSys::new();
+        let image = f.dir.path().join("fs.img");
+        std::fs::write(&image, b"image").unwrap();
+        for (name, dev) in [("loop7", "7:7"), ("loop8", "7:8"), ("loop9", "7:9")] {
+            f.device(name, dev, &[]);
+            std::fs::create_dir_all(f.dir.path().join("class").join(name).join("loop")).unwrap();
+        }
+        let backing = |name: &str, file: &Path| {
+            std::fs::write(
+                f.dir.path().join("class").join(name).join("loop/backing_file"),
+                format!("{}\n", file.display()),
+            )
+            .unwrap()
+        };
+        backing("loop7", &image);
+        assert!(check_writable_with(&f.roots(), "loop7").is_ok(), "sole user of its image");
+        // The same image through a hard link is the same file.
+        let link = f.dir.path().join("alias.img");
+        std::fs::hard_link(&image, &link).unwrap();
+        backing("loop8", &link);
+        let e = check_writable_with(&f.roots(), "loop8").unwrap_err();
+        assert!(matches!(e, WriteRefusal::SharedBacking { .. }), "{e}");
+        assert!(e.to_string().contains("/dev/loop7"), "{e}");
+        let other = f.dir.path().join("other.img");
+        std::fs::write(&other, b"x").unwrap();
+        backing("loop9", &other);
+        assert!(check_writable_with(&f.roots(), "loop9").is_ok());
     }
 
     #[test]

@@ -10,7 +10,8 @@ mod diskstats;
 mod fs;
 
 pub use block::{
-    check_writable_block_device, check_writable_with, device_for_path, BlockDevice, SysRoots, WriteRefusal,
+    check_writable_block_device, check_writable_device_number, check_writable_with, device_for_path,
+    BlockDevice, SysRoots, WriteRefusal,
 };
 pub use diskstats::{
     active_disks, parse_diskstats, read_all_diskstats, read_diskstats, read_diskstats_from, DiskStats,

@@ -12,6 +12,7 @@ pub mod backend;
 pub mod barrier;
 pub mod buffers;
 pub mod offsets;
+pub mod ownership;
 pub mod pacing;
 pub mod target;
 

@@ -198,14 +198,18 @@ pub fn run_job(
     observer.phase("preparing targets");
     let targets = prepare_targets(job, opts.policy, &opts.stop)?;
     let mut result = measure(job, opts, observer, barrier, &targets);
+    let mut cleanup_failures = Vec::new();
     if !opts.keep {
-        for (path, e) in targets.remove_created() {
-            if let Ok(r) = &mut result {
-                r.warnings.push(Warning::new(
-                    WarningCode::CleanupFailed,
-                    format!("could not remove {}: {e}", path.display()),
-                ));
-            }
+        cleanup_failures = targets.remove_created();
+    }
+    // What stays (kept, or owned from an earlier run) is recorded with its identity now.
+    let keep_record = targets.record_kept(!opts.keep).err().map(|e| (PathBuf::from("ownership registry"), e));
+    if let Ok(r) = &mut result {
+        for (path, e) in cleanup_failures.into_iter().chain(keep_record) {
+            r.warnings.push(Warning::new(
+                WarningCode::CleanupFailed,
+                format!("could not remove or record {}: {e}", path.display()),
+            ));
         }
     }
     result

@@ -2,29 +2,34 @@
 //! files with real data, and removing what this run created.
 //!
 //! The rules that keep data safe:
-//! - iolens writes only into files it created in this run, or files carrying its ownership mark
-//!   (the `user.iolens` extended attribute, set when it creates a file);
-//! - any other existing file, and any block device, is written only with `allow_overwrite`;
-//! - a block device that is mounted, used as swap, or held by another device (or has such a
-//!   partition) is never written, flag or not; it is also opened with `O_EXCL`, so the kernel
-//!   refuses it if it got mounted meanwhile.
+//! - every target is opened once, here, without blocking (`O_NONBLOCK`: a FIFO cannot hang the
+//!   run) and — under iolens's own names in a directory — without following a final symbolic
+//!   link (`O_NOFOLLOW`); new files are created with `O_CREAT|O_EXCL`. Every decision is taken
+//!   on that descriptor (`fstat`), and agents reopen the same object through
+//!   `/proc/self/fd/N`, so swapping the path between check and use changes nothing;
+//! - only regular files and block devices are used: FIFOs, sockets, character devices and
+//!   directories are refused;
+//! - iolens writes only into files it created in this run, or files the ownership registry
+//!   ([`crate::ownership`]) says it created and nobody changed since; any other existing file,
+//!   and any block device, is written only with `allow_overwrite`;
+//! - a block device that is mounted, used as swap, held by another device, or a loop device
+//!   sharing its backing file with another loop device, is never written, flag or not; while it
+//!   is written, an `O_EXCL` descriptor of it is held, so the kernel refuses to mount it meanwhile.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use iolens_workload::{AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
+use crate::ownership::{EntryKind, Holder, Identity, Registry};
 use crate::EngineError;
 
-const OWNER_XATTR: &str = "user.iolens";
 const LAYOUT_CHUNK: usize = 1 << 20;
 
 /// What kind of object a target is.
@@ -35,17 +40,27 @@ pub enum TargetKind {
 }
 
 /// A resolved target shared by one or more agents.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Target {
     pub path: PathBuf,
     pub kind: TargetKind,
     /// Bytes agents address: `[0, region)`.
     pub region: u64,
-    /// Does not exist yet: this run creates it.
-    pub new: bool,
     /// Created by this run (removed at the end unless kept).
     pub created: bool,
+    /// Created by iolens, in this run or (per the registry, unchanged since) an earlier one.
+    pub owned: bool,
     pub written: bool,
+    /// The object itself, opened once; `None` only for null-engine jobs on missing paths.
+    handle: Option<File>,
+    /// Bytes from offset 0 holding laid-out data.
+    laid_out: u64,
+}
+
+impl Target {
+    fn fd_path(&self) -> Option<PathBuf> {
+        self.handle.as_ref().map(|f| PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())))
+    }
 }
 
 /// The targets of a job and which agent uses which.
@@ -63,18 +78,64 @@ impl Targets {
         &self.targets[self.agent_target[agent]]
     }
 
-    /// Removes the files this run created; returns the ones that could not be removed.
+    /// Removes the files this run created — each only if its path still names the very file
+    /// created — and drops them from the registry; returns the ones that could not be removed.
     pub fn remove_created(&self) -> Vec<(PathBuf, io::Error)> {
-        self.targets
-            .iter()
-            .filter(|t| t.created)
-            .filter_map(|t| std::fs::remove_file(&t.path).err().map(|e| (t.path.clone(), e)))
-            .filter(|(_, e)| e.kind() != io::ErrorKind::NotFound)
-            .collect()
+        let mut failed = Vec::new();
+        let mut reg = Registry::open().ok().flatten();
+        for t in self.targets.iter().filter(|t| t.created) {
+            let Some(id) = t.handle.as_ref().and_then(|f| Identity::of(f).ok()) else { continue };
+            match remove_if_same_file(&t.path, &id) {
+                Ok(()) => {}
+                Err(e) => failed.push((t.path.clone(), e)),
+            }
+            if let Some(r) = reg.as_mut() {
+                r.forget(&id);
+            }
+        }
+        if let Some(r) = reg {
+            let _ = r.save();
+        }
+        failed
+    }
+
+    /// Records the files this run leaves in place (kept, or owned from an earlier run) with
+    /// their identity now, so a later run recognizes them — and nothing changed by others.
+    /// `created_removed`: the files this run created were removed, so only earlier ones stay.
+    pub fn record_kept(&self, created_removed: bool) -> io::Result<()> {
+        if !self.targets.iter().any(|t| t.owned && !(created_removed && t.created)) {
+            return Ok(());
+        }
+        let Some(mut reg) = Registry::open()? else { return Ok(()) };
+        let stays = |t: &&Target| t.owned && t.kind == TargetKind::File && !(created_removed && t.created);
+        for t in self.targets.iter().filter(stays) {
+            if let Some(f) = &t.handle {
+                reg.record(f, &t.path, EntryKind::File, None, t.laid_out);
+            }
+        }
+        reg.save()
     }
 
     pub fn created_paths(&self) -> Vec<PathBuf> {
         self.targets.iter().filter(|t| t.created).map(|t| t.path.clone()).collect()
+    }
+}
+
+fn remove_if_same_file(path: &Path, id: &Identity) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && Identity::from_meta(&m).dev == id.dev && m.ino() == id.ino => {
+            std::fs::remove_file(path).or_else(|e| {
+                if e.kind() == io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+        }
+        // Gone, or replaced by something else: not ours to remove.
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
@@ -101,31 +162,11 @@ pub fn agent_file_in_dir(dir: &Path, job: &str, agent: &str) -> PathBuf {
     dir.join(format!("iolens-{}-{}.dat", sanitize(job), sanitize(agent)))
 }
 
-fn read_owner_mark(path: &Path) -> Option<u64> {
-    let cpath = CString::new(path.as_os_str().as_bytes()).ok()?;
-    let name = CString::new(OWNER_XATTR).unwrap();
-    let mut buf = [0u8; 64];
-    // SAFETY: valid C strings and a buffer of the given length.
-    let n = unsafe { libc::getxattr(cpath.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n <= 0 {
-        return None;
-    }
-    let text = std::str::from_utf8(&buf[..n as usize]).ok()?;
-    text.strip_prefix("iolens laid_out=")?.trim().parse().ok()
-}
-
-/// Marks a file as iolens's own, remembering how many bytes hold laid-out data. File systems
-/// without user xattrs simply keep no mark: the file then counts as foreign in later runs.
-fn write_owner_mark(file: &File, laid_out: u64) {
-    let name = CString::new(OWNER_XATTR).unwrap();
-    let value = format!("iolens laid_out={laid_out}");
-    // SAFETY: valid fd, C string and buffer.
-    unsafe { libc::fsetxattr(file.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
-}
-
-/// Whether `path` is a file iolens created (in any run).
+/// Whether `path` is a regular file the registry says iolens created and nobody changed since.
 pub fn is_own_file(path: &Path) -> bool {
-    read_owner_mark(path).is_some()
+    let Ok(f) = crate::ownership::open_nofollow(path, false) else { return false };
+    f.metadata().is_ok_and(|m| m.is_file())
+        && Registry::open().ok().flatten().is_some_and(|r| r.owned(&f).is_some())
 }
 
 struct Use {
@@ -133,23 +174,27 @@ struct Use {
     writes: bool,
     direct: bool,
     region: Option<u64>,
+    /// A name iolens chose inside a directory the user gave: never follow a link there.
+    own_name: bool,
 }
 
-/// Resolves every agent's target, checks safety, and lays out data. Stops early (leaving what
-/// it created listed for removal) when `stop` is set.
+/// Resolves every agent's target, checks safety, and lays out data. Stops early (removing what
+/// it created) when `stop` is set.
 pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Result<Targets, EngineError> {
     let mut by_path: BTreeMap<PathBuf, Use> = BTreeMap::new();
     let mut agent_path = Vec::with_capacity(job.agents.len());
     for agent in &job.agents {
-        let path = resolve_path(job, agent)?;
+        let (path, own_name) = resolve_path(job, agent)?;
         let usage = by_path.entry(path.clone()).or_insert(Use {
             reads: false,
             writes: false,
             direct: false,
             region: None,
+            own_name,
         });
-        usage.reads |= agent.op.reads();
-        usage.writes |= agent.op.writes() && agent.engine != iolens_workload::EngineKind::Null;
+        let real = agent.engine != iolens_workload::EngineKind::Null;
+        usage.reads |= agent.op.reads() && real;
+        usage.writes |= agent.op.writes() && real;
         usage.direct |= agent.direct;
         if let Some(r) = agent.region_size {
             usage.region = Some(usage.region.map_or(r, |x| x.max(r)));
@@ -162,10 +207,19 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
     let mut index = BTreeMap::new();
     for (i, (path, usage)) in by_path.iter().enumerate() {
         index.insert(path.clone(), i);
-        targets.targets.push(plan_target(path, usage, policy, null_only)?);
+        match open_target(path, usage, policy, null_only) {
+            Ok(t) => targets.targets.push(t),
+            Err(e) => {
+                targets.remove_created();
+                return Err(e);
+            }
+        }
     }
     targets.agent_target = agent_path.iter().map(|p| index[p]).collect();
-    check_free_space(&targets)?;
+    if let Err(e) = check_free_space(&targets) {
+        targets.remove_created();
+        return Err(e);
+    }
 
     if null_only {
         return Ok(targets);
@@ -173,10 +227,10 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
     for (t, usage) in targets.targets.iter_mut().zip(by_path.values()) {
         let step = materialize(t, usage, stop).and_then(|bytes| {
             if t.kind == TargetKind::File && usage.direct {
-                check_direct(&t.path)?;
+                check_direct(t)?;
             }
             if !policy.keep_cache {
-                drop_cached_pages(&t.path);
+                drop_cached_pages(t);
             }
             Ok(bytes)
         });
@@ -191,19 +245,16 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
     Ok(targets)
 }
 
-fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<PathBuf, EngineError> {
+/// The path an agent addresses, and whether iolens chose its last component.
+fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<(PathBuf, bool), EngineError> {
     match std::fs::metadata(&agent.target) {
-        Ok(m) if m.is_dir() => Ok(agent_file_in_dir(&agent.target, &job.name, &agent.name)),
-        Ok(m) if m.is_file() || m.file_type().is_block_device() => Ok(agent.target.clone()),
-        Ok(_) => Err(EngineError::BadTarget {
-            path: agent.target.clone(),
-            reason: "is neither a regular file, a directory nor a block device".into(),
-        }),
+        Ok(m) if m.is_dir() => Ok((agent_file_in_dir(&agent.target, &job.name, &agent.name), true)),
+        Ok(_) => Ok((agent.target.clone(), false)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let parent =
                 agent.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if parent.is_dir() {
-                Ok(agent.target.clone())
+                Ok((agent.target.clone(), false))
             } else {
                 Err(EngineError::BadTarget {
                     path: agent.target.clone(),
@@ -215,103 +266,231 @@ fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<PathBuf, EngineError> {
     }
 }
 
-fn plan_target(
+fn describe_type(ft: std::fs::FileType) -> &'static str {
+    if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens (or creates) one target and decides, on the descriptor, what the run may do with it.
+fn open_target(
     path: &Path,
     usage: &Use,
     policy: TargetPolicy,
     null_only: bool,
 ) -> Result<Target, EngineError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_err(path, "inspect")(e)),
-    };
-    let writes = usage.writes && !null_only;
-    match meta {
-        None => Ok(Target {
-            path: path.to_path_buf(),
-            kind: TargetKind::File,
-            region: usage.region.unwrap_or(DEFAULT_REGION_SIZE),
-            new: !null_only,
-            created: false,
-            written: writes,
-        }),
-        Some(m) if m.file_type().is_block_device() => {
-            if writes {
-                if !policy.allow_overwrite {
-                    return Err(EngineError::Refused {
-                        path: path.to_path_buf(),
-                        reason: "is a block device; writing to it destroys its contents".into(),
-                        hint: "pass --allow-overwrite if this device holds nothing you need".into(),
-                    });
-                }
-                iolens_device::check_writable_block_device(path).map_err(|e| EngineError::Refused {
+    let nofollow = if usage.own_name { libc::O_NOFOLLOW } else { 0 };
+    let inspect = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | nofollow)
+        .open(path);
+    let file = match inspect {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return if null_only {
+                Ok(Target {
                     path: path.to_path_buf(),
-                    reason: e.to_string(),
-                    hint: "iolens never writes to a device in use, whatever the flags".into(),
-                })?;
-            }
-            let file = File::open(path).map_err(io_err(path, "open"))?;
-            let size = iolens_device::block_device_size(file.as_raw_fd()).map_err(io_err(path, "size"))?;
-            Ok(Target {
-                path: path.to_path_buf(),
-                kind: TargetKind::BlockDevice,
-                region: usage.region.map_or(size, |r| r.min(size)),
-                new: false,
-                created: false,
-                written: writes,
-            })
-        }
-        Some(m) => {
-            let own = is_own_file(path);
-            if writes && !own && !policy.allow_overwrite {
-                return Err(EngineError::Refused {
-                    path: path.to_path_buf(),
-                    reason: "exists and was not created by iolens; writing would overwrite its data".into(),
-                    hint: "give a directory or a new file name as target, or pass --allow-overwrite".into(),
-                });
-            }
-            // A foreign file is never extended; its region is at most its size.
-            let region = match (usage.region, own || (writes && policy.allow_overwrite)) {
-                (Some(r), true) => r,
-                (Some(r), false) => r.min(m.len()),
-                (None, _) => m.len(),
+                    kind: TargetKind::File,
+                    region: usage.region.unwrap_or(DEFAULT_REGION_SIZE),
+                    created: false,
+                    owned: false,
+                    written: false,
+                    handle: None,
+                    laid_out: 0,
+                })
+            } else {
+                create_target(path, usage)
             };
-            if region == 0 {
-                return Err(EngineError::BadTarget {
-                    path: path.to_path_buf(),
-                    reason: "is empty; give a size (--size) to use it".into(),
-                });
-            }
-            Ok(Target {
-                path: path.to_path_buf(),
-                kind: TargetKind::File,
-                region,
-                new: false,
-                created: false,
-                written: writes,
-            })
         }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(EngineError::Refused {
+                path: path.to_path_buf(),
+                reason: "is a symbolic link iolens did not create; iolens never follows links under its own file names"
+                    .into(),
+                hint: "remove the link, or give its target as --target".into(),
+            });
+        }
+        Err(e) => return Err(io_err(path, "open")(e)),
+    };
+    let meta = file.metadata().map_err(io_err(path, "inspect"))?;
+    let writes = usage.writes && !null_only;
+    let ft = meta.file_type();
+    if ft.is_block_device() {
+        if usage.own_name {
+            return Err(EngineError::Refused {
+                path: path.to_path_buf(),
+                reason: "is a device node under iolens's own file name; iolens did not create it".into(),
+                hint: "remove it, or give the device itself as --target".into(),
+            });
+        }
+        return open_block_device(path, file, &meta, usage, writes, policy);
     }
+    if !ft.is_file() {
+        return Err(EngineError::Refused {
+            path: path.to_path_buf(),
+            reason: format!(
+                "is {}; iolens reads and writes only regular files and block devices",
+                describe_type(ft)
+            ),
+            hint: "give a directory, a regular file or a block device as target".into(),
+        });
+    }
+    let owned_entry = Registry::open().ok().flatten().and_then(|r| r.owned(&file).cloned());
+    let owned = owned_entry.is_some();
+    if writes && !owned && !policy.allow_overwrite {
+        return Err(EngineError::Refused {
+            path: path.to_path_buf(),
+            reason: "exists and was not created by iolens (or was changed since); writing would overwrite its data"
+                .into(),
+            hint: "give a directory or a new file name as target, or pass --allow-overwrite".into(),
+        });
+    }
+    // A foreign file is never extended; its region is at most its size.
+    let region = match (usage.region, owned || (writes && policy.allow_overwrite)) {
+        (Some(r), true) => r,
+        (Some(r), false) => r.min(meta.len()),
+        (None, _) => meta.len(),
+    };
+    if region == 0 {
+        return Err(EngineError::BadTarget {
+            path: path.to_path_buf(),
+            reason: "is empty; give a size (--size) to use it".into(),
+        });
+    }
+    // Writing (or laying out an owned file) needs a writable descriptor of the same object.
+    let handle = if (writes || owned) && !null_only { reopen(&file, path, true, 0)? } else { file };
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        region,
+        created: false,
+        owned,
+        written: writes,
+        handle: Some(handle),
+        laid_out: owned_entry.map_or(0, |e| e.laid_out),
+    })
+}
+
+fn create_target(path: &Path, usage: &Use) -> Result<Target, EngineError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                EngineError::Refused {
+                    path: path.to_path_buf(),
+                    reason: "appeared while iolens was creating it (another program made it)".into(),
+                    hint: "run again, or give another target".into(),
+                }
+            } else {
+                io_err(path, "create")(e)
+            }
+        })?;
+    // Registered at once with this process as holder: if the run is killed, the next run (or
+    // `iolens clean`) knows the file is a leftover of its own.
+    if let Ok(Some(mut reg)) = Registry::open() {
+        reg.record(&file, path, EntryKind::File, Some(Holder::current()), 0);
+        let _ = reg.save();
+    }
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        region: usage.region.unwrap_or(DEFAULT_REGION_SIZE),
+        created: true,
+        owned: true,
+        written: usage.writes,
+        handle: Some(file),
+        laid_out: 0,
+    })
+}
+
+fn open_block_device(
+    path: &Path,
+    file: File,
+    meta: &std::fs::Metadata,
+    usage: &Use,
+    writes: bool,
+    policy: TargetPolicy,
+) -> Result<Target, EngineError> {
+    let handle = if writes {
+        if !policy.allow_overwrite {
+            return Err(EngineError::Refused {
+                path: path.to_path_buf(),
+                reason: "is a block device; writing to it destroys its contents".into(),
+                hint: "pass --allow-overwrite if this device holds nothing you need".into(),
+            });
+        }
+        let refused = |reason: String| EngineError::Refused {
+            path: path.to_path_buf(),
+            reason,
+            hint: "iolens never writes to a device in use, whatever the flags".into(),
+        };
+        iolens_device::check_writable_device_number(meta.rdev()).map_err(|e| refused(e.to_string()))?;
+        // Held for the whole run: the kernel refuses to mount, or exclusively open, the device
+        // while this descriptor exists, and refuses it now if it is in use.
+        reopen(&file, path, true, libc::O_EXCL).map_err(|e| match e {
+            EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EBUSY) => {
+                refused("is in use (the kernel refused exclusive access)".into())
+            }
+            other => other,
+        })?
+    } else {
+        file
+    };
+    let size = iolens_device::block_device_size(handle.as_raw_fd()).map_err(io_err(path, "size"))?;
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::BlockDevice,
+        region: usage.region.map_or(size, |r| r.min(size)),
+        created: false,
+        owned: false,
+        written: writes,
+        handle: Some(handle),
+        laid_out: 0,
+    })
+}
+
+/// Opens the object behind `file` again (not its path) with other flags.
+fn reopen(file: &File, path: &Path, write: bool, flags: i32) -> Result<File, EngineError> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(flags | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(io_err(path, "open"))
 }
 
 fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
     // Group new bytes by the file system (device) they land on.
     let mut need: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
     for t in &targets.targets {
-        if t.kind != TargetKind::File {
+        if t.kind != TargetKind::File || !t.owned {
             continue;
         }
-        let current = std::fs::metadata(&t.path).map(|m| m.len()).unwrap_or(0);
-        if !t.new && !is_own_file(&t.path) {
-            continue;
-        }
-        let extra = t.region.saturating_sub(current);
+        let Some(f) = &t.handle else { continue };
+        let meta = f.metadata().map_err(io_err(&t.path, "inspect"))?;
+        let extra = t.region.saturating_sub(meta.len());
         let dir = t.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let dev =
-            std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(dir).map_err(io_err(dir, "inspect"))?);
-        let e = need.entry(dev).or_insert((dir.to_path_buf(), 0));
-        e.1 += extra;
+        let e = need.entry(meta.dev()).or_insert((dir.to_path_buf(), 0));
+        e.1 = e.1.checked_add(extra).ok_or_else(|| EngineError::NoSpace {
+            path: dir.to_path_buf(),
+            need: u64::MAX,
+            free: 0,
+        })?;
     }
     for (_, (dir, bytes)) in need {
         let Some(free) = iolens_device::free_bytes(&dir).map_err(io_err(&dir, "check free space on"))? else {
@@ -319,51 +498,45 @@ fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
         };
         // Keep a margin so the run does not fill the file system to the last block.
         let margin = (free / 20).min(64 << 20);
-        if bytes > 0 && bytes + margin > free {
+        if bytes > 0 && bytes.saturating_add(margin) > free {
             return Err(EngineError::NoSpace { path: dir, need: bytes, free });
         }
     }
     Ok(())
 }
 
-/// Creates and lays out a file target; returns the bytes of data written.
+/// Lays out an owned file target; returns the bytes of data written.
 fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, EngineError> {
-    if t.kind != TargetKind::File {
-        return Ok(0);
+    if t.kind != TargetKind::File || !t.owned {
+        return Ok(0); // foreign files and devices are used as they are
     }
+    let Some(file) = t.handle.as_ref() else { return Ok(0) };
     let path = t.path.clone();
-    let file = if t.new {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io_err(&path, "create"))?;
-        t.created = true;
-        f
-    } else if is_own_file(&path) {
-        OpenOptions::new().read(true).write(true).open(&path).map_err(io_err(&path, "open"))?
-    } else {
-        return Ok(0); // foreign file: used as it is
-    };
-    let laid_out = read_owner_mark(&path).unwrap_or(0);
-    if t.new {
-        write_owner_mark(&file, 0);
-    }
     let mut written = 0;
-    if usage.reads && laid_out < t.region {
-        written = lay_out(&file, &path, laid_out, t.region, stop)?;
-        write_owner_mark(&file, t.region);
+    if usage.reads && t.laid_out < t.region {
+        written = lay_out(file, &path, t.laid_out, t.region, stop)?;
+        t.laid_out = t.region;
     } else if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
         // Write-only: reserve the blocks so writes overwrite allocated space, as on a
         // laid-out file; fall back to a sparse size where fallocate is unsupported.
+        let len = i64::try_from(t.region).map_err(|_| EngineError::NoSpace {
+            path: path.clone(),
+            need: t.region,
+            free: 0,
+        })?;
         // SAFETY: plain syscall on our fd.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, t.region as i64) };
-        if rc == libc::ENOSPC {
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        if rc == libc::ENOSPC || rc == libc::EFBIG {
             return Err(EngineError::NoSpace { path, need: t.region, free: 0 });
         }
         if rc != 0 {
             file.set_len(t.region).map_err(io_err(&path, "size"))?;
+        }
+    }
+    if t.created {
+        if let Ok(Some(mut reg)) = Registry::open() {
+            reg.record(file, &path, EntryKind::File, Some(Holder::current()), t.laid_out);
+            let _ = reg.save();
         }
     }
     Ok(written)
@@ -382,7 +555,7 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> R
         let n = (to - at).min(LAYOUT_CHUNK as u64) as usize;
         fill_random(&mut chunk[..n], at ^ 0x5eed_1a7e);
         file.write_all_at(&chunk[..n], at).map_err(|e| {
-            if e.raw_os_error() == Some(libc::ENOSPC) {
+            if matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EFBIG)) {
                 EngineError::NoSpace { path: path.to_path_buf(), need: to - at, free: 0 }
             } else {
                 io_err(path, "lay out")(e)
@@ -398,8 +571,8 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> R
 
 /// Writes back and evicts the target's cached pages: advice that never changes data, so it is
 /// applied to foreign files and devices too.
-fn drop_cached_pages(path: &Path) {
-    if let Ok(f) = File::open(path) {
+fn drop_cached_pages(t: &Target) {
+    if let Some(f) = &t.handle {
         // SAFETY: plain syscalls on a descriptor we own.
         unsafe {
             libc::fdatasync(f.as_raw_fd());
@@ -409,11 +582,12 @@ fn drop_cached_pages(path: &Path) {
 }
 
 /// Fails early, with the file system's name, where O_DIRECT is refused.
-fn check_direct(path: &Path) -> Result<(), EngineError> {
-    match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+fn check_direct(t: &Target) -> Result<(), EngineError> {
+    let Some(fd_path) = t.fd_path() else { return Ok(()) };
+    match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT | libc::O_CLOEXEC).open(fd_path) {
         Ok(_) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(direct_refused(path)),
-        Err(e) => Err(io_err(path, "open")(e)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(direct_refused(&t.path)),
+        Err(e) => Err(io_err(&t.path, "open")(e)),
     }
 }
 
@@ -423,24 +597,87 @@ pub(crate) fn direct_refused(path: &Path) -> EngineError {
     EngineError::DirectUnsupported { path: path.to_path_buf(), filesystem: fs }
 }
 
-/// Opens a target for an agent.
+/// Opens a target for an agent: the object prepared, reopened through its descriptor, never
+/// the path again.
 pub fn open_for_agent(t: &Target, writes: bool, direct: bool) -> Result<File, EngineError> {
-    let mut flags = 0;
+    let Some(fd_path) = t.fd_path() else {
+        return Err(EngineError::BadTarget { path: t.path.clone(), reason: "was not prepared".into() });
+    };
+    if writes && !t.written {
+        return Err(EngineError::BadTarget {
+            path: t.path.clone(),
+            reason: "was prepared for reading only".into(),
+        });
+    }
+    let mut flags = libc::O_CLOEXEC;
     if direct {
         flags |= libc::O_DIRECT;
     }
-    if t.kind == TargetKind::BlockDevice && writes {
-        flags |= libc::O_EXCL;
-    }
-    OpenOptions::new().read(true).write(writes).custom_flags(flags).open(&t.path).map_err(|e| {
+    OpenOptions::new().read(true).write(writes).custom_flags(flags).open(&fd_path).map_err(|e| {
         match e.raw_os_error() {
             Some(libc::EINVAL) if direct => direct_refused(&t.path),
-            Some(libc::EBUSY) => EngineError::Refused {
-                path: t.path.clone(),
-                reason: "is in use (the kernel refused exclusive access)".into(),
-                hint: "iolens never writes to a device in use".into(),
-            },
             _ => io_err(&t.path, "open")(e),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolens_workload::FlagWorkload;
+    use std::os::unix::fs::FileExt;
+
+    fn job(target: &Path, rw: &str) -> Job {
+        FlagWorkload {
+            target: target.to_path_buf(),
+            rw: rw.into(),
+            bs: "4k".into(),
+            size: Some("64k".into()),
+            ..FlagWorkload::default()
+        }
+        .to_job()
+        .unwrap()
+    }
+
+    #[test]
+    fn swapping_the_path_after_preparation_does_not_redirect_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, vec![7u8; 65536]).unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let job = job(&data, "write");
+        let targets = prepare_targets(&job, TargetPolicy::default(), &AtomicBool::new(false)).unwrap();
+        let t = targets.for_agent(0);
+        // Between preparation and the agents' open, the attacker puts a link to the victim there.
+        std::fs::rename(&t.path, dir.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&victim, &t.path).unwrap();
+        let f = open_for_agent(t, true, false).unwrap();
+        f.write_all_at(&[0u8; 4096], 0).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), vec![7u8; 65536]);
+        // Removal does not touch the link (it is not the file created) nor the victim.
+        assert!(targets.remove_created().is_empty());
+        assert!(std::fs::symlink_metadata(&t.path).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&victim).unwrap(), vec![7u8; 65536]);
+    }
+
+    #[test]
+    fn fifos_and_links_under_own_names_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = job(dir.path(), "read");
+        let own = agent_file_in_dir(dir.path(), &job.name, &job.agents[0].name);
+        let c = std::ffi::CString::new(own.as_os_str().as_bytes()).unwrap();
+        // SAFETY: valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = prepare_targets(&job, TargetPolicy::default(), &AtomicBool::new(false)).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        assert!(std::fs::symlink_metadata(&own).unwrap().file_type().is_fifo());
+        std::fs::remove_file(&own).unwrap();
+        std::os::unix::fs::symlink("/dev/null", &own).unwrap();
+        let e = prepare_targets(&job, TargetPolicy::default(), &AtomicBool::new(false)).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(std::fs::symlink_metadata(&own).unwrap().file_type().is_symlink());
+    }
+
+    use std::os::unix::ffi::OsStrExt;
 }
