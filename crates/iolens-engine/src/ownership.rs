@@ -293,6 +293,19 @@ impl Registry {
         self.entries.push(Entry { kind, holder, token, identity, laid_out, path });
     }
 
+    /// Adds or replaces the entry of a directory (directories carry no token).
+    pub fn record_dir(&mut self, dir: &File, path: &Path, holder: Option<Holder>) {
+        let Ok(identity) = Identity::of(dir) else { return };
+        self.entries.retain(|e| !e.identity.same_object(&identity));
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.entries.push(Entry { kind: EntryKind::Dir, holder, token: 0, identity, laid_out: 0, path });
+    }
+
+    /// The holder of the entry for the object with this identity.
+    pub fn holder_of(&self, identity: &Identity) -> Option<Holder> {
+        self.entries.iter().find(|e| e.identity.same_object(identity)).and_then(|e| e.holder)
+    }
+
     /// Drops the entry of the object with this identity.
     pub fn forget(&mut self, identity: &Identity) {
         self.entries.retain(|e| !e.identity.same_object(identity));
@@ -428,6 +441,59 @@ pub fn remove_owned_file(path: &Path, expected: Option<&Identity>) -> io::Result
     Ok(true)
 }
 
+/// A scratch directory of iolens's own: created with a random name (`mkdtemp`, never a name
+/// another user could squat), mode 0700, registered with this process as holder so that a
+/// killed run's directory is found and removed later ([`clean_leftovers`]); removed on drop
+/// unless kept.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+    identity: Option<Identity>,
+    keep: bool,
+}
+
+impl ScratchDir {
+    /// Creates `BASE/PREFIXxxxxxx`.
+    pub fn create(base: &Path, prefix: &str, keep: bool) -> io::Result<ScratchDir> {
+        let path = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(base)?
+            .keep();
+        let dir = File::open(&path)?;
+        let identity = Identity::of(&dir).ok();
+        if let Ok(Some(mut reg)) = Registry::open() {
+            // Kept directories are the user's to remove: no holder, so never cleaned as leftovers.
+            let holder = (!keep).then(Holder::current);
+            reg.record_dir(&dir, &path, holder);
+            let _ = reg.save();
+        }
+        Ok(ScratchDir { path, identity, keep })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        let Some(id) = self.identity else { return };
+        let same = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.is_dir() && Identity::from_meta(&m).same_object(&id));
+        if same {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+        if let Ok(Some(mut reg)) = Registry::open() {
+            reg.forget(&id);
+            let _ = reg.save();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,6 +544,40 @@ mod tests {
         std::fs::write(&path, b"user data").unwrap();
         let reg = Registry::open_in(state.path()).unwrap();
         assert!(reg.owned(&File::open(&path).unwrap()).is_none());
+    }
+
+    #[test]
+    fn leftovers_of_dead_runs_are_removed_and_nothing_else() {
+        let state = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        // SAFETY: tests in this module that read IOLENS_STATE_DIR run only here.
+        unsafe { std::env::set_var("IOLENS_STATE_DIR", state.path()) };
+        let dead = Holder { pid: std::process::id(), start: Holder::current().start + 1 };
+        let leftover = base.path().join("iolens-quick-dead");
+        std::fs::create_dir(&leftover).unwrap();
+        std::fs::write(leftover.join("f"), b"x").unwrap();
+        let replaced = base.path().join("iolens-quick-replaced");
+        std::fs::create_dir(&replaced).unwrap();
+        let live = ScratchDir::create(base.path(), "iolens-quick-", false).unwrap();
+        {
+            let mut reg = Registry::open().unwrap().unwrap();
+            reg.record_dir(&File::open(&leftover).unwrap(), &leftover, Some(dead));
+            reg.record_dir(&File::open(&replaced).unwrap(), &replaced, Some(dead));
+            reg.save().unwrap();
+        }
+        // Someone else's directory now stands where the recorded one was.
+        std::fs::remove_dir(&replaced).unwrap();
+        std::fs::create_dir(base.path().join("spacer")).unwrap();
+        std::fs::create_dir(&replaced).unwrap();
+        let cleaned = clean_leftovers().unwrap();
+        assert_eq!(cleaned.removed, vec![leftover.clone()]);
+        assert_eq!(cleaned.forgotten, vec![replaced.clone()]);
+        assert!(!leftover.exists() && replaced.is_dir() && live.path().is_dir());
+        let path = live.path().to_path_buf();
+        drop(live);
+        assert!(!path.exists());
+        assert!(Registry::open().unwrap().unwrap().entries.is_empty());
+        unsafe { std::env::remove_var("IOLENS_STATE_DIR") };
     }
 
     #[test]

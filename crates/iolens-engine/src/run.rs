@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub policy: TargetPolicy,
     /// Keep the files this run created.
     pub keep: bool,
+    /// The kept files are this process's scratch (a suite's later points use them): if the
+    /// process dies, they are leftovers for the next run to remove.
+    pub scratch: bool,
     /// Write every operation to this trace file.
     pub trace: Option<PathBuf>,
     /// Write this process's busy periods here, so unions can be merged across processes
@@ -203,7 +206,8 @@ pub fn run_job(
         cleanup_failures = targets.remove_created();
     }
     // What stays (kept, or owned from an earlier run) is recorded with its identity now.
-    let keep_record = targets.record_kept(!opts.keep).err().map(|e| (PathBuf::from("ownership registry"), e));
+    let keep_record =
+        targets.record_kept(!opts.keep, opts.scratch).err().map(|e| (PathBuf::from("ownership registry"), e));
     if let Ok(r) = &mut result {
         for (path, e) in cleanup_failures.into_iter().chain(keep_record) {
             r.warnings.push(Warning::new(

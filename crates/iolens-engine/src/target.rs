@@ -102,16 +102,21 @@ impl Targets {
     /// Records the files this run leaves in place (kept, or owned from an earlier run) with
     /// their identity now, so a later run recognizes them — and nothing changed by others.
     /// `created_removed`: the files this run created were removed, so only earlier ones stay.
-    pub fn record_kept(&self, created_removed: bool) -> io::Result<()> {
+    /// `scratch`: files created here stay registered as this process's (see `RunOptions::scratch`).
+    pub fn record_kept(&self, created_removed: bool, scratch: bool) -> io::Result<()> {
         if !self.targets.iter().any(|t| t.owned && !(created_removed && t.created)) {
             return Ok(());
         }
         let Some(mut reg) = Registry::open()? else { return Ok(()) };
         let stays = |t: &&Target| t.owned && t.kind == TargetKind::File && !(created_removed && t.created);
         for t in self.targets.iter().filter(stays) {
-            if let Some(f) = &t.handle {
-                reg.record(f, &t.path, EntryKind::File, None, t.laid_out);
-            }
+            let Some(f) = &t.handle else { continue };
+            let holder = if t.created {
+                scratch.then(Holder::current)
+            } else {
+                Identity::of(f).ok().and_then(|id| reg.holder_of(&id))
+            };
+            reg.record(f, &t.path, EntryKind::File, holder, t.laid_out);
         }
         reg.save()
     }

@@ -628,9 +628,12 @@ fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: 
 
 /// Runs one partition: `n` ranks through all patterns and methods.
 fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Partition, SuiteError> {
-    let dir = cfg.dir.join(format!("iolens-beffio-{}-{n}", std::process::id()));
-    std::fs::create_dir(&dir)
-        .map_err(|e| SuiteError::Config(format!("cannot create {}: {e}", dir.display())))?;
+    let scratch =
+        iolens_engine::ownership::ScratchDir::create(&cfg.dir, &format!("iolens-beffio-{n}-"), false)
+            .map_err(|e| {
+                SuiteError::Config(format!("cannot create a scratch directory in {}: {e}", cfg.dir.display()))
+            })?;
+    let dir = scratch.path().to_path_buf();
     let table = table2(cfg.mpart);
     let started = Instant::now();
     let logs: Vec<std::io::Result<RankLog>> = std::thread::scope(|s| {
@@ -647,7 +650,7 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             .collect()
     });
     let elapsed_s = started.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     let logs: Vec<RankLog> = logs
         .into_iter()
         .collect::<Result<_, _>>()

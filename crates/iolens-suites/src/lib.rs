@@ -62,14 +62,18 @@ impl SuiteTarget {
     pub fn new(target: &Path, name: &str, keep: bool) -> SuiteTarget {
         let path =
             if target.is_dir() { target.join(format!("iolens-{name}.dat")) } else { target.to_path_buf() };
-        SuiteTarget { created: !path.exists(), path, keep }
+        // Anything at all at the path — a dangling link, a FIFO — is not the suite's to remove.
+        let nothing_there =
+            std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        SuiteTarget { created: nothing_there, path, keep }
     }
 }
 
 impl Drop for SuiteTarget {
     fn drop(&mut self) {
         if self.created && !self.keep {
-            let _ = std::fs::remove_file(&self.path);
+            // Only the regular file the registry says iolens made; never a link or another file.
+            let _ = iolens_engine::ownership::remove_owned_file(&self.path, None);
         }
     }
 }
@@ -80,6 +84,7 @@ pub fn run_point(flags: &FlagWorkload, ctx: &SuiteContext) -> Result<RunResult, 
     let opts = RunOptions {
         policy: ctx.policy,
         keep: true,
+        scratch: !ctx.keep,
         stop: Arc::clone(&ctx.stop),
         command: ctx.command.clone(),
         ..RunOptions::default()

@@ -20,6 +20,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::Serialize;
 
+use iolens_engine::ownership::ScratchDir;
+
 use crate::{run_point, SuiteContext, SuiteError};
 
 /// The metrics validated, with their expected correlation with execution time.
@@ -125,19 +127,22 @@ fn read_flags(target: &Path, volume: u64) -> FlagWorkload {
     }
 }
 
-fn set_configs(set: u8, cfg: &ValidateConfig, work: &Path, notes: &mut Vec<String>) -> Vec<Config> {
+fn set_configs(
+    set: u8,
+    cfg: &ValidateConfig,
+    work: &Path,
+    shm: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Vec<Config> {
     let v = cfg.volume;
     match set {
         1 => {
             let mut out = Vec::new();
-            let shm = Path::new("/dev/shm");
-            if shm.is_dir() {
-                let dir = shm.join(format!("iolens-validate-{}", std::process::id()));
-                if std::fs::create_dir_all(&dir).is_ok() {
-                    out.push(Config { label: "page cache (tmpfs)".into(), flags: read_flags(&dir, v) });
+            match shm {
+                Some(dir) => {
+                    out.push(Config { label: "page cache (tmpfs)".into(), flags: read_flags(dir, v) })
                 }
-            } else {
-                notes.push("no /dev/shm: the page-cache storage is left out".into());
+                None => notes.push("no /dev/shm: the page-cache storage is left out".into()),
             }
             out.push(Config { label: "disk, buffered, cold cache".into(), flags: read_flags(work, v) });
             out.push(Config {
@@ -234,24 +239,33 @@ pub fn validate(cfg: &ValidateConfig, ctx: &SuiteContext) -> Result<ValidateResu
     if let Some(bad) = cfg.sets.iter().find(|s| !(1..=4).contains(*s)) {
         return Err(SuiteError::Config(format!("--sets: {bad} is not an experiment set (1 to 4)")));
     }
-    let work = cfg.dir.join(format!("iolens-validate-{}", std::process::id()));
-    std::fs::create_dir(&work)
-        .map_err(|e| SuiteError::Config(format!("cannot create {}: {e}", work.display())))?;
-    let shm = Path::new("/dev/shm").join(format!("iolens-validate-{}", std::process::id()));
-    let result = run_sets(cfg, ctx, &work);
-    if !ctx.keep {
-        let _ = std::fs::remove_dir_all(&work);
-        let _ = std::fs::remove_dir_all(&shm);
-    }
-    result
+    let work = ScratchDir::create(&cfg.dir, "iolens-validate-", ctx.keep).map_err(|e| {
+        SuiteError::Config(format!("cannot create a scratch directory in {}: {e}", cfg.dir.display()))
+    })?;
+    // tmpfs holds its files in RAM until removed: a scratch directory of its own, registered so
+    // that even a killed run's directory is found and removed by the next run.
+    let shm = if cfg.sets.contains(&1) {
+        Path::new("/dev/shm")
+            .is_dir()
+            .then(|| ScratchDir::create(Path::new("/dev/shm"), "iolens-validate-", ctx.keep).ok())
+            .flatten()
+    } else {
+        None
+    };
+    run_sets(cfg, ctx, work.path(), shm.as_ref().map(ScratchDir::path))
 }
 
-fn run_sets(cfg: &ValidateConfig, ctx: &SuiteContext, work: &Path) -> Result<ValidateResult, SuiteError> {
+fn run_sets(
+    cfg: &ValidateConfig,
+    ctx: &SuiteContext,
+    work: &Path,
+    shm: Option<&Path>,
+) -> Result<ValidateResult, SuiteError> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
     let mut sets = Vec::new();
     for &set in &cfg.sets {
         let mut notes = Vec::new();
-        let configs = set_configs(set, cfg, work, &mut notes);
+        let configs = set_configs(set, cfg, work, shm, &mut notes);
         let mut order: Vec<(usize, u32)> =
             (0..configs.len()).flat_map(|c| (1..=cfg.repeat).map(move |r| (c, r))).collect();
         order.shuffle(&mut rng);

@@ -41,6 +41,10 @@ pub enum Command {
     /// Summarize a trace: iolens traces and event streams, `strace -f -ttt -T` output, blkparse
     /// text, or Darshan DXT text.
     Analyze(AnalyzeArgs),
+    /// Remove what killed runs left behind: files and scratch directories the ownership
+    /// registry lists for processes that no longer exist (each checked to be the very object
+    /// recorded before removal). Every command does this quietly before it starts.
+    Clean,
 }
 
 /// Where results go and how a run may touch files.

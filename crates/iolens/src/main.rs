@@ -1,6 +1,7 @@
 //! The `iolens` command: parses arguments, runs the engine, prints and exports results.
 //! Everything of substance lives in the library crates; this binary only wires them together.
 
+mod clean_cmd;
 mod cli;
 mod monitor;
 mod output;
@@ -30,6 +31,15 @@ fn main() -> ExitCode {
         }
     });
     let command = std::env::args().collect::<Vec<_>>().join(" ");
+    if !matches!(
+        args.command,
+        cli::Command::Clean
+            | cli::Command::Monitor(_)
+            | cli::Command::Analyze(_)
+            | cli::Command::Correlate(_)
+    ) {
+        clean_cmd::remove_leftovers_quietly();
+    }
     let outcome = match args.command {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
@@ -43,6 +53,7 @@ fn main() -> ExitCode {
         cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
         cli::Command::Analyze(a) => trace_cmd::analyze(a, command),
+        cli::Command::Clean => clean_cmd::clean(),
     };
     match outcome {
         _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use iolens_engine::ownership::ScratchDir;
 use iolens_metrics::SCHEMA_VERSION;
 use iolens_report::table::{fmt_rate, Table};
 use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
@@ -17,20 +18,6 @@ use serde::Serialize;
 
 use crate::cli::QuickArgs;
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
-
-/// Removes the scratch directory when quick ends, however it ends.
-struct Scratch {
-    dir: PathBuf,
-    keep: bool,
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
 
 /// b_eff_io's T as a multiple of the per-point time.
 const BEFF_IO_T_FACTOR: u32 = 30;
@@ -258,11 +245,17 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
             EXIT_FAILED,
         )
     })?;
-    let dir = base.join(format!("iolens-quick-{}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| {
-        fail(out, &command, &format!("cannot create {}: {e}", dir.display()), false, EXIT_FAILED)
+    // Removed when quick ends, however it ends; found and removed by a later run if killed.
+    let scratch = ScratchDir::create(&base, "iolens-quick-", out.keep).map_err(|e| {
+        fail(
+            out,
+            &command,
+            &format!("cannot create a scratch directory in {}: {e}", base.display()),
+            false,
+            EXIT_FAILED,
+        )
     })?;
-    let _scratch = Scratch { dir: dir.clone(), keep: out.keep };
+    let dir = scratch.path().to_path_buf();
     let direct = direct_supported(&dir);
     let filesystem =
         iolens_device::filesystem_type(&dir).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());

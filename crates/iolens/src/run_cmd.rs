@@ -54,6 +54,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     let opts = RunOptions {
         policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache },
         keep: a.output.keep,
+        scratch: false,
         trace: a.trace.clone(),
         busy_log: a.busy_log.clone(),
         stop: Arc::clone(stop),

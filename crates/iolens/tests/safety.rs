@@ -1,0 +1,379 @@
+//! Data safety against a hostile environment: forged or copied ownership marks, files changed
+//! after iolens kept them, links and FIFOs under iolens's own names, alias block devices, size
+//! sums that overflow, and leftovers of killed runs. Every foreign file is compared byte for
+//! byte before and after.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A per-test registry, so tests neither see nor disturb each other's (or the user's) records.
+struct Env {
+    dir: tempfile::TempDir,
+    state: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let state = dir.path().join("state");
+        Env { dir, state }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn mkdir(&self, name: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::create_dir(&p).unwrap();
+        p
+    }
+
+    fn iolens(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iolens"));
+        c.env("IOLENS_STATE_DIR", &self.state).stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.iolens().args(args).output().unwrap()
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn user_data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn copy_xattr(from: &Path, to: &Path) -> bool {
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let name = std::ffi::CString::new("user.iolens").unwrap();
+    let mut buf = [0u8; 256];
+    // SAFETY: valid C strings and buffers.
+    let n = unsafe { libc::getxattr(c(from).as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    n > 0 && unsafe { libc::setxattr(c(to).as_ptr(), name.as_ptr(), buf.as_ptr().cast(), n as usize, 0) } == 0
+}
+
+#[test]
+fn copied_marks_and_files_changed_after_keep_are_not_iolens_files() {
+    let env = Env::new();
+    let kept = env.mkdir("kept");
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        s(&kept),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "1m",
+        "--keep",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let names = entries(&kept);
+    assert_eq!(names.len(), 1, "{names:?}");
+    let ours = kept.join(&names[0]);
+
+    // (1) A foreign file carrying a copy of the mark (cp -a, rsync -X do that).
+    let victim = env.path("victim.dat");
+    std::fs::write(&victim, user_data(1 << 20, 1)).unwrap();
+    let marked = copy_xattr(&ours, &victim);
+    for rw in ["randread", "read"] {
+        let out = env.run(&[
+            "run",
+            "--quiet",
+            "--target",
+            s(&victim),
+            "--rw",
+            rw,
+            "--bs",
+            "4k",
+            "--size",
+            "1m",
+            "--time",
+            "200ms",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out =
+        env.run(&["run", "--quiet", "--target", s(&victim), "--rw", "write", "--bs", "4k", "--size", "1m"]);
+    assert!(!out.status.success(), "a write to a foreign file with a copied mark (copied: {marked}) ran");
+    assert_eq!(std::fs::read(&victim).unwrap(), user_data(1 << 20, 1));
+
+    // (2) The kept file, then filled with the user's data: no longer iolens's.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&ours, user_data(1 << 20, 2)).unwrap();
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        s(&kept),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--time",
+        "200ms",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        env.run(&["run", "--quiet", "--target", s(&kept), "--rw", "write", "--bs", "4k", "--size", "1m"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not created by iolens"));
+    assert_eq!(std::fs::read(&ours).unwrap(), user_data(1 << 20, 2));
+
+    // A kept file nobody touched stays iolens's: it may be written again.
+    let fresh = env.mkdir("fresh");
+    let args =
+        ["run", "--quiet", "--target", s(&fresh), "--rw", "write", "--bs", "64k", "--size", "1m", "--keep"];
+    assert!(env.run(&args).status.success());
+    let again = env.run(&args);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+}
+
+#[test]
+fn links_fifos_and_devices_under_own_names_are_never_followed_or_removed() {
+    let env = Env::new();
+    let victim = env.path("victim.dat");
+    std::fs::write(&victim, user_data(65536, 3)).unwrap();
+    // Dangling links where the suites put their files: refused, and left where they are.
+    for (cmd, name) in [
+        ("sweep", "iolens-sweep.dat"),
+        ("saturate", "iolens-saturate.dat"),
+        ("write-modes", "iolens-write-modes.dat"),
+    ] {
+        let dir = env.mkdir(cmd);
+        let link = dir.join(name);
+        std::os::unix::fs::symlink(env.path("nowhere"), &link).unwrap();
+        let _ = env.run(&[cmd, s(&dir), "--time", "100ms", "--size", "1m"]);
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "{cmd} removed the link");
+        assert!(!env.path("nowhere").exists(), "{cmd} created the link's target");
+        // A link to a foreign file: not written, not removed.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let _ = env.run(&[cmd, s(&dir), "--time", "100ms", "--size", "1m"]);
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "{cmd} removed the link");
+    }
+    // A FIFO under the run's own name: refused at once, not a hang.
+    let dir = env.mkdir("fifo");
+    let fifo = dir.join("iolens-run-agent0.dat");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let mut child = env
+        .iolens()
+        .args(["run", "--quiet", "--target", s(&dir), "--rw", "read", "--bs", "4k", "--time", "200ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("iolens hangs on a FIFO under its own name");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    // A link to a character device under the run's own name, and a device named directly.
+    std::fs::remove_file(&fifo).unwrap();
+    std::os::unix::fs::symlink("/dev/null", &fifo).unwrap();
+    let out =
+        env.run(&["run", "--quiet", "--target", s(&dir), "--rw", "write", "--bs", "4k", "--size", "1m"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("symbolic link"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        "/dev/null",
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--allow-overwrite",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("character device"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), user_data(65536, 3));
+}
+
+#[test]
+fn sizes_whose_sum_overflows_do_not_pass_the_free_space_check() {
+    let env = Env::new();
+    let dir = env.mkdir("data");
+    let job = env.path("huge.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "name = \"huge\"\n[defaults]\ntarget = \"{}\"\nsize = 9223372036854775807\nrw = \"write\"\nbs = \"1m\"\ntime = \"1s\"\n[[agent]]\nname = \"a\"\n[[agent]]\nname = \"b\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = env.run(&["run", "--quiet", "--job", s(&job)]);
+    assert!(!out.status.success(), "ran with 2 × 8 EiB on a small disk");
+    assert_eq!(entries(&dir), Vec::<String>::new(), "files left behind");
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !cond() {
+        assert!(started.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_run_leaves_files_that_clean_and_the_next_run_remove() {
+    let env = Env::new();
+    let dir = env.mkdir("data");
+    let foreign = dir.join("foreign.dat");
+    std::fs::write(&foreign, user_data(4096, 4)).unwrap();
+    let mut child = env
+        .iolens()
+        .args([
+            "run",
+            "--quiet",
+            "--target",
+            s(&dir),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--time",
+            "60s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the run's file", || entries(&dir).len() == 2);
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(entries(&dir).len(), 2);
+    let out = env.run(&["clean"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("removed") && text.contains("iolens-run-"), "{text}");
+    assert_eq!(entries(&dir), vec!["foreign.dat".to_string()]);
+    assert_eq!(std::fs::read(&foreign).unwrap(), user_data(4096, 4));
+    let out = env.run(&["clean"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing left"));
+
+    // A killed quick: its scratch directory is removed by the next command that writes.
+    let base = env.mkdir("quick");
+    let mut child = env
+        .iolens()
+        .args(["quick", s(&base), "--time", "2s", "--results", s(&env.path("results"))])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("quick's scratch directory", || entries(&base).iter().any(|n| n.starts_with("iolens-quick-")));
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!entries(&base).is_empty());
+    let other = env.mkdir("other");
+    let out =
+        env.run(&["run", "--quiet", "--target", s(&other), "--rw", "write", "--bs", "4k", "--size", "1m"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("left behind by a killed run"));
+    assert_eq!(entries(&base), Vec::<String>::new());
+}
+
+/// Runs a command as root tooling would; `None` when it fails (no loop support here).
+fn sh(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn an_alias_loop_device_of_a_mounted_image_is_never_written() {
+    let env = Env::new();
+    let image = env.path("fs.img");
+    std::fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
+    let Some(first) = sh("losetup", &["-f", "--show", s(&image)]) else {
+        eprintln!("skipped: cannot attach a loop device here");
+        return;
+    };
+    let mnt = env.mkdir("mnt");
+    let cleanup = |second: Option<&str>| {
+        let _ = sh("umount", &[s(&mnt)]);
+        if let Some(d) = second {
+            let _ = sh("losetup", &["-d", d]);
+        }
+        let _ = sh("losetup", &["-d", &first]);
+    };
+    if sh("mkfs.ext4", &["-q", &first]).is_none() || sh("mount", &[&first, s(&mnt)]).is_none() {
+        cleanup(None);
+        eprintln!("skipped: cannot make or mount a file system here");
+        return;
+    }
+    std::fs::write(mnt.join("precious"), user_data(8192, 5)).unwrap();
+    let _ = sh("sync", &[]);
+    let Some(second) = sh("losetup", &["-f", "--show", s(&image)]) else {
+        cleanup(None);
+        return;
+    };
+    let before = std::fs::read(&image).unwrap();
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        &second,
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--allow-overwrite",
+    ]);
+    let after = std::fs::read(&image).unwrap();
+    let precious = std::fs::read(mnt.join("precious")).unwrap();
+    cleanup(Some(&second));
+    assert!(!out.status.success(), "wrote an alias of a mounted device");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&first), "{err}");
+    assert!(before == after, "image changed");
+    assert_eq!(precious, user_data(8192, 5));
+}
