@@ -294,6 +294,18 @@ fn open_target(
     policy: TargetPolicy,
     null_only: bool,
 ) -> Result<Target, EngineError> {
+    let writes = usage.writes && !null_only;
+    // A device is refused before it is even opened (some devices refuse being opened at all by
+    // an unprivileged sandbox); the descriptor is then checked to be that same device.
+    let device_checked = match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() && !usage.own_name => {
+            if writes {
+                check_block_device_write(path, m.rdev(), policy)?;
+            }
+            Some(m.rdev())
+        }
+        _ => None,
+    };
     let nofollow = if usage.own_name { libc::O_NOFOLLOW } else { 0 };
     let inspect = OpenOptions::new()
         .read(true)
@@ -328,8 +340,14 @@ fn open_target(
         Err(e) => return Err(io_err(path, "open")(e)),
     };
     let meta = file.metadata().map_err(io_err(path, "inspect"))?;
-    let writes = usage.writes && !null_only;
     let ft = meta.file_type();
+    if device_checked.is_some_and(|rdev| !ft.is_block_device() || meta.rdev() != rdev) {
+        return Err(EngineError::Refused {
+            path: path.to_path_buf(),
+            reason: "changed while iolens was opening it (another object now stands at the path)".into(),
+            hint: "run again once nothing else changes the path".into(),
+        });
+    }
     if ft.is_block_device() {
         if usage.own_name {
             return Err(EngineError::Refused {
@@ -432,19 +450,12 @@ fn open_block_device(
     policy: TargetPolicy,
 ) -> Result<Target, EngineError> {
     let handle = if writes {
-        if !policy.allow_overwrite {
-            return Err(EngineError::Refused {
-                path: path.to_path_buf(),
-                reason: "is a block device; writing to it destroys its contents".into(),
-                hint: "pass --allow-overwrite if this device holds nothing you need".into(),
-            });
-        }
+        check_block_device_write(path, meta.rdev(), policy)?;
         let refused = |reason: String| EngineError::Refused {
             path: path.to_path_buf(),
             reason,
             hint: "iolens never writes to a device in use, whatever the flags".into(),
         };
-        iolens_device::check_writable_device_number(meta.rdev()).map_err(|e| refused(e.to_string()))?;
         // Held for the whole run: the kernel refuses to mount, or exclusively open, the device
         // while this descriptor exists, and refuses it now if it is in use.
         reopen(&file, path, true, libc::O_EXCL).map_err(|e| match e {
@@ -466,6 +477,21 @@ fn open_block_device(
         written: writes,
         handle: Some(handle),
         laid_out: 0,
+    })
+}
+
+fn check_block_device_write(path: &Path, rdev: u64, policy: TargetPolicy) -> Result<(), EngineError> {
+    if !policy.allow_overwrite {
+        return Err(EngineError::Refused {
+            path: path.to_path_buf(),
+            reason: "is a block device; writing to it destroys its contents".into(),
+            hint: "pass --allow-overwrite if this device holds nothing you need".into(),
+        });
+    }
+    iolens_device::check_writable_device_number(rdev).map_err(|e| EngineError::Refused {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+        hint: "iolens never writes to a device in use, whatever the flags".into(),
     })
 }
 
