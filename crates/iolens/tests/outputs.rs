@@ -94,10 +94,7 @@ fn json_through_a_symlink_to_a_fifo_is_written_into_it() {
     let reader = std::thread::spawn(move || std::fs::read_to_string(reader_path).unwrap());
     let out = null_run(dir.path()).args(["--json", s(&link)]).output().unwrap();
     // Should iolens not have opened the FIFO, this lets the reader see an end instead of waiting.
-    let _ = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo);
+    let _ = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
     assert!(out.status.success(), "{}", text(&out));
     let json: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
     assert!(json["aggregate"]["ops"].as_u64().unwrap() > 0);
@@ -169,8 +166,7 @@ fn a_planted_trace_directory_is_neither_used_nor_emptied() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let planted: Vec<PathBuf> =
-        entries(dir.path()).into_iter().filter(|p| p.join("keep").exists()).collect();
+    let planted: Vec<PathBuf> = entries(dir.path()).into_iter().filter(|p| p.join("keep").exists()).collect();
     assert_eq!(planted.len(), 1, "the planted directory and its file are kept: {}", text(&out));
     let used = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_string();
     assert_ne!(Path::new(&used), planted[0].as_path(), "the traced program got the planted directory");
@@ -245,8 +241,12 @@ fn a_full_stdout_fails_cleanly_and_still_writes_json() {
 fn a_closed_stdout_pipe_fails_cleanly_and_still_writes_json() {
     let dir = scratch();
     let json = dir.path().join("o.json");
-    let mut child =
-        null_run(dir.path()).args(["--json", s(&json)]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = null_run(dir.path())
+        .args(["--json", s(&json)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141), "EPIPE reads as SIGPIPE would: {}", text(&out));
