@@ -16,7 +16,7 @@
 //! Parquet files are written a row group at a time, so memory stays bounded whatever the trace
 //! length; pandas (`read_parquet`) and DuckDB read them directly.
 
-use std::fs::File;
+use iolens_output::OutputFile;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,12 +53,12 @@ pub(crate) trait OpWriter {
 }
 
 pub(crate) struct CsvOps {
-    out: BufWriter<File>,
+    out: BufWriter<OutputFile>,
 }
 
 impl CsvOps {
     pub(crate) fn create(path: &Path) -> std::io::Result<CsvOps> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = BufWriter::new(OutputFile::create(path)?);
         writeln!(out, "{}", OP_COLUMNS.join(","))?;
         Ok(CsvOps { out })
     }
@@ -73,8 +73,8 @@ impl OpWriter for CsvOps {
         writeln!(self.out, ",{},{},{},{},{}", e.requested, e.result, e.start_ns, e.end_ns, e.duration_ns())
     }
 
-    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
-        self.out.flush()
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        self.out.into_inner().map_err(|e| e.into_error())?.commit()
     }
 }
 
@@ -110,7 +110,7 @@ struct Columns {
 }
 
 pub(crate) struct ParquetOps {
-    writer: SerializedFileWriter<File>,
+    writer: SerializedFileWriter<OutputFile>,
     rows: Columns,
     /// The last path seen and its shared bytes: consecutive calls mostly name the same file.
     last_path: Option<(String, ByteArray)>,
@@ -128,7 +128,7 @@ impl ParquetOps {
     pub(crate) fn create(path: &Path) -> std::io::Result<ParquetOps> {
         let schema = Arc::new(parse_message_type(PARQUET_SCHEMA).map_err(to_io)?);
         let props = Arc::new(WriterProperties::builder().set_created_by("iolens".into()).build());
-        let writer = SerializedFileWriter::new(File::create(path)?, schema, props).map_err(to_io)?;
+        let writer = SerializedFileWriter::new(OutputFile::create(path)?, schema, props).map_err(to_io)?;
         Ok(ParquetOps { writer, rows: Columns::default(), last_path: None })
     }
 
@@ -203,8 +203,7 @@ impl OpWriter for ParquetOps {
 
     fn finish(mut self: Box<Self>) -> std::io::Result<()> {
         self.write_row_group()?;
-        self.writer.close().map_err(to_io)?;
-        Ok(())
+        self.writer.into_inner().map_err(to_io)?.commit()
     }
 }
 

@@ -354,12 +354,14 @@ where
 /// A file of busy periods (16 bytes each: start and end, little-endian u64 ns), sorted and
 /// disjoint: what one process contributes when unions are merged across processes.
 pub struct PeriodLogWriter {
-    out: std::io::BufWriter<std::fs::File>,
+    out: std::io::BufWriter<iolens_output::OutputFile>,
 }
 
 impl PeriodLogWriter {
+    /// Through [`iolens_output`]: the file appears complete at `finish`, symlinks and devices
+    /// handled as for every result file.
     pub fn create(path: &std::path::Path) -> std::io::Result<PeriodLogWriter> {
-        Ok(PeriodLogWriter { out: std::io::BufWriter::new(std::fs::File::create(path)?) })
+        Ok(PeriodLogWriter { out: std::io::BufWriter::new(iolens_output::OutputFile::create(path)?) })
     }
 
     pub fn write(&mut self, periods: &[Interval]) -> std::io::Result<()> {
@@ -372,7 +374,7 @@ impl PeriodLogWriter {
     }
 
     pub fn finish(self) -> std::io::Result<()> {
-        self.out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        self.out.into_inner().map_err(|e| e.into_error())?.commit()
     }
 }
 

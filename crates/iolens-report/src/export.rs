@@ -1,32 +1,19 @@
-//! JSON and CSV files. JSON is written atomically (temporary file, then rename), so a reader
-//! sees either the previous complete file or the new complete file, never half of one.
+//! JSON and CSV files, written through [`iolens_output`]: atomically (an unpredictable
+//! temporary file, then a rename) for regular files, so a reader sees either the previous
+//! complete file or the new complete file; in place for stdout, devices and FIFOs.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 
 use iolens_metrics::{Figures, RunResult, SCHEMA_VERSION};
 use serde::Serialize;
 
-fn temp_beside(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// Writes `value` as pretty JSON to `path` through a temporary file and a rename.
+/// Writes `value` as pretty JSON to `path` (`-` for stdout).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    let tmp = temp_beside(path);
-    let result = (|| {
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        serde_json::to_writer_pretty(&mut w, value)?;
-        w.write_all(b"\n")?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    iolens_output::write_output(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, value)?;
+        w.write_all(b"\n")
+    })
 }
 
 /// What `--json` holds when a command fails before it has results.
@@ -143,8 +130,10 @@ fn figure_fields(f: &Figures) -> Vec<String> {
 
 /// One row per agent plus an `aggregate` row, with a header.
 pub fn write_csv(path: &Path, run: &RunResult) -> io::Result<()> {
-    let tmp = temp_beside(path);
-    let mut w = BufWriter::new(File::create(&tmp)?);
+    iolens_output::write_output(path, |w| csv_rows(w, run))
+}
+
+fn csv_rows(w: &mut dyn Write, run: &RunResult) -> io::Result<()> {
     writeln!(w, "{}", CSV_COLUMNS.join(","))?;
     for a in &run.agents {
         let i = &a.info;
@@ -164,9 +153,7 @@ pub fn write_csv(path: &Path, run: &RunResult) -> io::Result<()> {
     let mut row = vec!["aggregate".to_string(), csv_field(&run.job).into_owned()];
     row.extend(std::iter::repeat_n(String::new(), 6));
     row.extend(figure_fields(&run.aggregate));
-    writeln!(w, "{}", row.join(","))?;
-    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&tmp, path)
+    writeln!(w, "{}", row.join(","))
 }
 
 #[cfg(test)]

@@ -1,17 +1,14 @@
 //! `iolens clean`: removes what killed runs left behind (their files and scratch directories),
 //! as recorded in the ownership registry. Every other command does the same quietly first.
 
-use std::io::Write;
-
 use iolens_engine::ownership::{clean_leftovers, state_dir, Cleaned};
 
 /// Lists what was removed, what was only forgotten (the path now holds something else), and
 /// what could not be removed.
 pub fn clean() -> Result<(), u8> {
-    let mut out = std::io::stdout().lock();
     match clean_leftovers() {
         Ok(c) => {
-            let _ = report(&mut out, &c);
+            report(&c);
             if c.failed.is_empty() {
                 Ok(())
             } else {
@@ -21,39 +18,32 @@ pub fn clean() -> Result<(), u8> {
         Err(e) => {
             let registry =
                 state_dir().map_or_else(|| "(no state directory)".into(), |d| d.display().to_string());
-            let _ =
-                writeln!(std::io::stderr(), "iolens: cannot read the ownership registry in {registry}: {e}");
+            errln!("iolens: cannot read the ownership registry in {registry}: {e}");
             Err(1)
         }
     }
 }
 
-fn report(out: &mut impl Write, c: &Cleaned) -> std::io::Result<()> {
+fn report(c: &Cleaned) {
     for p in &c.removed {
-        writeln!(out, "removed {}", p.display())?;
+        sayln!("removed {}", p.display());
     }
     for p in &c.forgotten {
-        writeln!(
-            out,
-            "forgotten {} (it now holds something iolens did not create; left alone)",
-            p.display()
-        )?;
+        sayln!("forgotten {} (it now holds something iolens did not create; left alone)", p.display());
     }
     for (p, e) in &c.failed {
-        writeln!(out, "could not remove {}: {e}", p.display())?;
+        sayln!("could not remove {}: {e}", p.display());
     }
     if c.removed.is_empty() && c.forgotten.is_empty() && c.failed.is_empty() {
-        writeln!(out, "nothing left behind by earlier runs")?;
+        sayln!("nothing left behind by earlier runs");
     }
-    Ok(())
 }
 
 /// Before a command creates files: removes earlier runs' leftovers, saying so on stderr.
 pub fn remove_leftovers_quietly() {
     if let Ok(c) = clean_leftovers() {
         for p in &c.removed {
-            let _ =
-                writeln!(std::io::stderr(), "iolens: removed {}, left behind by a killed run", p.display());
+            errln!("iolens: removed {}, left behind by a killed run", p.display());
         }
     }
 }

@@ -1,36 +1,46 @@
 //! The `iolens` command: parses arguments, runs the engine, prints and exports results.
 //! Everything of substance lives in the library crates; this binary only wires them together.
 
+#[macro_use]
+mod output;
 mod clean_cmd;
 mod cli;
 mod monitor;
-mod output;
 mod quick;
 mod run_cmd;
+mod signals;
 mod stats_cmd;
 mod suites;
 mod trace_cmd;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
 
-/// Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
-const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code when stdout was a closed pipe: what a shell shows for a process killed by SIGPIPE
+/// (128 + 13), the usual fate of a writer into `| head`; iolens finishes its files first.
+const EXIT_BROKEN_PIPE: u8 = 141;
+
+/// Result flags whose value may be stdout.
+const RESULT_FLAGS: [&str; 4] = ["--json", "--csv", "--parquet", "--emit-workload"];
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
     let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = Arc::clone(&stop);
-    // First Ctrl-C: stop the agents, keep the results so far, clean up. Second: leave now.
-    let _ = ctrlc::set_handler(move || {
-        if handler_stop.swap(true, Ordering::SeqCst) {
-            std::process::exit(EXIT_INTERRUPTED as i32);
-        }
-    });
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    signals::install(&stop);
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
+    if RESULT_FLAGS.iter().any(|f| output::flag_value(&argv, f).is_some_and(|p| iolens_report::is_stdout(&p)))
+    {
+        output::text_to_stderr();
+    }
+    let args = match cli::Cli::try_parse_from(&argv) {
+        Ok(a) => a,
+        Err(e) => return ExitCode::from(usage_error(&e, &argv, &command)),
+    };
+    let is_trace = matches!(args.command, cli::Command::Trace(_));
     if !matches!(
         args.command,
         cli::Command::Clean
@@ -55,9 +65,38 @@ fn main() -> ExitCode {
         cli::Command::Analyze(a) => trace_cmd::analyze(a, command),
         cli::Command::Clean => clean_cmd::clean(),
     };
-    match outcome {
-        _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),
-        Ok(()) => ExitCode::SUCCESS,
-        Err(code) => ExitCode::from(code),
+    let mut code = outcome.err().unwrap_or(0);
+    // A traced program's own status stands, also when it was interrupted.
+    if !is_trace && stop.load(Ordering::SeqCst) {
+        code = (128 + signals::last().unwrap_or(libc::SIGINT)).clamp(1, 255) as u8;
     }
+    if code == 0 && output::write_failed() {
+        code = output::EXIT_FAILED;
+    }
+    if let Some(e) = output::stdout_error() {
+        errln!("iolens: error: cannot write to stdout: {e}");
+        if code == 0 && !is_trace {
+            code = if e.raw_os_error() == Some(libc::EPIPE) { EXIT_BROKEN_PIPE } else { output::EXIT_FAILED };
+        }
+    }
+    ExitCode::from(code)
+}
+
+/// A command line clap rejected: its message, and the JSON error report when `--json` was given
+/// (scripts read the JSON, not stderr). Help and version are not errors.
+fn usage_error(e: &clap::Error, argv: &[OsString], command: &str) -> u8 {
+    let _ = e.print();
+    let code = e.exit_code().clamp(0, 255) as u8;
+    if !e.use_stderr() {
+        return code;
+    }
+    if let Some(path) = output::flag_value(argv, "--json") {
+        let text = e.to_string();
+        let message = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+        output::write_json_or_warn(
+            &path,
+            &iolens_report::ErrorReport::new(command.to_string(), message.to_string(), false),
+        );
+    }
+    code
 }

@@ -110,7 +110,7 @@ pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
             .zip(cur.iter().zip(&prev))
             .filter_map(|(d, (c, p))| Some(IostatRow::from_delta(d, secs, &c.as_ref()?.delta(p.as_ref()?))))
             .collect();
-        println!("{}", render(&rows));
+        sayln!("{}", render(&rows));
         report.samples.extend(rows);
         prev = cur;
         last = now;

@@ -261,7 +261,7 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
         iolens_device::filesystem_type(&dir).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());
     let device = iolens_device::device_for_path(&dir).ok().flatten().map(|d| d.name);
     let memory = iolens_device::memory_total().unwrap_or(1 << 30);
-    println!(
+    sayln!(
         "quick: {} on {} ({}), {} per point, {} files; results in {}{}",
         dir.display(),
         device.as_deref().unwrap_or("no block device"),
@@ -327,7 +327,7 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     let mut report = q.report;
     report.interrupted = stop.load(Ordering::SeqCst);
     report.elapsed_s = started.elapsed().as_secs_f64();
-    print!("{}", render(&report));
+    say!("{}", render(&report));
     write_json_or_warn(&results.join("quick.json"), &report);
     if let Some(path) = &out.json {
         write_json_or_warn(path, &report);
@@ -338,7 +338,7 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
         Ok(())
     } else {
         for e in &errors {
-            eprintln!("iolens: error: {e}");
+            errln!("iolens: error: {e}");
         }
         Err(EXIT_FAILED)
     }

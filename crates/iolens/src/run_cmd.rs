@@ -9,7 +9,7 @@ use iolens_workload::{load_job_file, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
     let flags = FlagWorkload {
@@ -73,18 +73,16 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         let interrupted = stop.load(Ordering::SeqCst);
         fail(&a.output, &command, &e.to_string(), interrupted, EXIT_FAILED)
     })?;
-    print!("{}", iolens_report::render_run(&run));
+    say!("{}", iolens_report::render_run(&run));
     if let Some(path) = &a.output.json {
         write_json_or_warn(path, &run);
     }
     if let Some(path) = &a.output.csv {
-        if let Err(e) = iolens_report::write_csv(path, &run) {
-            eprintln!("iolens: error: cannot write {}: {e}", path.display());
-        }
+        check_write(path, iolens_report::write_csv(path, &run));
     }
     match &run.error {
         Some(e) => {
-            eprintln!("iolens: error: {e}");
+            errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
         None => Ok(()),
@@ -140,11 +138,11 @@ fn run_repeated(
     }
     let (summary, warnings) = repeat::summarize_runs(&runs, a.cv_warn);
     if let Some(last) = runs.last() {
-        print!("{}", iolens_report::render_run(last));
+        say!("{}", iolens_report::render_run(last));
     }
-    print!("{}", repeat::render(&summary));
+    say!("{}", repeat::render(&summary));
     for w in &warnings {
-        println!("warning [{}]: {}", w.code.as_str(), w.message);
+        sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }
     let interrupted = stop.load(Ordering::SeqCst);
     let report = RepeatedRuns {
@@ -162,13 +160,12 @@ fn run_repeated(
         write_json_or_warn(path, &report);
     }
     if let Some(path) = &a.output.csv {
-        if let Err(e) = std::fs::write(path, repeat::csv(&report.summary)) {
-            eprintln!("iolens: error: cannot write {}: {e}", path.display());
-        }
+        let csv = repeat::csv(&report.summary);
+        check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
     match error {
         Some(e) => {
-            eprintln!("iolens: error: {e}");
+            errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
         None => Ok(()),

@@ -100,9 +100,7 @@ pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         Some(DoeCommand::Analyze(x)) => analyze(x, command),
         None => {
             let Some(plan_path) = a.plan else {
-                eprintln!(
-                    "iolens: error: give a plan: iolens doe PLAN.toml (or iolens doe analyze DATA.csv)"
-                );
+                errln!("iolens: error: give a plan: iolens doe PLAN.toml (or iolens doe analyze DATA.csv)");
                 return Err(EXIT_USAGE);
             };
             run_plan(&plan_path, a.out, a.allow_overwrite, a.quiet, stop, command)
@@ -121,7 +119,7 @@ fn run_plan(
     let plan = Plan::load(plan_path).map_err(|e| fail(&None, &command, &e.to_string(), EXIT_USAGE))?;
     let csv = out.unwrap_or_else(|| plan_path.with_extension("csv"));
     let total = plan.runs().len();
-    println!(
+    sayln!(
         "doe {}: {} factors, {} combinations × {} replicates = {total} runs in randomized order (seed {}), rows in {}",
         plan_path.display(),
         plan.factors.len(),
@@ -140,7 +138,7 @@ fn run_plan(
                 .zip(&run.levels)
                 .map(|(f, &l)| format!("{}={}", f.name, f.levels[l].1))
                 .collect();
-            eprintln!(
+            errln!(
                 "run {i}/{n} (id {}, replicate {}): {} → {}",
                 run.run_id,
                 run.replicate,
@@ -151,7 +149,7 @@ fn run_plan(
     });
     progress.finish();
     let outcome = outcome.map_err(|e| fail(&None, &command, &e.to_string(), EXIT_FAILED))?;
-    println!(
+    sayln!(
         "{} runs in the study: {} were already done, {} ran now{}",
         outcome.total_runs,
         outcome.already_done,
@@ -160,7 +158,7 @@ fn run_plan(
     );
     if !outcome.interrupted {
         let factors: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
-        println!(
+        sayln!(
             "analyze: iolens doe analyze {} --response {} --factors {}",
             csv.display(),
             plan.response,
@@ -381,7 +379,7 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
         a.alpha
     ));
     t.render(&mut out);
-    print!("{out}");
+    say!("{out}");
 
     if let Some(path) = &a.json {
         let report = AnalysisReport {
@@ -511,7 +509,7 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     out.push_str(
         "normalized CC = |CC|, negative when the sign is not the expected one (a misleading metric)\n",
     );
-    print!("{out}");
+    say!("{out}");
     if let Some(path) = &a.json {
         let report = CorrelationReport {
             schema_version: iolens_metrics::SCHEMA_VERSION,

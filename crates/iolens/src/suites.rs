@@ -39,7 +39,7 @@ fn finish<R: Serialize>(
     let out = outputs(json);
     let r =
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
-    print!("{}", render(&r));
+    say!("{}", render(&r));
     if let Some(path) = json {
         write_json_or_warn(path, &r);
     }
@@ -135,7 +135,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         cfg.mpart = size("--mpart", v, &out, &command)?;
     }
     if !a.quiet {
-        eprintln!(
+        errln!(
             "b_eff_io: {} partition(s) of T = {:.0} s each in {}",
             cfg.ranks.len(),
             cfg.time.as_secs_f64(),

@@ -1,5 +1,9 @@
 //! `iolens trace` and `iolens analyze`: the same summary, from a live program or a trace file.
 
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -9,7 +13,7 @@ use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
 use iolens_record::event::{IoEvent, IoOp};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
-use crate::output::{write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
 const PRELOAD_NAME: &str = "libiolens_preload.so";
 
@@ -87,18 +91,14 @@ fn summarize(
 }
 
 fn publish(summary: &TraceSummary, s: &SummaryArgs) {
-    print!("{}", render_summary(summary));
+    say!("{}", render_summary(summary));
     if let Some(path) = &s.json {
         write_json_or_warn(path, summary);
     }
     if let Some(path) = &s.emit_workload {
         match emit_workload(summary, &s.workload_target) {
-            Ok(job) => {
-                if let Err(e) = std::fs::write(path, job) {
-                    eprintln!("iolens: error: cannot write {}: {e}", path.display());
-                }
-            }
-            Err(why) => eprintln!("iolens: no job file written: {why}"),
+            Ok(job) => check_write(path, iolens_report::write_output(path, |w| w.write_all(job.as_bytes()))),
+            Err(why) => errln!("iolens: no job file written: {why}"),
         }
     }
 }
@@ -161,18 +161,133 @@ fn is_static_binary(program: &str) -> bool {
     !has_interp
 }
 
-/// Removes the stream directory unless the user asked to keep it.
-struct StreamDir {
-    path: PathBuf,
-    keep: bool,
+/// Prefix of the stream directories `trace` makes in the temporary directory.
+const TRACE_DIR_PREFIX: &str = "iolens-trace-";
+/// In such a directory: "PID START\n" of the iolens that made it, so that a later run can tell
+/// the leftovers of a killed trace from the directory of one still running.
+const OWNER_FILE: &str = ".iolens-owner";
+/// An owner file is a line of two numbers; anything longer was not written by iolens.
+const OWNER_FILE_MAX: u64 = 64;
+
+/// Start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22). With the
+/// pid it names one process: a pid is reused, a (pid, start) pair is not.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may hold spaces; fields are counted after it.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19).map(str::to_string)
 }
 
-impl Drop for StreamDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
+/// Whether the owner file of stream directory `dir` names a process that is gone. Anything
+/// unexpected (another user's, a symlink, no owner file, unreadable) counts as alive.
+fn owner_is_gone(dir: &Path, uid: u32) -> bool {
+    let owner = dir.join(OWNER_FILE);
+    let Ok(meta) = fs::symlink_metadata(&owner) else { return false };
+    if !meta.is_file() || meta.uid() != uid || meta.len() > OWNER_FILE_MAX {
+        return false;
+    }
+    let mut text = String::new();
+    let opened = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&owner);
+    if opened.and_then(|f| f.take(OWNER_FILE_MAX).read_to_string(&mut text)).is_err() {
+        return false;
+    }
+    let mut fields = text.split_whitespace();
+    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse::<u32>().ok()), fields.next()) else {
+        return false;
+    };
+    start_time(pid).as_deref() != Some(start)
+}
+
+/// Removes the stream directories of traces that were killed before they could clean up:
+/// ours (same uid, a directory, not a symlink), with an owner file whose process is gone.
+fn remove_leftovers(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else { return };
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(TRACE_DIR_PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        if meta.is_dir() && meta.uid() == uid && owner_is_gone(&path, uid) {
+            // std's remove_dir_all does not follow symlinks inside the tree (Rust >= 1.58.1).
+            let _ = fs::remove_dir_all(&path);
         }
     }
+}
+
+/// A fresh private stream directory (random name, 0700) with its owner file.
+fn make_stream_dir() -> std::io::Result<tempfile::TempDir> {
+    let base = std::env::temp_dir();
+    remove_leftovers(&base);
+    let dir = tempfile::Builder::new()
+        .prefix(TRACE_DIR_PREFIX)
+        .permissions(fs::Permissions::from_mode(0o700))
+        .tempdir_in(&base)?;
+    let pid = std::process::id();
+    let start = start_time(pid).unwrap_or_default();
+    fs::write(dir.path().join(OWNER_FILE), format!("{pid} {start}\n"))?;
+    Ok(dir)
+}
+
+/// The stream directory: the user's (`--out`, kept), or our own temporary one (removed on drop).
+enum StreamDir {
+    Kept(PathBuf),
+    Temp(tempfile::TempDir),
+}
+
+impl StreamDir {
+    fn path(&self) -> &Path {
+        match self {
+            StreamDir::Kept(p) => p,
+            StreamDir::Temp(t) => t.path(),
+        }
+    }
+}
+
+/// Whether iolens runs in the foreground of a terminal on stdin (so the traced program, in a
+/// process group of its own, must be given the terminal to read it and to get its Ctrl-C).
+fn in_terminal_foreground() -> bool {
+    // SAFETY: plain queries on fd 0.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+/// Makes `group` the terminal's foreground group. iolens may be in the background by then, and
+/// a background tcsetpgrp raises SIGTTOU, so that is ignored meanwhile.
+fn give_terminal(group: libc::pid_t) {
+    // SAFETY: async-signal-safe calls only (also used between fork and exec).
+    unsafe {
+        let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        libc::tcsetpgrp(0, group);
+        libc::signal(libc::SIGTTOU, previous);
+    }
+}
+
+/// The traced program: in its own process group (signals reach it and its children as one),
+/// and killed by the kernel should iolens die without passing signals on (SIGKILL, a crash).
+fn spawn_traced(cmd: &mut Command, take_terminal: bool) -> std::io::Result<std::process::Child> {
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // iolens may have died before the death signal was armed: it will not come then.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("iolens exited"));
+            }
+            if take_terminal {
+                give_terminal(libc::getpid());
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn()
 }
 
 pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
@@ -184,29 +299,39 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             std::fs::create_dir_all(d).map_err(|e| {
                 error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
             })?;
-            StreamDir { path: d.clone(), keep: true }
+            StreamDir::Kept(d.clone())
         }
-        None => {
-            let d = std::env::temp_dir().join(format!("iolens-trace-{}", std::process::id()));
-            std::fs::create_dir_all(&d).map_err(|e| {
-                error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
-            })?;
-            StreamDir { path: d, keep: false }
-        }
+        None => StreamDir::Temp(make_stream_dir().map_err(|e| {
+            let base = std::env::temp_dir();
+            error(
+                &format!("cannot create a trace directory in {}: {e}", base.display()),
+                EXIT_FAILED,
+                json,
+                &command,
+            )
+        })?),
     };
-    let stream_dir = std::fs::canonicalize(&dir.path).unwrap_or_else(|_| dir.path.clone());
+    let stream_dir = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let ld_preload = match std::env::var("LD_PRELOAD") {
         Ok(existing) if !existing.is_empty() => format!("{}:{existing}", preload.display()),
         _ => preload.display().to_string(),
     };
     let program = &a.command[0];
     let started = Instant::now();
-    let status = Command::new(program)
-        .args(&a.command[1..])
-        .env("LD_PRELOAD", ld_preload)
-        .env("IOLENS_TRACE_DIR", &stream_dir)
-        .status()
+    let mut cmd = Command::new(program);
+    cmd.args(&a.command[1..]).env("LD_PRELOAD", ld_preload).env("IOLENS_TRACE_DIR", &stream_dir);
+    let take_terminal = in_terminal_foreground();
+    let mut child = spawn_traced(&mut cmd, take_terminal)
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
+    crate::signals::forward_to(child.id() as i32);
+    let waited = child.wait();
+    crate::signals::forward_to(0);
+    if take_terminal {
+        // SAFETY: getpgrp cannot fail.
+        give_terminal(unsafe { libc::getpgrp() });
+    }
+    let status =
+        waited.map_err(|e| error(&format!("waiting for {program}: {e}"), EXIT_FAILED, json, &command))?;
     let wall_ns = started.elapsed().as_nanos() as u64;
 
     let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };

@@ -1,0 +1,266 @@
+//! The files a user names for results (`--json`, `--csv`, `--parquet`, `--busy-log`, ...).
+//!
+//! What a path is decides how it is written:
+//! - `-`, or a path that already is this process's stdout (`/dev/stdout`, `/proc/self/fd/1`, the
+//!   file stdout is redirected to): written into stdout, never replaced.
+//! - a regular file, or nothing yet: written to an unpredictable temporary file created with
+//!   `O_EXCL` beside it, then renamed over it. Readers see the old or the new complete file, and
+//!   nothing another user planted under a guessable name is ever written through.
+//! - a symlink to a regular file: the same, beside the final target, so the link stays a link.
+//! - a character device or FIFO, directly or through a symlink: written straight into it
+//!   (renaming over it would replace the device node or the pipe with a regular file).
+//! - a directory, block device, socket or dangling symlink: refused with an error.
+//!
+//! This crate sits below every crate that writes such files (it depends on nothing of iolens),
+//! so the same rules hold everywhere; `iolens_report` re-exports it.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where an output's bytes go until [`OutputFile::commit`].
+enum Dest {
+    Stdout(io::Stdout),
+    Direct(File),
+    Atomic { temp: tempfile::NamedTempFile, target: PathBuf },
+}
+
+/// An output being written. Dropped without [`OutputFile::commit`], a temporary file is removed
+/// and the destination is left as it was.
+pub struct OutputFile {
+    dest: Dest,
+}
+
+/// Whether `path` means this process's stdout: `-`, or the very file stdout is open on.
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-") || same_file_as_stdout(path)
+}
+
+fn same_file_as_stdout(path: &Path) -> bool {
+    let Ok(m) = fs::metadata(path) else { return false };
+    // SAFETY: fstat writes into the zeroed struct we own; fd 1 may be closed, then it fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(1, &mut st) } != 0 {
+        return false;
+    }
+    m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64
+}
+
+fn refused(what: &str) -> io::Error {
+    io::Error::other(format!("{what}: refusing to write results into it"))
+}
+
+fn kind_name(ft: &fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+impl OutputFile {
+    /// Opens `path` for writing results, by the rules in the crate documentation.
+    pub fn create(path: &Path) -> io::Result<OutputFile> {
+        if is_stdout(path) {
+            return Ok(OutputFile { dest: Dest::Stdout(io::stdout()) });
+        }
+        let meta = match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return atomic(path, None),
+            Err(e) => return Err(e),
+            Ok(m) => m,
+        };
+        let ft = meta.file_type();
+        if ft.is_file() {
+            return atomic(path, Some(meta.permissions().mode()));
+        }
+        if ft.is_char_device() || ft.is_fifo() {
+            return direct(path, false);
+        }
+        if !ft.is_symlink() {
+            return Err(refused(kind_name(&ft)));
+        }
+        let target = fs::metadata(path)
+            .map_err(|e| io::Error::other(format!("a symlink whose target cannot be reached ({e})")))?;
+        let tft = target.file_type();
+        if tft.is_file() {
+            return atomic(&fs::canonicalize(path)?, Some(target.permissions().mode()));
+        }
+        if tft.is_char_device() || tft.is_fifo() {
+            return direct(path, true);
+        }
+        Err(refused(&format!("a symlink to {}", kind_name(&tft))))
+    }
+
+    /// Finishes the output: flushed (and, for a file, synced and renamed into place).
+    pub fn commit(self) -> io::Result<()> {
+        match self.dest {
+            Dest::Stdout(mut s) => s.flush(),
+            Dest::Direct(mut f) => f.flush(),
+            Dest::Atomic { temp, target } => {
+                temp.as_file().sync_all()?;
+                temp.persist(&target).map_err(|e| e.error)?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A temporary file beside `target` (random name, `O_EXCL`) that `commit` renames over it.
+/// `mode`: the permissions of the file replaced, so replacing does not change who may read it.
+fn atomic(target: &Path, mode: Option<u32>) -> io::Result<OutputFile> {
+    let name =
+        target.file_name().ok_or_else(|| io::Error::other("not a file name"))?.to_string_lossy().into_owned();
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(mode.unwrap_or(0o666) & 0o777))
+        .tempfile_in(dir)
+        .map_err(plain)?;
+    Ok(OutputFile { dest: Dest::Atomic { temp, target: target.to_path_buf() } })
+}
+
+/// tempfile names its random temporary in errors; the user knows only the path they gave.
+fn plain(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => e,
+    }
+}
+
+/// Opens a device or FIFO in place. Checked again after opening, as the path may have changed.
+fn direct(path: &Path, through_symlink: bool) -> io::Result<OutputFile> {
+    let mut flags = libc::O_NOCTTY;
+    if !through_symlink {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let f = fs::OpenOptions::new().write(true).custom_flags(flags).open(path)?;
+    let ft = f.metadata()?.file_type();
+    if !(ft.is_char_device() || ft.is_fifo()) {
+        return Err(io::Error::other("changed while being opened: refusing to write into it"));
+    }
+    Ok(OutputFile { dest: Dest::Direct(f) })
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.dest {
+            Dest::Stdout(s) => s.write(buf),
+            Dest::Direct(f) => f.write(buf),
+            Dest::Atomic { temp, .. } => temp.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.dest {
+            Dest::Stdout(s) => s.flush(),
+            Dest::Direct(f) => f.flush(),
+            Dest::Atomic { temp, .. } => temp.flush(),
+        }
+    }
+}
+
+/// Writes an output in one go through a buffer, then commits it.
+pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let mut w = BufWriter::new(OutputFile::create(path)?);
+    fill(&mut w)?;
+    w.into_inner().map_err(|e| e.into_error())?.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn new_and_existing_regular_files_are_replaced_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        write_output(&p, |w| w.write_all(b"one")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+        write_output(&p, |w| w.write_all(b"two")).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o640, "mode kept");
+        assert_eq!(names(dir.path()), ["r.json"]);
+    }
+
+    #[test]
+    fn a_failed_fill_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        fs::write(&p, "old").unwrap();
+        let e = write_output(&p, |w| {
+            w.write_all(b"half")?;
+            Err(io::Error::other("boom"))
+        });
+        assert!(e.is_err());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "old");
+        assert_eq!(names(dir.path()), ["r.json"]);
+    }
+
+    #[test]
+    fn the_old_pid_named_temporary_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        symlink(&victim, dir.path().join(format!(".r.json.{}.tmp", std::process::id()))).unwrap();
+        let p = dir.path().join("r.json");
+        write_output(&p, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_symlink_to_a_file_stays_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        let real = sub.join("real");
+        fs::write(&real, "old").unwrap();
+        let link = dir.path().join("link");
+        symlink(&real, &link).unwrap();
+        write_output(&link, |w| w.write_all(b"new")).unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(names(&sub), ["real"]);
+    }
+
+    #[test]
+    fn devices_are_written_in_place_and_directories_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("null");
+        symlink("/dev/null", &link).unwrap();
+        write_output(&link, |w| w.write_all(b"gone")).unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        let full = dir.path().join("full");
+        symlink("/dev/full", &full).unwrap();
+        assert!(write_output(&full, |w| w.write_all(b"x")).is_err(), "ENOSPC is reported");
+
+        let e = write_output(dir.path(), |w| w.write_all(b"x")).unwrap_err();
+        assert!(e.to_string().contains("a directory"), "{e}");
+        let dangling = dir.path().join("dangling");
+        symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(write_output(&dangling, |w| w.write_all(b"x")).is_err());
+        assert!(!dir.path().join("nowhere").exists());
+        let e = write_output(&dir.path().join("missing/r.json"), |w| w.write_all(b"x")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    }
+}

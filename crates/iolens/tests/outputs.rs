@@ -1,0 +1,432 @@
+//! Where results go and how iolens ends: output paths that are symlinks, FIFOs or stdout,
+//! temporary names another user could plant, failed writes, a closed or full stdout, repeated
+//! Ctrl-C, and the traced program's life when iolens itself dies.
+
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn iolens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+/// A short run that does no I/O: the null engine on a directory it leaves untouched.
+fn null_run(dir: &Path) -> Command {
+    let mut c = iolens();
+    c.args(["run", "--quiet", "--engine", "null", "--time", "100ms", "--target", s(dir)]);
+    c
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Waits (bounded) for `cond`; false if it never held.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+// ---- (1) output paths that are symlinks, FIFOs, or stdout ----
+
+#[test]
+fn json_through_a_symlink_replaces_its_target_and_keeps_the_link() {
+    let dir = scratch();
+    let real = dir.path().join("real.json");
+    std::fs::write(&real, "old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = null_run(dir.path()).args(["--json", s(&link)]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(read_json(&real)["aggregate"]["ops"].as_u64().unwrap() > 0);
+    assert_eq!(entries(dir.path()), vec![link, real], "no temporary file left");
+}
+
+#[test]
+fn json_through_a_symlink_to_a_fifo_is_written_into_it() {
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let link = dir.path().join("stdout-like");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read_to_string(reader_path).unwrap());
+    let out = null_run(dir.path()).args(["--json", s(&link)]).output().unwrap();
+    // Should iolens not have opened the FIFO, this lets the reader see an end instead of waiting.
+    let _ = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert!(json["aggregate"]["ops"].as_u64().unwrap() > 0);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is not replaced");
+}
+
+#[test]
+fn json_and_csv_to_stdout_with_a_dash() {
+    let dir = scratch();
+    let out = null_run(dir.path()).args(["--json", "-"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert!(v["aggregate"]["ops"].as_u64().unwrap() > 0);
+    assert!(entries(dir.path()).is_empty(), "no file named '-'");
+
+    let out = null_run(dir.path()).args(["--csv", "-"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l.starts_with("scope,name,")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("aggregate,")), "{stdout}");
+    assert!(entries(dir.path()).is_empty(), "no file named '-'");
+}
+
+// ---- (2) temporary names nobody else can predict or plant ----
+
+#[test]
+fn a_planted_temporary_symlink_is_not_written_through() {
+    let dir = scratch();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // `exec` keeps the shell's pid, so the link carries the pid iolens will run with.
+    let script = format!(
+        "ln -s {victim} .o.json.$$.tmp && ln -s {victim} .o.csv.$$.tmp && exec {bin} run --quiet --engine null --time 100ms --target {data} --json o.json --csv o.csv",
+        victim = s(&victim),
+        bin = env!("CARGO_BIN_EXE_iolens"),
+        data = s(&data),
+    );
+    let out = Command::new("sh").args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(read_json(&dir.path().join("o.json"))["aggregate"].is_object());
+    assert!(std::fs::read_to_string(dir.path().join("o.csv")).unwrap().starts_with("scope,"));
+}
+
+fn have_preload() -> bool {
+    let exe = Path::new(env!("CARGO_BIN_EXE_iolens"));
+    let dir = exe.parent().unwrap();
+    dir.join("libiolens_preload.so").exists() || dir.join("deps/libiolens_preload.so").exists()
+}
+
+#[test]
+fn a_planted_trace_directory_is_neither_used_nor_emptied() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let script = format!(
+        "mkdir iolens-trace-$$ && echo stale > iolens-trace-$$/keep && exec {} trace -- sh -c 'echo \"$IOLENS_TRACE_DIR\"'",
+        env!("CARGO_BIN_EXE_iolens")
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let planted: Vec<PathBuf> = entries(dir.path()).into_iter().filter(|p| p.join("keep").exists()).collect();
+    assert_eq!(planted.len(), 1, "the planted directory and its file are kept: {}", text(&out));
+    let used = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_string();
+    assert_ne!(Path::new(&used), planted[0].as_path(), "the traced program got the planted directory");
+    assert_eq!(entries(dir.path()), planted, "iolens's own directory is removed");
+}
+
+#[test]
+fn the_trace_stream_directory_is_private() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let out = iolens()
+        .args(["trace", "--", "sh", "-c", "stat -c %a \"$IOLENS_TRACE_DIR\"; ls -A \"$IOLENS_TRACE_DIR\""])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().next(), Some("700"), "{}", text(&out));
+    assert!(stdout.lines().any(|l| l == ".iolens-owner"), "{}", text(&out));
+}
+
+// ---- (3) a failed write is a failure, and flag errors still leave JSON ----
+
+#[test]
+fn an_unwritable_json_path_fails_and_names_the_path() {
+    let dir = scratch();
+    for bad in [dir.path().join("missing/o.json"), dir.path().to_path_buf()] {
+        let out = null_run(dir.path()).args(["--json", s(&bad)]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}: {}", bad.display(), text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(s(&bad)), "the path is named: {stderr}");
+    }
+    let out = null_run(dir.path()).args(["--csv", s(&dir.path().join("missing/o.csv"))]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
+
+#[test]
+fn flag_errors_still_write_the_json_error_report() {
+    let dir = scratch();
+    let cases: [&[&str]; 3] =
+        [&["run", "--no-such-flag"], &["run", "--threads", "many", "--target", "."], &["no-such-command"]];
+    for (i, args) in cases.iter().enumerate() {
+        let json = dir.path().join(format!("e{i}.json"));
+        let spaced = iolens().args(*args).args(["--json", s(&json)]).output().unwrap();
+        assert_eq!(spaced.status.code(), Some(2), "{args:?}: {}", text(&spaced));
+        let v = read_json(&json);
+        assert!(!v["error"].as_str().unwrap().is_empty(), "{v}");
+        assert_eq!(v["interrupted"], false);
+        std::fs::remove_file(&json).unwrap();
+        let joined = iolens().args(*args).arg(format!("--json={}", s(&json))).output().unwrap();
+        assert_eq!(joined.status.code(), Some(2), "{args:?}: {}", text(&joined));
+        assert!(read_json(&json)["error"].is_string());
+    }
+}
+
+// ---- (4) stdout closed or full ----
+
+#[test]
+fn a_full_stdout_fails_cleanly_and_still_writes_json() {
+    let dir = scratch();
+    let json = dir.path().join("o.json");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = null_run(dir.path()).args(["--json", s(&json)]).stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(read_json(&json)["aggregate"]["ops"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_closed_stdout_pipe_fails_cleanly_and_still_writes_json() {
+    let dir = scratch();
+    let json = dir.path().join("o.json");
+    let mut child = null_run(dir.path())
+        .args(["--json", s(&json)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "EPIPE reads as SIGPIPE would: {}", text(&out));
+    assert!(read_json(&json)["aggregate"]["ops"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_full_stdout_keeps_the_traced_programs_exit_code() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let json = dir.path().join("t.json");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = iolens()
+        .args(["trace", "--json", s(&json), "--", "sh", "-c", "exit 3"])
+        .env("TMPDIR", dir.path())
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(read_json(&json).is_object());
+}
+
+// ---- (5) Ctrl-C twice ----
+
+#[test]
+fn two_quick_ctrl_c_still_leave_json_and_no_files() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let json = dir.path().join("out.json");
+    let child = iolens()
+        .args(["run", "--quiet", "--target", s(&data), "--rw", "write", "--bs", "4k", "--size", "64m"])
+        .args(["--time", "30s", "--json", s(&json)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(20), || !entries(&data).is_empty()), "the run never started");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(10));
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(read_json(&json)["interrupted"], true);
+    assert_eq!(entries(&data), Vec::<PathBuf>::new(), "created files removed");
+    assert_eq!(entries(dir.path()), vec![data, json], "no temporary file left");
+}
+
+// ---- (6) the traced program does not outlive iolens ----
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    for t in tasks.flatten() {
+        if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
+            out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// Gone, or a zombie waiting for whoever inherited it.
+fn is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn traced_sleep(dir: &Path) -> (Child, u32) {
+    let child = iolens()
+        .args(["trace", "--", "sleep", "30"])
+        .env("TMPDIR", dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut traced = None;
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            traced = children_of(child.id()).first().copied();
+            traced.is_some()
+        }),
+        "the traced program never started"
+    );
+    (child, traced.unwrap())
+}
+
+#[test]
+fn the_traced_program_dies_with_a_killed_iolens() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let (mut child, traced) = traced_sleep(dir.path());
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    let gone = wait_for(Duration::from_secs(5), || is_gone(traced));
+    if !gone {
+        // SAFETY: the orphan this test made.
+        unsafe { libc::kill(traced as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "traced program {traced} outlived iolens");
+}
+
+#[test]
+fn sigterm_reaches_the_traced_program() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let (mut child, traced) = traced_sleep(dir.path());
+    signal(&child, libc::SIGTERM);
+    let mut status = None;
+    let ended = wait_for(Duration::from_secs(10), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+        let _ = child.wait();
+        // SAFETY: the process this test made.
+        unsafe { libc::kill(traced as i32, libc::SIGKILL) };
+    }
+    assert!(ended, "iolens trace did not end on SIGTERM");
+    assert_eq!(status.unwrap().code(), Some(128 + libc::SIGTERM), "the program's fate is iolens's");
+    assert!(wait_for(Duration::from_secs(5), || is_gone(traced)));
+}
+
+// ---- (7) leftovers of a killed trace are removed, and only those ----
+
+fn start_time(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().to_string()
+}
+
+#[test]
+fn leftovers_of_dead_traces_are_removed_and_nothing_else() {
+    if !have_preload() {
+        eprintln!("skipped: build the workspace first (the preload library)");
+        return;
+    }
+    let dir = scratch();
+    let make = |name: &str, owner: Option<String>| {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("1.events"), "x").unwrap();
+        if let Some(o) = owner {
+            std::fs::write(d.join(".iolens-owner"), o).unwrap();
+        }
+        d
+    };
+    let mut exited = Command::new("true").spawn().unwrap();
+    let dead_pid = exited.id();
+    exited.wait().unwrap();
+    let dead = make("iolens-trace-dead", Some(format!("{dead_pid} 1\n")));
+    // Our own pid with the wrong start time: the pid was reused, the owner is dead.
+    let me = std::process::id();
+    let reused = make("iolens-trace-reused", Some(format!("{me} 1\n")));
+    let alive = make("iolens-trace-alive", Some(format!("{me} {}\n", start_time(me))));
+    let no_owner = make("iolens-trace-noowner", None);
+    let linked = make("iolens-trace-linked", None);
+    std::os::unix::fs::symlink(dead.join(".iolens-owner"), linked.join(".iolens-owner")).unwrap();
+    let unrelated = make("other-dead", Some(format!("{dead_pid} 1\n")));
+    let target = make("precious", Some(format!("{dead_pid} 1\n")));
+    let via_link = dir.path().join("iolens-trace-symlink");
+    std::os::unix::fs::symlink(&target, &via_link).unwrap();
+
+    let out = iolens().args(["trace", "--", "true"]).env("TMPDIR", dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!dead.exists(), "a dead trace's leftovers are removed");
+    assert!(!reused.exists(), "a reused pid does not keep a dead trace's leftovers");
+    for kept in [&alive, &no_owner, &linked, &unrelated, &target] {
+        assert!(kept.join("1.events").exists(), "{} kept", kept.display());
+    }
+    assert!(std::fs::symlink_metadata(&via_link).is_ok(), "a symlink is not a trace directory");
+}
