@@ -342,7 +342,7 @@ fn more_value_errors() {
         ("pattern = \"rand\"", "pattern", "did you mean \"random\"?"),
         ("distribution = \"gaussian\"", "distribution", "did you mean \"normal\"?"),
         ("arrival = \"bursty\"", "arrival", "\"constant\", \"poisson\""),
-        ("rate = -5", "rate", "non-negative"),
+        ("rate = -5", "rate", "0.001 to"),
         ("threads = 0", "threads", "at least 1"),
         ("qd = 0", "qd", "at least 1"),
         ("seed = -1", "seed", "non-negative integer"),
