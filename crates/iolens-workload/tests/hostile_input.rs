@@ -188,3 +188,15 @@ fn flag_messages_speak_in_flags() {
     .unwrap_err();
     assert!(!e.to_string().contains(" regions must"), "no bare key names in flag errors: {e}");
 }
+
+#[test]
+fn job_files_that_are_not_regular_files_are_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = load_job_file(dir.path()).unwrap_err();
+    assert!(e.to_string().contains("not a job file"), "{e}");
+    let fifo = dir.path().join("job.toml");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let e = load_job_file(&fifo).unwrap_err();
+    assert!(e.to_string().contains("not a job file"), "{e}");
+}
