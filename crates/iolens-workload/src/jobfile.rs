@@ -634,14 +634,22 @@ pub(crate) fn build_agents(
         found => found.map_or(0.5, |(c, _)| c),
     };
     let spread = match r.float("spread")? {
-        Some((v, s)) if v <= 0.0 => {
-            return Err(r.err(s, "spread must be a positive fraction of the region", Some("e.g. 0.1".into())))
+        Some((v, s)) if v <= 0.0 || v > MAX_SPREAD => {
+            return Err(r.err(
+                s,
+                format!("{} = {v} is not a positive fraction of the region up to {MAX_SPREAD}", s.name()),
+                Some("e.g. 0.1; a spread of 1 or more is already close to uniform".into()),
+            ))
         }
         found => found.map_or(0.1, |(v, _)| v),
     };
     let theta = match r.float("zipf_theta")? {
-        Some((t, s)) if t <= 0.0 => {
-            return Err(r.err(s, "zipf_theta must be positive", Some("typical values: 0.8 to 1.5".into())))
+        Some((t, s)) if t <= 0.0 || t > MAX_ZIPF_THETA => {
+            return Err(r.err(
+                s,
+                format!("{} = {t} is not between 0 (exclusive) and {MAX_ZIPF_THETA}", s.name()),
+                Some("typical values: 0.8 to 1.5".into()),
+            ))
         }
         found => found.map_or(1.2, |(t, _)| t),
     };

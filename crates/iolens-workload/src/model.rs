@@ -224,6 +224,11 @@ pub mod limits {
     pub const MAX_RATE: f64 = 1e9;
     /// Run time and ramp: a deadline past this is a typo, and far enough out overflows clocks.
     pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 24 * 3600);
+    /// The normal distribution's spread, as a fraction of the region: far beyond 1 it is uniform
+    /// in effect, and far enough it no longer has a finite width in slots.
+    pub const MAX_SPREAD: f64 = 10.0;
+    /// The zipf exponent: beyond this every access hits the hottest block anyway.
+    pub const MAX_ZIPF_THETA: f64 = 100.0;
     /// Characters in a job or agent name, which become part of file names (255 bytes at most).
     pub const MAX_NAME_CHARS: usize = 100;
 }

@@ -200,3 +200,12 @@ fn job_files_that_are_not_regular_files_are_refused_without_blocking() {
     let e = load_job_file(&fifo).unwrap_err();
     assert!(e.to_string().contains("not a job file"), "{e}");
 }
+
+#[test]
+fn distribution_shapes_are_bounded() {
+    let e = rejected("distribution = \"normal\"\nspread = 1e308", 4, "agent[1].spread");
+    assert!(e.hint.is_some(), "{e}");
+    let e = rejected("distribution = \"zipf\"\nzipf_theta = 1e300", 4, "agent[1].zipf_theta");
+    assert!(e.hint.is_some(), "{e}");
+    assert!(job(&agent("distribution = \"normal\"\nspread = 2")).is_ok());
+}
