@@ -213,6 +213,24 @@ impl CsvTable {
             .collect()
     }
 
+    /// Column `name` as finite numbers that are not all equal (a constant column has no
+    /// variance, so nothing correlates with it).
+    pub fn varying_numbers(&self, flag: &str, name: &str) -> Result<Vec<f64>, CsvError> {
+        let values = self.numbers(flag, name)?;
+        match values.first() {
+            Some(first) if values.iter().all(|v| v == first) => Err(CsvError {
+                file: self.file.clone(),
+                line: 0,
+                column: Some(name.to_string()),
+                message: format!(
+                    "{flag}: every row holds {first}, so the column has no variance to correlate"
+                ),
+                hint: Some(format!("leave {name:?} out, or check that the runs really differ")),
+            }),
+            _ => Ok(values),
+        }
+    }
+
     /// Column `name` as text (trimmed), one value per row.
     pub fn texts(&self, flag: &str, name: &str) -> Result<Vec<String>, CsvError> {
         let c = self.column(flag, name)?;
@@ -254,6 +272,14 @@ mod tests {
         assert_eq!(parse_csv(" \n\n", "d.csv").unwrap_err().line, 0);
         let e = parse_csv("a\n\"x\n", "d.csv").unwrap_err();
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn constant_columns_are_named() {
+        let t = parse_csv("time,iops\n1,5\n2,5\n3,5\n", "c.csv").unwrap();
+        assert_eq!(t.varying_numbers("--time", "time").unwrap(), [1.0, 2.0, 3.0]);
+        let e = t.varying_numbers("--metrics", "iops").unwrap_err().to_string();
+        assert!(e.starts_with("c.csv: column \"iops\": --metrics: every row holds 5"), "{e}");
     }
 
     #[test]

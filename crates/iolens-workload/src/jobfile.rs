@@ -585,6 +585,9 @@ pub(crate) fn build_agents(
                 Some("give a file, a directory or a block device".into()),
             ))
         }
+        Some((t, s)) if t.contains('\0') => {
+            return Err(r.err(s, "the target contains a NUL byte, which no path can hold", None))
+        }
         Some((t, _)) => match base_dir {
             Some(dir) => dir.join(t),
             None => PathBuf::from(t),

@@ -35,6 +35,14 @@ fn names_with_control_characters_are_refused() {
 }
 
 #[test]
+fn targets_with_a_nul_byte_are_refused() {
+    let e = job("[[agent]]\ntarget = \"/tmp/a\\u0000b\"\n").unwrap_err();
+    assert_eq!((e.key.as_str(), e.location().unwrap().1), ("agent[1].target", 2), "{e}");
+    let e = FlagWorkload { target: "/tmp/a\0b".into(), ..FlagWorkload::default() }.to_job().unwrap_err();
+    assert_eq!(e.source, ErrorSource::Flag("--target".into()));
+}
+
+#[test]
 fn names_with_path_separators_or_absurd_lengths_are_refused() {
     let e = rejected("name = \"../../etc/passwd\"", 3, "agent[1].name");
     assert!(e.to_string().contains('/'), "{e}");

@@ -383,7 +383,8 @@ struct CorrelationReport {
 pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
-    let time = data.numbers("--time", &a.time).map_err(|e| bad(e.to_string()))?;
+    // Constant columns are refused here, by name: the correlation itself would only say "x".
+    let time = data.varying_numbers("--time", &a.time).map_err(|e| bad(e.to_string()))?;
     let mut expected: Vec<(String, Direction)> = Vec::new();
     for e in &a.expect {
         let (name, dir) =
@@ -405,7 +406,7 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     }
     let mut rows = Vec::new();
     for m in &metrics {
-        let values = data.numbers("--metrics", m).map_err(|e| bad(e.to_string()))?;
+        let values = data.varying_numbers("--metrics", m).map_err(|e| bad(e.to_string()))?;
         let direction = expected
             .iter()
             .find(|(n, _)| n == m)
