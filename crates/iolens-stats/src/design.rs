@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::StatsError;
 use crate::validate_finite;
 
+/// The most distinct level combinations (cells) a data set may have.
+pub const MAX_CELLS: usize = 2048;
+
 /// Observations of a factorial experiment: each row sets one level of every factor and has one
 /// response value (e.g. a throughput).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +63,15 @@ impl Dataset {
         for (row, levels) in self.levels.iter().enumerate() {
             if levels.len() != self.factors.len() {
                 return Err(StatsError::RaggedRow { row, expected: self.factors.len(), got: levels.len() });
+            }
+        }
+        // The fits hold a dense basis over the cells (cells² values, cells³ work): bound them
+        // before any analysis allocates.
+        let mut cells = BTreeSet::new();
+        for levels in &self.levels {
+            cells.insert(levels);
+            if cells.len() > MAX_CELLS {
+                return Err(StatsError::TooManyCells { max: MAX_CELLS });
             }
         }
         validate_finite("response", &self.response)
@@ -269,6 +281,15 @@ fn combinations(count: usize, size: usize) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_many_cells_are_refused_before_any_fit() {
+        let levels: Vec<Vec<String>> = (0..=MAX_CELLS).map(|i| vec![i.to_string()]).collect();
+        let response = vec![1.0; levels.len()];
+        let e = Dataset::new(vec!["A".into()], levels.clone(), response.clone()).unwrap_err();
+        assert_eq!(e, StatsError::TooManyCells { max: MAX_CELLS });
+        assert!(Dataset::new(vec!["A".into()], levels[1..].to_vec(), response[1..].to_vec()).is_ok());
+    }
 
     fn data() -> Dataset {
         Dataset::new(

@@ -20,6 +20,11 @@ pub enum StatsError {
     DuplicateFactor(String),
     #[error("factor name {0:?} is not usable: names must be non-empty and must not contain ':'")]
     InvalidFactorName(String),
+    #[error(
+        "the data set has more than {max} distinct level combinations (cells); \
+         a factorial analysis of that many cells is not supported"
+    )]
+    TooManyCells { max: usize },
     #[error("the data set has no factors")]
     NoFactors,
     #[error("row {row} has {got} levels but the data set has {expected} factors")]

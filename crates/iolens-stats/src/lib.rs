@@ -15,11 +15,14 @@
 //! - [`level_means`], [`cell_means`], [`recommend`]: the best level of each significant
 //!   factor, or "SNS" (statistically not significant), as in the IOAgent study's Table 3.
 //!
-//! Everything here is a pure function of its inputs; invalid input is a [`StatsError`], never a
-//! panic.
+//! - [`csv`]: the CSV tables the commands read, with errors that name file, line and column.
+//!
+//! Apart from [`csv::read_csv`], everything here is a pure function of its inputs; invalid input
+//! is an error ([`StatsError`], [`csv::CsvError`]), never a panic.
 
 mod anova;
 mod correlation;
+pub mod csv;
 mod design;
 mod diagnostics;
 mod error;
@@ -28,7 +31,7 @@ mod summary;
 
 pub use anova::{anova, reduce_model, AnovaRow, AnovaTable, Reduction, ReductionStep, RESIDUAL};
 pub use correlation::{normalized_pearson, pearson, pearson_test, CorrelationTest, Direction, NormalizedCc};
-pub use design::{level_order, sort_levels, Dataset, ModelSpec, ResponseScale, Term};
+pub use design::{level_order, sort_levels, Dataset, ModelSpec, ResponseScale, Term, MAX_CELLS};
 pub use diagnostics::{
     brown_forsythe, residual_diagnostics, shapiro_wilk, HypothesisTest, ResidualDiagnostics, TestResult,
 };

@@ -17,7 +17,8 @@
 //! itself would hide the factor, so that is an error).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use iolens_engine::{run_job, LocalBarrier, RunObserver, RunOptions, TargetPolicy};
 use iolens_metrics::RunResult;
 use iolens_report::export::csv_field;
+use iolens_stats::csv::split_csv_line;
 use iolens_workload::{parse_job_with_tables, Job, AGENT_KEYS};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -65,8 +67,52 @@ pub struct PlannedRun {
     pub levels: Vec<usize>,
 }
 
-fn plan_error(file: &Path, key: &str, message: impl std::fmt::Display, hint: &str) -> SuiteError {
-    SuiteError::Config(format!("{}: [doe] {key}: {message}\n  hint: {hint}", file.display()))
+/// Bounds on a plan, checked before anything is allocated or run: a study beyond them would not
+/// finish in any reasonable time, and the run list is built in memory.
+pub const MAX_REPLICATES: i64 = 1000;
+pub const MAX_LEVELS: usize = 64;
+pub const MAX_FACTORS: usize = 16;
+pub const MAX_COMBINATIONS: u64 = 10_000;
+pub const MAX_RUNS: u64 = 100_000;
+/// Plans are short text files; anything larger is not one.
+const MAX_PLAN_BYTES: u64 = 16 << 20;
+/// A level is a workload value (a size, a path, ...), written into every row of the study CSV.
+const MAX_LEVEL_CHARS: usize = 4096;
+
+/// The plan's text with positions, so errors can give the line of a `[doe]` key.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+    doc: Option<toml_edit::Document<&'a str>>,
+}
+
+impl<'a> Source<'a> {
+    fn new(file: &'a Path, text: &'a str) -> Self {
+        Source { file, text, doc: toml_edit::Document::parse(text).ok() }
+    }
+
+    /// The 1-based line of the key at `path` under `[doe]` (or of `[doe]` itself); 0 if unknown.
+    fn line(&self, path: &[&str]) -> usize {
+        let Some(doc) = &self.doc else { return 0 };
+        let mut item = doc.as_item().get("doe");
+        let mut span = item.and_then(|i| i.span());
+        for key in path {
+            let Some(table) = item.and_then(|i| i.as_table_like()) else { break };
+            span = table.key(key).and_then(|k| k.span()).or(span);
+            item = table.get(key);
+        }
+        span.map_or(0, |s| self.text[..s.start.min(self.text.len())].matches('\n').count() + 1)
+    }
+
+    fn error(&self, path: &[&str], message: impl std::fmt::Display, hint: &str) -> SuiteError {
+        let file = self.file.display();
+        let key = path.join(".");
+        let at = match self.line(path) {
+            0 => format!("{file}"),
+            line => format!("{file}:{line}"),
+        };
+        SuiteError::Config(format!("{at}: [doe] {key}: {message}\n  hint: {hint}"))
+    }
 }
 
 fn level_text(v: &Value) -> String {
@@ -78,107 +124,158 @@ fn level_text(v: &Value) -> String {
 
 impl Plan {
     pub fn load(path: &Path) -> Result<Plan, SuiteError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SuiteError::Config(format!("cannot read the plan {}: {e}", path.display())))?;
+        let cannot = |e: String| SuiteError::Config(format!("cannot read the plan {}: {e}", path.display()));
+        // A FIFO or a device would block or never end: look before reading.
+        let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+        if !meta.is_file() || meta.len() > MAX_PLAN_BYTES {
+            return Err(cannot(format!(
+                "not a plan file (a regular file of at most {} MiB)",
+                MAX_PLAN_BYTES >> 20
+            )));
+        }
+        let mut text = String::new();
+        File::open(path)
+            .and_then(|f| f.take(MAX_PLAN_BYTES).read_to_string(&mut text))
+            .map_err(|e| cannot(e.to_string()))?;
+        Plan::parse(&text, path)
+    }
+
+    /// Parses a plan's text; `path` names it in errors and relative targets resolve against its
+    /// directory. Validates every combination's job; touches no file.
+    pub fn parse(text: &str, path: &Path) -> Result<Plan, SuiteError> {
         // The job part first: its errors carry the plan's own lines.
-        parse_job_with_tables(&text, &path.display().to_string(), path.parent(), &["doe"])?;
+        parse_job_with_tables(text, &path.display().to_string(), path.parent(), &["doe"])?;
+        let src = Source::new(path, text);
         let mut doc: DocumentMut =
             text.parse().map_err(|e| SuiteError::Config(format!("{}: {e}", path.display())))?;
         let Some(doe) = doc.remove("doe") else {
-            return Err(plan_error(
-                path,
-                "",
+            return Err(src.error(
+                &[],
                 "the plan has no [doe] table",
                 "add [doe] with factors = { qd = [1, 16] }",
             ));
         };
         let Some(doe) = doe.as_table_like() else {
-            return Err(plan_error(path, "", "doe must be a table", "write it as [doe]"));
+            return Err(src.error(&[], "doe must be a table", "write it as [doe]"));
         };
         for (key, _) in doe.iter() {
             if !["response", "replicates", "seed", "factors"].contains(&key) {
-                return Err(plan_error(
-                    path,
-                    key,
-                    "unknown key",
-                    "valid: response, replicates, seed, factors",
-                ));
+                return Err(src.error(&[key], "unknown key", "valid: response, replicates, seed, factors"));
             }
         }
         let response = match doe.get("response") {
             None => "bw_bytes_s".to_string(),
             Some(v) => v.as_str().map(str::to_string).ok_or_else(|| {
-                plan_error(path, "response", "expected a metric name", "e.g. response = \"bw_bytes_s\"")
+                src.error(&["response"], "expected a metric name", "e.g. response = \"bw_bytes_s\"")
             })?,
         };
         let metrics = metric_names();
         if !metrics.contains(&response.as_str()) {
-            return Err(plan_error(
-                path,
-                "response",
+            return Err(src.error(
+                &["response"],
                 format!("unknown metric {response:?}"),
                 &metrics.join(", "),
             ));
         }
-        let int = |key: &str, default: i64| -> Result<i64, SuiteError> {
+        let int = |key: &str, default: i64, max: i64, hint: &str| -> Result<i64, SuiteError> {
             match doe.get(key) {
                 None => Ok(default),
-                Some(v) => v
-                    .as_integer()
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| plan_error(path, key, "expected a positive integer", "e.g. 3")),
+                Some(v) => match v.as_integer() {
+                    Some(n) if (1..=max).contains(&n) => Ok(n),
+                    Some(n) => Err(src.error(&[key], format!("{n} is not between 1 and {max}"), hint)),
+                    None => Err(src.error(&[key], "expected a positive integer", hint)),
+                },
             }
         };
-        let replicates = int("replicates", 1)? as u32;
-        let seed = int("seed", 1)? as u64;
+        let replicates = int(
+            "replicates",
+            1,
+            MAX_REPLICATES,
+            &format!("e.g. replicates = 3; at most {MAX_REPLICATES}, as a study repeats each run that often"),
+        )?;
+        let replicates = u32::try_from(replicates).expect("bounded by MAX_REPLICATES");
+        let seed = int("seed", 1, i64::MAX, "e.g. seed = 1")?.unsigned_abs();
         let Some(table) = doe.get("factors").and_then(|f| f.as_table_like()) else {
-            return Err(plan_error(
-                path,
-                "factors",
+            return Err(src.error(
+                &["factors"],
                 "missing or not a table",
                 "factors = { qd = [1, 16], direct = [false, true] }",
             ));
         };
         let mut factors = Vec::new();
+        let mut combinations: u64 = 1;
         for (name, item) in table.iter() {
+            let at = ["factors", name];
             if !AGENT_KEYS.contains(&name) || name == "name" {
-                return Err(plan_error(
-                    path,
-                    &format!("factors.{name}"),
+                return Err(src.error(
+                    &at,
                     "not a workload key",
                     "factors are agent keys: bs, qd, threads, engine, direct, rw, pattern, size, rate, …",
                 ));
             }
-            let Some(levels) = item.as_array() else {
-                return Err(plan_error(
-                    path,
-                    &format!("factors.{name}"),
-                    "expected a list of levels",
-                    "e.g. [1, 16]",
-                ));
-            };
-            if levels.len() < 2 {
-                return Err(plan_error(
-                    path,
-                    &format!("factors.{name}"),
-                    "a factor needs two or more levels",
-                    "add a level",
+            if factors.len() == MAX_FACTORS {
+                return Err(src.error(
+                    &at,
+                    format!("more than {MAX_FACTORS} factors"),
+                    "study fewer factors at a time",
                 ));
             }
-            factors.push(Factor {
-                name: name.to_string(),
-                levels: levels.iter().map(|v| (v.clone(), level_text(v))).collect(),
-            });
+            let Some(levels) = item.as_array() else {
+                return Err(src.error(&at, "expected a list of levels", "e.g. [1, 16]"));
+            };
+            if levels.len() < 2 {
+                return Err(src.error(&at, "a factor needs two or more levels", "add a level"));
+            }
+            if levels.len() > MAX_LEVELS {
+                return Err(src.error(
+                    &at,
+                    format!("{} levels; at most {MAX_LEVELS} are supported", levels.len()),
+                    "pick fewer levels, e.g. powers of two",
+                ));
+            }
+            let mut texts: Vec<(Value, String)> = Vec::new();
+            for v in levels.iter() {
+                let text = level_text(v);
+                if let Some(c) = text.chars().find(|c| c.is_control()) {
+                    let message = format!("level {text:?} holds the control character U+{:04X}", c as u32);
+                    return Err(src.error(&at, message, "levels are written into CSV rows: use plain text"));
+                }
+                if text.chars().count() > MAX_LEVEL_CHARS {
+                    let message = format!("a level is longer than {MAX_LEVEL_CHARS} characters");
+                    return Err(src.error(&at, message, "use shorter levels"));
+                }
+                if texts.iter().any(|(_, t)| *t == text) {
+                    let message = format!("level {text:?} is listed twice");
+                    return Err(src.error(&at, message, "list each level once; replicates repeat runs"));
+                }
+                texts.push((v.clone(), text));
+            }
+            combinations = combinations.saturating_mul(texts.len() as u64);
+            if combinations > MAX_COMBINATIONS {
+                return Err(src.error(
+                    &at,
+                    format!("the factors so far make more than {MAX_COMBINATIONS} combinations of levels"),
+                    "study fewer factors or levels at a time (e.g. screen factors with two levels first)",
+                ));
+            }
+            factors.push(Factor { name: name.to_string(), levels: texts });
         }
         if factors.is_empty() {
-            return Err(plan_error(path, "factors", "no factors", "factors = { qd = [1, 16] }"));
+            return Err(src.error(&["factors"], "no factors", "factors = { qd = [1, 16] }"));
+        }
+        let runs = combinations.saturating_mul(u64::from(replicates));
+        if runs > MAX_RUNS {
+            return Err(src.error(
+                &["replicates"],
+                format!("{combinations} combinations × {replicates} replicates = {runs} runs, more than {MAX_RUNS}"),
+                "lower replicates, or study fewer factors or levels at a time",
+            ));
         }
         if let Some(Item::ArrayOfTables(agents)) = doc.get("agent") {
             for agent in agents.iter() {
                 if let Some(f) = factors.iter().find(|f| agent.contains_key(&f.name)) {
-                    return Err(plan_error(
-                        path,
-                        &format!("factors.{}", f.name),
+                    return Err(src.error(
+                        &["factors", &f.name],
                         "an [[agent]] sets this key itself, which would hide the factor",
                         "move the key to [defaults] or drop it from the agent",
                     ));
@@ -188,7 +285,16 @@ impl Plan {
         let plan = Plan { file: path.to_path_buf(), response, replicates, seed, factors, base: doc };
         // Every combination must make a valid job before anything runs.
         for combination in plan.combinations() {
-            plan.job(&combination)?;
+            plan.combination_job(&combination).map_err(|b| {
+                let (e, described) = *b;
+                // The error is about the generated job: point at the factor it names, if any.
+                let factor = e.key.rsplit('.').next().filter(|k| plan.factors.iter().any(|f| f.name == *k));
+                let path: Vec<&str> = ["factors"].into_iter().chain(factor).collect();
+                let message = format!("with {described}: {}: {}", e.key, e.message);
+                let hint =
+                    e.hint.as_deref().unwrap_or("change the levels or the job so every combination is valid");
+                src.error(&path, message, hint)
+            })?;
         }
         Ok(plan)
     }
@@ -225,6 +331,16 @@ impl Plan {
 
     /// The job of one combination.
     pub fn job(&self, levels: &[usize]) -> Result<Job, SuiteError> {
+        self.combination_job(levels).map_err(|b| {
+            let (e, described) = *b;
+            let hint = e.hint.as_deref().map(|h| format!("\n  hint: {h}")).unwrap_or_default();
+            let file = self.file.display();
+            SuiteError::Config(format!("{file}: with {described}: {}: {}{hint}", e.key, e.message))
+        })
+    }
+
+    /// The job of one combination, or the job's error and the levels that made it.
+    fn combination_job(&self, levels: &[usize]) -> Result<Job, Box<(iolens_workload::JobError, String)>> {
         let mut doc = self.base.clone();
         if !doc.contains_key("defaults") {
             doc["defaults"] = toml_edit::table();
@@ -240,7 +356,13 @@ impl Plan {
         }
         let file = self.file.display().to_string();
         parse_job_with_tables(&doc.to_string(), &file, self.file.parent(), &[])
-            .map_err(|e| SuiteError::Config(format!("{file}: with {}: {}", described.join(", "), e.message)))
+            .map_err(|e| Box::new((e, described.join(", "))))
+    }
+
+    /// The number of runs of the study (combinations × replicates).
+    pub fn runs_total(&self) -> u64 {
+        let combinations = self.factors.iter().fold(1u64, |n, f| n.saturating_mul(f.levels.len() as u64));
+        combinations.saturating_mul(u64::from(self.replicates))
     }
 
     pub fn header(&self) -> String {
@@ -267,41 +389,105 @@ fn row(plan: &Plan, run: &PlannedRun, result: &RunResult) -> String {
     cells.join(",")
 }
 
-/// The run ids already in `csv`, after dropping a last line cut off by a crash. Errors when the
-/// file belongs to another plan.
-fn finished_runs(csv: &Path, header: &str) -> Result<Vec<u64>, SuiteError> {
-    let err = |e: std::io::Error| SuiteError::Config(format!("{}: {e}", csv.display()));
-    let Ok(file) = File::open(csv) else { return Ok(Vec::new()) };
+/// What a study CSV already holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StudyRows {
+    /// Run ids of the complete rows.
+    pub done: Vec<u64>,
+    /// Bytes up to the end of the last complete line: a crash may leave a cut line after it.
+    pub complete_len: usize,
+}
+
+fn not_this_study(csv: &str, why: impl std::fmt::Display) -> SuiteError {
+    SuiteError::Config(format!(
+        "{csv}: {why}; refusing to write to a file this plan did not write\n  hint: move the file away, \
+         or pass another --out file"
+    ))
+}
+
+/// Reads the text of a study CSV (`csv` names it in errors): the header must be `header` exactly
+/// and every complete line a row of a study with `total_runs` runs. Only the last line may be
+/// cut (no line end): a crash while writing it; it is not counted. Empty text is a new study.
+pub fn parse_study_csv(
+    text: &[u8],
+    csv: &str,
+    header: &str,
+    total_runs: u64,
+) -> Result<StudyRows, SuiteError> {
+    let Some(header_end) = text.iter().position(|b| *b == b'\n') else {
+        // Nothing, or the start of our header cut by a crash; anything else is not ours.
+        let ours = header.as_bytes().starts_with(text);
+        return if ours {
+            Ok(StudyRows { done: Vec::new(), complete_len: 0 })
+        } else {
+            Err(not_this_study(csv, "its first line is not this plan's header"))
+        };
+    };
+    if text[..header_end].strip_suffix(b"\r").unwrap_or(&text[..header_end]) != header.as_bytes() {
+        return Err(not_this_study(csv, "its first line is not this plan's header"));
+    }
+    let columns = header.split(',').count();
     let mut done = Vec::new();
-    let mut complete_len = 0u64;
-    let mut reader = BufReader::new(file);
-    let mut line = String::new();
-    let mut first = true;
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).map_err(err)?;
-        if n == 0 || !line.ends_with('\n') {
-            break;
-        }
-        let text = line.trim_end();
-        if first {
-            if text != header {
-                return Err(SuiteError::Config(format!(
-                    "{} holds another study (its header differs from this plan's)\n  hint: give another --out file, or move this one away",
-                    csv.display()
-                )));
-            }
-            first = false;
-        } else if let Some(id) = text.split(',').next().and_then(|v| v.parse().ok()) {
-            done.push(id);
-        }
-        complete_len += n as u64;
+    let mut complete_len = header_end + 1;
+    let mut line_no = 1;
+    while let Some(len) = text[complete_len..].iter().position(|b| *b == b'\n') {
+        line_no += 1;
+        let line = &text[complete_len..complete_len + len];
+        let row = std::str::from_utf8(line).ok().and_then(|l| split_csv_line(l.trim_end_matches('\r')).ok());
+        let row = row.filter(|fields| fields.len() == columns);
+        let id = row.as_ref().and_then(|fields| fields[0].parse::<u64>().ok()).filter(|id| *id < total_runs);
+        let Some(id) = id else {
+            return Err(not_this_study(csv, format!("line {line_no} is not a row of this study")));
+        };
+        done.push(id);
+        complete_len += len + 1;
     }
-    let len = std::fs::metadata(csv).map_err(err)?.len();
-    if len > complete_len {
-        OpenOptions::new().write(true).open(csv).and_then(|f| f.set_len(complete_len)).map_err(err)?;
+    Ok(StudyRows { done, complete_len })
+}
+
+/// Opens the study CSV to append rows and says which runs it already holds. A new file is
+/// created exclusively; an existing one must be a regular file (never a symbolic link, which is
+/// not followed) that this plan wrote. Only then is a cut last line dropped.
+fn open_study_csv(csv: &Path, plan: &Plan) -> Result<(File, Vec<u64>), SuiteError> {
+    let name = csv.display().to_string();
+    let io = |e: std::io::Error| SuiteError::Config(format!("{name}: {e}"));
+    let header = plan.header();
+    let flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let create = OpenOptions::new().read(true).append(true).create_new(true).custom_flags(flags).open(csv);
+    match create {
+        Ok(mut file) => {
+            writeln!(file, "{header}").and_then(|()| file.sync_data()).map_err(io)?;
+            return Ok((file, Vec::new()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(e)),
     }
-    Ok(done)
+    let mut file = match OpenOptions::new().read(true).append(true).custom_flags(flags).open(csv) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(not_this_study(&name, "it is a symbolic link, which is not followed"))
+        }
+        Err(e) => return Err(io(e)),
+    };
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_this_study(&name, "it is not a regular file"));
+    }
+    // A full study is MAX_RUNS rows of a few hundred bytes; far more than that is not ours.
+    let limit = MAX_RUNS * 4096;
+    if meta.len() > limit {
+        return Err(not_this_study(&name, "it is far larger than any study"));
+    }
+    let mut text = Vec::new();
+    (&mut file).take(limit).read_to_end(&mut text).map_err(io)?;
+    let rows = parse_study_csv(&text, &name, &header, plan.runs_total())?;
+    if text.len() > rows.complete_len {
+        file.set_len(rows.complete_len as u64).map_err(io)?;
+    }
+    if rows.complete_len == 0 {
+        writeln!(file, "{header}").and_then(|()| file.sync_data()).map_err(io)?;
+    }
+    Ok((file, rows.done))
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -322,15 +508,10 @@ pub fn run_study(
     observer: &dyn RunObserver,
     mut on_run: impl FnMut(&PlannedRun, &RunResult, usize, usize),
 ) -> Result<StudyOutcome, SuiteError> {
-    let header = plan.header();
-    let done = finished_runs(csv, &header)?;
+    let (mut out, done) = open_study_csv(csv, plan)?;
+    let done: std::collections::HashSet<u64> = done.into_iter().collect();
     let runs = plan.runs();
     let io = |e: std::io::Error| SuiteError::Config(format!("{}: {e}", csv.display()));
-    let mut out = OpenOptions::new().create(true).append(true).open(csv).map_err(io)?;
-    if out.metadata().map_err(io)?.len() == 0 {
-        writeln!(out, "{header}").map_err(io)?;
-        out.sync_data().map_err(io)?;
-    }
     let todo: Vec<&PlannedRun> = runs.iter().filter(|r| !done.contains(&r.run_id)).collect();
     let mut ran = 0;
     for (i, run) in todo.iter().enumerate() {
@@ -424,11 +605,129 @@ mod tests {
 
     #[test]
     fn a_cut_last_line_is_dropped_and_another_study_is_refused() {
+        let text = b"run_id,x\n3,1\n7,2\n9,";
+        let rows = parse_study_csv(text, "d.csv", "run_id,x", 10).unwrap();
+        assert_eq!((rows.done, rows.complete_len), (vec![3, 7], 17));
+        let e = parse_study_csv(text, "d.csv", "run_id,y", 10).unwrap_err().to_string();
+        assert!(e.contains("d.csv") && e.contains("--out"), "{e}");
+        assert!(
+            parse_study_csv(b"run_id,x\n3,1\n12,2\n", "d.csv", "run_id,x", 10).is_err(),
+            "id beyond the plan"
+        );
+        assert_eq!(
+            parse_study_csv(b"run_i", "d.csv", "run_id,x", 10).unwrap().complete_len,
+            0,
+            "a cut header"
+        );
+        assert!(parse_study_csv(b"hello", "d.csv", "run_id,x", 10).is_err());
+        let e = parse_study_csv(b"run_id,x\n3,1\nfoo bar\n", "d.csv", "run_id,x", 10).unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
+    }
+
+    fn study() -> (tempfile::TempDir, Plan) {
         let dir = tempfile::tempdir().unwrap();
-        let csv = dir.path().join("d.csv");
-        std::fs::write(&csv, "run_id,x\n3,1\n7,2\n9,").unwrap();
-        assert_eq!(finished_runs(&csv, "run_id,x").unwrap(), [3, 7]);
-        assert_eq!(std::fs::read_to_string(&csv).unwrap(), "run_id,x\n3,1\n7,2\n");
-        assert!(finished_runs(&csv, "run_id,y").is_err());
+        let path = dir.path().join("plan.toml");
+        std::fs::write(&path, format!("{BASE}[doe]\nfactors = {{ bs = [\"4k\", \"8k\"] }}\n")).unwrap();
+        let plan = Plan::load(&path).unwrap();
+        (dir, plan)
+    }
+
+    #[test]
+    fn a_csv_this_plan_did_not_write_is_left_alone() {
+        let (dir, plan) = study();
+        let csv = dir.path().join("plan.csv");
+        // No line end: the old reader took the whole file for a cut line and truncated it.
+        for foreign in ["not a study, no newline", "a,b\n1,2\n", ""] {
+            std::fs::write(&csv, foreign).unwrap();
+            let result = open_study_csv(&csv, &plan);
+            if foreign.is_empty() {
+                assert!(result.is_ok(), "an empty file is a new study");
+                continue;
+            }
+            let e = result.unwrap_err().to_string();
+            assert!(e.contains("plan.csv") && e.contains("hint"), "{e}");
+            assert_eq!(std::fs::read_to_string(&csv).unwrap(), foreign, "the file is untouched");
+        }
+        assert_eq!(std::fs::read_to_string(&csv).unwrap(), format!("{}\n", plan.header()));
+    }
+
+    #[test]
+    fn the_study_csv_is_never_reached_through_a_symlink_or_a_fifo() {
+        let (dir, plan) = study();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, format!("{}\n", plan.header())).unwrap();
+        let link = dir.path().join("link.csv");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = open_study_csv(&link, &plan).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let dangling = dir.path().join("dangling.csv");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        assert!(open_study_csv(&dangling, &plan).is_err());
+        assert!(!dir.path().join("nowhere").exists(), "no file created through the link");
+        let fifo = dir.path().join("fifo.csv");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open_study_csv(&fifo, &plan).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn a_study_resumes_from_its_own_csv() {
+        let (dir, plan) = study();
+        let csv = dir.path().join("plan.csv");
+        let row = format!("1,1,8k{}", ",0".repeat(plan.header().split(',').count() - 3));
+        std::fs::write(&csv, format!("{}\n{row}\n0,1,4k,cut", plan.header())).unwrap();
+        let (_, done) = open_study_csv(&csv, &plan).unwrap();
+        assert_eq!(done, [1]);
+        assert_eq!(std::fs::read_to_string(&csv).unwrap(), format!("{}\n{row}\n", plan.header()));
+    }
+
+    #[test]
+    fn counts_are_bounded_with_line_and_hint() {
+        let e =
+            plan(&format!("{BASE}[doe]\nreplicates = 2147483648\nfactors = {{ bs = [\"4k\", \"8k\"] }}\n"))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("plan.toml:9: [doe] replicates") && e.contains("hint"), "{e}");
+        let e = plan(&format!("{BASE}[doe]\nreplicates = 0\nfactors = {{ bs = [\"4k\", \"8k\"] }}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replicates"), "{e}");
+        let many: Vec<String> = (1..=65).map(|i| format!("\"{i}k\"")).collect();
+        let e = plan(&format!("{BASE}[doe]\nfactors = {{ bs = [{}] }}\n", many.join(", ")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plan.toml:9: [doe] factors.bs") && e.contains("64"), "{e}");
+        let e = plan(&format!(
+            "{BASE}[doe]\nreplicates = 1000\n[doe.factors]\nbs = [\"4k\", \"8k\", \"16k\"]\nramp = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\nseed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("plan.toml:9: [doe] replicates") && e.contains("runs"), "{e}");
+        let levels: Vec<String> = (0..25).map(|i| i.to_string()).collect();
+        let factors: Vec<String> =
+            ["ramp", "seed", "rate"].iter().map(|f| format!("{f} = [{}]", levels.join(","))).collect();
+        let e = plan(&format!("{BASE}[doe.factors]\n{}\n", factors.join("\n"))).unwrap_err().to_string();
+        assert!(e.contains("plan.toml:11: [doe] factors.rate") && e.contains("combinations"), "{e}");
+    }
+
+    #[test]
+    fn levels_that_cannot_be_a_csv_field_are_refused() {
+        let e = plan(&format!("{BASE}[doe]\nfactors = {{ target = [\"/tmp/a\\n\", \"/tmp/b\"] }}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plan.toml:9: [doe] factors.target") && e.contains("U+000A"), "{e}");
+        let e = plan(&format!("{BASE}[doe]\nfactors = {{ qd = [1, 1] }}\n")).unwrap_err().to_string();
+        assert!(e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn a_level_that_makes_a_bad_job_points_at_its_factor() {
+        let e = plan(&format!("{BASE}[doe]\nreplicates = 2\nfactors = {{ qd = [1, 4] }}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("plan.toml:10: [doe] factors.qd: with qd = 4: defaults.qd:"), "{e}");
+        assert!(e.contains("hint: add engine = "), "{e}");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::jobfile::{build_agents, build_block_unit, ErrorSource, JobError, Raw, Setting, Settings};
+use crate::jobfile::{build_agents, build_block_unit, ErrorSource, JobError, Raw, Setting, Settings, Totals};
 use crate::model::Job;
 
 /// The flags of `iolens run` that describe a workload: one agent, replicated `threads` times.
@@ -134,8 +134,9 @@ impl FlagWorkload {
     pub fn to_job(&self) -> Result<Job, JobError> {
         let block_unit = self.block_unit.clone().map(|b| setting("block_unit", Raw::Str(b)).1);
         let block_unit = build_block_unit(block_unit.as_ref())?;
-        let mut agents =
-            build_agents(&self.settings(), 0, "", None, || unreachable!("flags always set target"))?;
+        let mut agents = build_agents(&self.settings(), 0, "", None, &mut Totals::default(), || {
+            unreachable!("flags always set target")
+        })?;
         let many = agents.len() > 1;
         for (i, a) in agents.iter_mut().enumerate() {
             if many {
@@ -231,7 +232,7 @@ mod tests {
         assert_eq!(e.source, ErrorSource::Flag("--qd".into()));
         assert!(e.hint.as_deref().unwrap().contains("--engine io_uring"), "{e}");
         let e = FlagWorkload { read_pct: Some(70), ..FlagWorkload::default() }.to_job().unwrap_err();
-        assert!(e.to_string().starts_with("--read-pct: read_pct has no effect"), "{e}");
+        assert!(e.to_string().starts_with("--read-pct: --read-pct has no effect"), "{e}");
         assert!(e.hint.as_deref().unwrap().contains("--rw randrw"), "{e}");
         let e = FlagWorkload { target: "".into(), ..FlagWorkload::default() }.to_job().unwrap_err();
         assert_eq!(e.source, ErrorSource::Flag("--target".into()));

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use toml_edit::{Document, Item, TableLike, Value};
 
+use crate::model::limits::*;
 use crate::model::*;
 use crate::units::{format_bytes, parse_duration, parse_size, UnitError};
 
@@ -209,6 +210,14 @@ impl Setting {
         self.path.rsplit('.').next().unwrap_or(&self.path)
     }
 
+    /// The key as the user wrote it: `--read-pct` for a flag, `read_pct` in a file.
+    fn name(&self) -> String {
+        match &self.source {
+            ErrorSource::Flag(flag) => flag.clone(),
+            ErrorSource::File { .. } => self.key().to_string(),
+        }
+    }
+
     /// Whether the agent got this setting from `[defaults]` rather than its own table.
     fn inherited(&self) -> bool {
         self.path.starts_with("defaults.")
@@ -321,12 +330,22 @@ impl<'a> Reader<'a> {
     }
 
     fn size_of(&self, s: &Setting) -> Result<u64, JobError> {
-        match &s.value {
+        let n = match &s.value {
             Raw::Int(i) => u64::try_from(*i)
-                .map_err(|_| self.err(s, format!("a size cannot be negative, found {i}"), None)),
-            Raw::Str(t) => parse_size(t).map_err(|e| self.unit_err(s, e)),
-            _ => Err(self.expected(s, "a size like \"4k\"")),
+                .map_err(|_| self.err(s, format!("a size cannot be negative, found {i}"), None))?,
+            Raw::Str(t) => parse_size(t).map_err(|e| self.unit_err(s, e))?,
+            _ => return Err(self.expected(s, "a size like \"4k\"")),
+        };
+        if n > MAX_OFFSET {
+            return Err(self.err(
+                s,
+                format!("{} is too large: {n} bytes is past the largest file offset", s.value.describe()),
+                Some(format!(
+                    "sizes must fit a signed 64-bit file offset: at most {MAX_OFFSET} bytes (8EiB - 1)"
+                )),
+            ));
         }
+        Ok(n)
     }
 
     fn size(&self, key: &str) -> Found<'a, u64> {
@@ -336,23 +355,33 @@ impl<'a> Reader<'a> {
     /// A positive size.
     fn nonzero_size(&self, key: &str) -> Found<'a, u64> {
         match self.size(key)? {
-            Some((0, s)) => Err(self.err(s, format!("{key} must be positive"), None)),
+            Some((0, s)) => Err(self.err(s, format!("{} must be positive", s.name()), None)),
             found => Ok(found),
         }
     }
 
     fn duration(&self, key: &str) -> Found<'a, Duration> {
         self.read(key, |s| {
-            let negative = || self.err(s, "a duration cannot be negative", None);
-            match &s.value {
-                Raw::Int(i) => u64::try_from(*i).map(Duration::from_secs).map_err(|_| negative()),
-                Raw::Float(v) if *v < 0.0 => Err(negative()),
+            let hint = || Some("e.g. \"500ms\", \"10s\", \"2h\"; at most 366 days".to_string());
+            let negative = || self.err(s, "a duration cannot be negative", hint());
+            let d = match &s.value {
+                Raw::Int(i) => u64::try_from(*i).map(Duration::from_secs).map_err(|_| negative())?,
+                Raw::Float(v) if *v < 0.0 => return Err(negative()),
                 Raw::Float(v) => Duration::try_from_secs_f64(*v)
-                    .map_err(|_| self.err(s, format!("{v} is not a usable number of seconds"), None)),
-                Raw::Str(t) => parse_duration(t).map_err(|e| self.unit_err(s, e)),
-                Raw::Bool(_) => Err(self.expected(s, "a duration like \"10s\"")),
+                    .map_err(|_| self.err(s, format!("{v} is not a usable number of seconds"), hint()))?,
+                Raw::Str(t) => parse_duration(t).map_err(|e| self.unit_err(s, e))?,
+                Raw::Bool(_) => return Err(self.expected(s, "a duration like \"10s\"")),
+            };
+            if d > MAX_DURATION {
+                return Err(self.err(s, format!("{} is longer than a year", s.value.describe()), hint()));
             }
+            Ok(d)
         })
+    }
+
+    /// A job or agent name: it becomes part of file and thread names, and shows in reports.
+    fn name(&self, s: &Setting, text: &str) -> Result<(), JobError> {
+        check_name(text).map_err(|why| self.err(s, why, Some(NAME_HINT.into())))
     }
 
     fn float(&self, key: &str) -> Found<'a, f64> {
@@ -405,7 +434,7 @@ impl<'a> Reader<'a> {
     ) -> Result<(), JobError> {
         match self.get(key) {
             Some(s) if !applies && !s.inherited() => {
-                Err(self.err(s, format!("{key} has no effect here: {why}"), Some(hint(s))))
+                Err(self.err(s, format!("{} has no effect here: {why}", s.name()), Some(hint(s))))
             }
             _ => Ok(()),
         }
@@ -466,6 +495,51 @@ impl<'a> Reader<'a> {
     }
 }
 
+const NAME_HINT: &str =
+    "use letters, digits and punctuation such as - _ . (no / or \\), at most 100 characters";
+
+/// Why `name` is not usable as a job or agent name.
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!("the name contains the control character U+{:04X}", c as u32));
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '/' | '\\')) {
+        return Err(format!("the name contains {c:?}, a path separator; names become part of file names"));
+    }
+    let n = name.chars().count();
+    if n > MAX_NAME_CHARS {
+        return Err(format!("the name has {n} characters; at most {MAX_NAME_CHARS} are allowed"));
+    }
+    Ok(())
+}
+
+/// A job name made from a file name, which may hold anything a name may not.
+fn name_from_stem(stem: &str) -> String {
+    let clean: String = stem
+        .chars()
+        .map(|c| if c.is_control() || c == '\\' { '_' } else { c })
+        .take(MAX_NAME_CHARS)
+        .collect();
+    if clean.is_empty() {
+        "job".into()
+    } else {
+        clean
+    }
+}
+
+/// What the agents built so far add up to; checked as each agent is built, so an error points at
+/// the agent that goes over.
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    agents: usize,
+    buffer_bytes: u64,
+    region_bytes: u64,
+    bytes: u64,
+}
+
 /// A default seed per agent index, so agents differ unless told otherwise.
 fn default_seed(index: usize) -> u64 {
     0x10_1E25_u64.wrapping_add(index as u64 * 7919)
@@ -485,18 +559,22 @@ pub(crate) fn build_block_unit(setting: Option<&Setting>) -> Result<u64, JobErro
 /// Builds the agents one settings map describes: one, or `threads` of them named
 /// `<name>.0`, `<name>.1`, ... with different seeds. `index` numbers the agent from 0 (default
 /// name and seed), `agent` labels it in messages (`agent[1]`), relative targets are joined to
-/// `base_dir`, and `missing_target` makes the error for an agent without one.
+/// `base_dir`, `totals` accumulates over the job's agents (and is checked against
+/// [`limits`](crate::limits)), and `missing_target` makes the error for an agent without one.
 pub(crate) fn build_agents(
     settings: &Settings,
     index: usize,
     agent: &str,
     base_dir: Option<&Path>,
+    totals: &mut Totals,
     missing_target: impl FnOnce() -> JobError,
 ) -> Result<Vec<AgentSpec>, JobError> {
     let r = Reader { settings, agent };
     let name = match r.string("name")? {
-        Some(("", s)) => return Err(r.err(s, "the name is empty", None)),
-        Some((n, _)) => n.to_string(),
+        Some((n, s)) => {
+            r.name(s, n)?;
+            n.to_string()
+        }
         None => format!("agent{index}"),
     };
     let target = match r.string("target")? {
@@ -506,6 +584,9 @@ pub(crate) fn build_agents(
                 "the target is empty",
                 Some("give a file, a directory or a block device".into()),
             ))
+        }
+        Some((t, s)) if t.contains('\0') => {
+            return Err(r.err(s, "the target contains a NUL byte, which no path can hold", None))
         }
         Some((t, _)) => match base_dir {
             Some(dir) => dir.join(t),
@@ -556,14 +637,22 @@ pub(crate) fn build_agents(
         found => found.map_or(0.5, |(c, _)| c),
     };
     let spread = match r.float("spread")? {
-        Some((v, s)) if v <= 0.0 => {
-            return Err(r.err(s, "spread must be a positive fraction of the region", Some("e.g. 0.1".into())))
+        Some((v, s)) if v <= 0.0 || v > MAX_SPREAD => {
+            return Err(r.err(
+                s,
+                format!("{} = {v} is not a positive fraction of the region up to {MAX_SPREAD}", s.name()),
+                Some("e.g. 0.1; a spread of 1 or more is already close to uniform".into()),
+            ))
         }
         found => found.map_or(0.1, |(v, _)| v),
     };
     let theta = match r.float("zipf_theta")? {
-        Some((t, s)) if t <= 0.0 => {
-            return Err(r.err(s, "zipf_theta must be positive", Some("typical values: 0.8 to 1.5".into())))
+        Some((t, s)) if t <= 0.0 || t > MAX_ZIPF_THETA => {
+            return Err(r.err(
+                s,
+                format!("{} = {t} is not between 0 (exclusive) and {MAX_ZIPF_THETA}", s.name()),
+                Some("typical values: 0.8 to 1.5".into()),
+            ))
         }
         found => found.map_or(1.2, |(t, _)| t),
     };
@@ -590,7 +679,17 @@ pub(crate) fn build_agents(
         "noncontig" => {
             let s = r.get("pattern").expect("noncontig is only chosen explicitly");
             let regions = match r.uint("regions")? {
-                Some((0, rs)) => return Err(r.err(rs, "regions must be at least 1", None)),
+                Some((0, rs)) => return Err(r.err(rs, format!("{} must be at least 1", rs.name()), None)),
+                Some((n, rs)) if n > MAX_REGIONS => {
+                    return Err(r.err(
+                        rs,
+                        format!(
+                            "{} = {n}: at most {MAX_REGIONS} regions per access are supported",
+                            rs.name()
+                        ),
+                        Some("fewer, larger regions make the same access pattern".into()),
+                    ))
+                }
                 Some((n, _)) => n,
                 None => {
                     return Err(r.err(
@@ -612,7 +711,34 @@ pub(crate) fn build_agents(
             let buffer = r.nonzero_size("sieve_buffer")?;
             // ROMIO's default ind_rd_buffer_size.
             let sieve_buffer = sieve.then(|| buffer.map_or(4 << 20, |(b, _)| b));
-            Pattern::Noncontiguous(Noncontiguous { regions, region_size, spacing, sieve_buffer })
+            let n = Noncontiguous { regions, region_size, spacing, sieve_buffer };
+            // Offsets run to the access's end plus one spacing to the next access.
+            let rs = r.get("regions").expect("regions was read above");
+            let reach = n.checked_span().and_then(|v| v.checked_add(spacing)).filter(|v| *v <= MAX_OFFSET);
+            let Some(reach) = reach else {
+                return Err(r.err(
+                    rs,
+                    format!(
+                        "{regions} regions of {region_size} bytes, {spacing} apart, reach past the largest file offset"
+                    ),
+                    Some("lower regions, region_size or spacing".into()),
+                ));
+            };
+            if let Some((region, size)) = r.nonzero_size("size")? {
+                if reach - spacing > region {
+                    return Err(r.err(
+                        rs,
+                        format!(
+                            "one access of {regions} regions spans {}, more than the region ({} = {})",
+                            format_bytes(reach - spacing),
+                            size.name(),
+                            format_bytes(region)
+                        ),
+                        Some("lower regions, region_size or spacing, or raise size".into()),
+                    ));
+                }
+            }
+            Pattern::Noncontiguous(n)
         }
         _ => Pattern::Random(match distribution.map_or("uniform", |(v, _)| v) {
             "normal" => Distribution::Normal { center, spread },
@@ -698,7 +824,7 @@ pub(crate) fn build_agents(
         _ => EngineKind::Sync,
     };
     let queue_depth = match r.uint("qd")? {
-        Some((0, s)) => return Err(r.err(s, "qd must be at least 1", None)),
+        Some((0, s)) => return Err(r.err(s, format!("{} must be at least 1", s.name()), None)),
         Some((q, s)) if q > 1 && engine != EngineKind::IoUring => {
             return Err(r.err(
                 s,
@@ -720,8 +846,14 @@ pub(crate) fn build_agents(
     let direct = r.boolean("direct")?.is_some_and(|(d, _)| d);
 
     let rate = match r.float("rate")? {
-        Some((v, s)) if v < 0.0 => {
-            return Err(r.err(s, "rate must be a non-negative number of operations per second", None))
+        Some((v, s)) if v != 0.0 && !(MIN_RATE..=MAX_RATE).contains(&v) => {
+            return Err(r.err(
+                s,
+                format!("{} = {v} is not a usable number of operations per second", s.name()),
+                Some(format!(
+                    "give {MIN_RATE} to {MAX_RATE:.0} operations per second, or 0 (the default) for no limit"
+                )),
+            ))
         }
         found => found.map_or(0.0, |(v, _)| v),
     };
@@ -808,19 +940,69 @@ pub(crate) fn build_agents(
     }
 
     let time = match r.duration("time")? {
-        Some((Duration::ZERO, s)) => return Err(r.err(s, "time must be positive", None)),
+        Some((Duration::ZERO, s)) => return Err(r.err(s, format!("{} must be positive", s.name()), None)),
         found => found.map(|(t, _)| t),
     };
     let bytes = r.nonzero_size("bytes")?.map(|(b, _)| b);
     let ramp = r.duration("ramp")?.map_or(Duration::ZERO, |(d, _)| d);
     let seed = r.uint("seed")?.map_or_else(|| default_seed(index), |(v, _)| v);
     let threads = match r.uint("threads")? {
-        Some((0, s)) => return Err(r.err(s, "threads must be at least 1", None)),
-        Some((t, s)) if t > 4096 => {
-            return Err(r.err(s, "more than 4096 threads per agent are not supported", None))
+        Some((0, s)) => return Err(r.err(s, format!("{} must be at least 1", s.name()), None)),
+        Some((t, s)) if t > MAX_AGENTS as u64 => {
+            return Err(r.err(
+                s,
+                format!("{} = {t}: a job runs at most {MAX_AGENTS} agents", s.name()),
+                Some(format!(
+                    "use at most {MAX_AGENTS} threads; deeper queues (io_uring qd) add concurrency"
+                )),
+            ))
         }
         found => found.map_or(1, |(t, _)| t as usize),
     };
+    let whole_agent = r.get("threads").or(r.get("name")).or(r.get("target"));
+    let whole_agent = whole_agent.expect("an agent without a target was refused above");
+    totals.agents += threads;
+    if totals.agents > MAX_AGENTS {
+        return Err(r.err(
+            whole_agent,
+            format!(
+                "this agent brings the job to {} agents; at most {MAX_AGENTS} are supported",
+                totals.agents
+            ),
+            Some("lower threads, or split the work into several jobs".into()),
+        ));
+    }
+    let depth = if engine == EngineKind::IoUring { u64::from(queue_depth) } else { 1 };
+    let buffers = sizes.max().checked_mul(depth).and_then(|b| b.checked_mul(threads as u64));
+    let buffers = buffers.and_then(|b| b.checked_add(totals.buffer_bytes)).filter(|b| *b <= MAX_BUFFER_BYTES);
+    let Some(buffers) = buffers else {
+        let s = bs.as_ref().map(|b| b.1).or(r.get("sieve_buffer")).or(r.get("region_size"));
+        let s = s.or(r.get("qd")).unwrap_or(whole_agent);
+        return Err(r.err(
+            s,
+            format!(
+                "request buffers (largest request × qd × threads, over all agents) exceed {}",
+                format_bytes(MAX_BUFFER_BYTES)
+            ),
+            Some("lower bs, qd or threads".into()),
+        ));
+    };
+    totals.buffer_bytes = buffers;
+    let sum = |total: u64, each: Option<(u64, &Setting)>| -> Result<u64, JobError> {
+        let Some((each, s)) = each else { return Ok(total) };
+        each.checked_mul(threads as u64)
+            .and_then(|v| v.checked_add(total))
+            .filter(|v| *v <= MAX_OFFSET)
+            .ok_or_else(|| {
+                r.err(
+                    s,
+                    format!("the {} of all agents together exceed {MAX_OFFSET} bytes", s.name()),
+                    Some("lower it: totals must fit a signed 64-bit byte count".into()),
+                )
+            })
+    };
+    totals.region_bytes = sum(totals.region_bytes, region)?;
+    totals.bytes = sum(totals.bytes, r.nonzero_size("bytes")?)?;
 
     let base = AgentSpec {
         name: name.clone(),
@@ -939,10 +1121,16 @@ impl FileCtx<'_> {
 /// - `distribution` (`uniform`, `normal`, `zipf`), `hot_spot`, `spread`, `zipf_theta`
 /// - `bs`: a size or a weighted list `"4k:70,64k:30"` (default 4k)
 /// - `engine` (`sync`, `io_uring`, `null`), `qd` (above 1 only with io_uring), `direct`
-/// - `rate` (ops/s, 0 = unlimited), `arrival` (`constant`, `poisson`)
+/// - `rate` (ops/s from 0.001 to 1e9; 0, the default, is the explicit "unlimited"), `arrival`
+///   (`constant`, `poisson`)
 /// - `fsync` (`"none"`, `"end"` or N: every N writes)
 /// - `size` (region), `time`, `bytes` (termination), `ramp`, `seed`
 /// - `threads`: N copies named `<name>.0` ... `<name>.<N-1>` with different seeds
+///
+/// Names hold no control characters or path separators and at most 100 characters. A job has at
+/// most [`MAX_AGENTS`](crate::limits::MAX_AGENTS) agents and its request buffers, region sizes
+/// and byte counts are bounded (see [`limits`](crate::limits)), so the engine is never asked
+/// for what it cannot allocate or address.
 ///
 /// Sizes are integers (bytes) or strings for [`parse_size`](crate::parse_size); durations are
 /// numbers (seconds) or strings for [`parse_duration`](crate::parse_duration).
@@ -951,16 +1139,31 @@ pub fn parse_job(text: &str, file_name: &str) -> Result<Job, JobError> {
     parse_job_in(text, file_name, None, stem.as_deref().unwrap_or("job"), &[])
 }
 
+/// Job files are short text; anything larger is not one.
+const MAX_JOB_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads and parses a job file (see [`parse_job`]); relative targets are taken relative to the
 /// file's directory.
 pub fn load_job_file(path: &Path) -> Result<Job, JobError> {
     let file_name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| JobError {
+    let cannot = |message: String| JobError {
         source: ErrorSource::File { file: file_name.clone(), line: 0, column: 0 },
         key: String::new(),
-        message: format!("cannot read the job file: {e}"),
+        message: format!("cannot read the job file: {message}"),
         hint: None,
-    })?;
+    };
+    // A FIFO or a device would block or never end: look before reading.
+    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() || meta.len() > MAX_JOB_FILE_BYTES {
+        let limit = MAX_JOB_FILE_BYTES >> 20;
+        return Err(cannot(format!("not a job file (a regular file of at most {limit} MiB)")));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX_JOB_FILE_BYTES), &mut text)
+        })
+        .map_err(|e| cannot(e.to_string()))?;
     let stem = path.file_stem().map_or("job".into(), |s| s.to_string_lossy());
     parse_job_in(&text, &file_name, Some(path.parent().unwrap_or(Path::new(""))), &stem, &[])
 }
@@ -1011,10 +1214,12 @@ fn parse_job_in(
     }
 
     let name = match root.get("name") {
-        None => default_name.to_string(),
+        None => name_from_stem(default_name),
         Some(item) => match ctx.setting(item, "name")?.value {
-            Raw::Str(s) if !s.is_empty() => s,
-            Raw::Str(_) => return Err(ctx.error(item.span(), "name", "the job name is empty", None)),
+            Raw::Str(s) => match check_name(&s) {
+                Ok(()) => s,
+                Err(why) => return Err(ctx.error(item.span(), "name", why, Some(NAME_HINT.into()))),
+            },
             other => {
                 let message = format!("expected a string, found {}", other.kind());
                 return Err(ctx.error(item.span(), "name", message, None));
@@ -1065,11 +1270,12 @@ fn parse_job_in(
     let mut agents = Vec::new();
     // For each built agent, the table it came from: duplicate names point there.
     let mut origins = Vec::new();
+    let mut totals = Totals::default();
     for (i, (table, span)) in tables.into_iter().enumerate() {
         let label = format!("agent[{}]", i + 1);
         let mut settings = defaults.clone();
         settings.extend(ctx.settings(table, &label, AGENT_KEYS)?);
-        let built = build_agents(&settings, i, &label, base_dir, || {
+        let built = build_agents(&settings, i, &label, base_dir, &mut totals, || {
             ctx.error(
                 span.clone(),
                 &format!("{label}.target"),

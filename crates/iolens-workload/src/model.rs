@@ -82,9 +82,16 @@ pub struct Noncontiguous {
 }
 
 impl Noncontiguous {
-    /// Bytes from the first byte of an access to its last.
+    /// Bytes from the first byte of an access to its last; `None` when that overflows u64.
+    pub fn checked_span(&self) -> Option<u64> {
+        let gaps = self.regions.saturating_sub(1).checked_mul(self.spacing)?;
+        self.regions.checked_mul(self.region_size)?.checked_add(gaps)
+    }
+
+    /// [`checked_span`](Self::checked_span), saturating: parsed jobs never saturate (the parser
+    /// bounds the span by the largest file offset), so this only guards hand-built values.
     pub fn span(&self) -> u64 {
-        self.regions * self.region_size + (self.regions - 1) * self.spacing
+        self.checked_span().unwrap_or(u64::MAX)
     }
 
     /// The largest single call.
@@ -198,3 +205,30 @@ pub struct Termination {
 
 /// Region size for new files when neither the job nor the target gives one.
 pub const DEFAULT_REGION_SIZE: u64 = 64 << 20;
+
+/// Limits on what a job may ask for. Each protects the engine from work or memory out of all
+/// proportion to any real measurement; errors that hit one say which and how to stay below it.
+pub mod limits {
+    /// Agents (threads) in one job, over all `[[agent]]` tables and their `threads`.
+    pub const MAX_AGENTS: usize = 1024;
+    /// Request buffers (largest request × queue depth, summed over agents) of one job: the
+    /// engine allocates them all up front.
+    pub const MAX_BUFFER_BYTES: u64 = 32 << 30;
+    /// Sizes and offsets end up in lseek/pread/pwrite, which take a signed 64-bit offset.
+    pub const MAX_OFFSET: u64 = i64::MAX as u64;
+    /// Regions per noncontig access.
+    pub const MAX_REGIONS: u64 = 1 << 20;
+    /// Rate limits in operations per second: below the minimum a single gap would be longer
+    /// than a run should last; above the maximum the gap is under a nanosecond, i.e. no limit.
+    pub const MIN_RATE: f64 = 1e-3;
+    pub const MAX_RATE: f64 = 1e9;
+    /// Run time and ramp: a deadline past this is a typo, and far enough out overflows clocks.
+    pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(366 * 24 * 3600);
+    /// The normal distribution's spread, as a fraction of the region: far beyond 1 it is uniform
+    /// in effect, and far enough it no longer has a finite width in slots.
+    pub const MAX_SPREAD: f64 = 10.0;
+    /// The zipf exponent: beyond this every access hits the hottest block anyway.
+    pub const MAX_ZIPF_THETA: f64 = 100.0;
+    /// Characters in a job or agent name, which become part of file names (255 bytes at most).
+    pub const MAX_NAME_CHARS: usize = 100;
+}

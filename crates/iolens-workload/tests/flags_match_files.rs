@@ -130,10 +130,11 @@ proptest! {
             }
             (Err(fe), Err(je)) => {
                 let flag = format!("--{}", fe.key.replace('_', "-"));
-                prop_assert_eq!(&fe.source, &ErrorSource::Flag(flag));
+                prop_assert_eq!(&fe.source, &ErrorSource::Flag(flag.clone()));
                 let file_key = if fe.key == "block_unit" { fe.key.clone() } else { format!("agent[1].{}", fe.key) };
                 prop_assert_eq!(&je.key, &file_key, "{}\n{}", fe, je);
-                prop_assert_eq!(&fe.message, &je.message);
+                // A flag's message names the flag where a file's names the key.
+                prop_assert_eq!(&fe.message.replace(&flag, &fe.key), &je.message);
             }
             (a, b) => prop_assert!(false, "flags: {:?}\nfile: {:?}\n{}", a, b, text),
         }

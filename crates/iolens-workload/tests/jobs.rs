@@ -342,7 +342,7 @@ fn more_value_errors() {
         ("pattern = \"rand\"", "pattern", "did you mean \"random\"?"),
         ("distribution = \"gaussian\"", "distribution", "did you mean \"normal\"?"),
         ("arrival = \"bursty\"", "arrival", "\"constant\", \"poisson\""),
-        ("rate = -5", "rate", "non-negative"),
+        ("rate = -5", "rate", "0.001 to"),
         ("threads = 0", "threads", "at least 1"),
         ("qd = 0", "qd", "at least 1"),
         ("seed = -1", "seed", "non-negative integer"),
@@ -354,8 +354,8 @@ fn more_value_errors() {
         ("size = \"1k\"\nbs = \"4k\"", "bs", "do not fit"),
         ("time = 0", "time", "positive"),
         ("rw = \"randread\"\nzipf_theta = 1.1", "zipf_theta", "distribution = \"zipf\""),
-        ("distribution = \"zipf\"\nzipf_theta = 0", "zipf_theta", "positive"),
-        ("distribution = \"normal\"\nspread = 0", "spread", "positive"),
+        ("distribution = \"zipf\"\nzipf_theta = 0", "zipf_theta", "between 0 (exclusive)"),
+        ("distribution = \"normal\"\nspread = 0", "spread", "positive fraction"),
         ("op = \"write\"\nrw = \"randwrite\"\npattern = \"strided\"", "pattern", "conflicts"),
     ] {
         let e = error(&format!("[[agent]]\ntarget = \".\"\n{text}\n"));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use iolens_engine::TargetPolicy;
 use iolens_report::table::Table;
+use iolens_stats::csv::CsvTable;
 use iolens_stats::{
     anova, cell_means, level_means, recommend, reduce_model, residual_diagnostics, AnovaTable, Dataset,
     Direction, Goal, ModelSpec, NormalizedCc, ResponseScale, TestResult,
@@ -22,77 +23,9 @@ fn fail(json: &Option<PathBuf>, command: &str, message: &str, code: u8) -> u8 {
     crate::output::report_error(json.as_deref(), command, message, false, code)
 }
 
-/// A CSV file as header and rows of fields (RFC 4180 quoting).
-pub struct CsvData {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-}
-
-fn split_csv_line(line: &str) -> Vec<String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => fields.push(std::mem::take(&mut field)),
-            c => field.push(c),
-        }
-    }
-    fields.push(field);
-    fields
-}
-
-pub fn read_csv(path: &Path) -> Result<CsvData, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, first) = lines.next().ok_or_else(|| format!("{}: the file is empty", path.display()))?;
-    let header: Vec<String> = split_csv_line(first).into_iter().map(|h| h.trim().to_string()).collect();
-    let mut rows = Vec::new();
-    for (i, line) in lines {
-        let fields = split_csv_line(line);
-        if fields.len() != header.len() {
-            return Err(format!(
-                "{}:{}: {} fields where the header has {}",
-                path.display(),
-                i + 1,
-                fields.len(),
-                header.len()
-            ));
-        }
-        rows.push(fields);
-    }
-    Ok(CsvData { header, rows })
-}
-
-impl CsvData {
-    fn column(&self, path: &Path, flag: &str, name: &str) -> Result<usize, String> {
-        self.header.iter().position(|h| h == name).ok_or_else(|| {
-            format!(
-                "{flag}: {} has no column {name:?}\n  hint: its columns are {}",
-                path.display(),
-                self.header.join(", ")
-            )
-        })
-    }
-
-    fn numbers(&self, path: &Path, flag: &str, name: &str) -> Result<Vec<f64>, String> {
-        let c = self.column(path, flag, name)?;
-        self.rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                r[c].trim().parse::<f64>().map_err(|_| {
-                    format!("{}:{}: column {name:?} holds {:?}, not a number", path.display(), i + 2, r[c])
-                })
-            })
-            .collect()
-    }
+/// Reads a CSV for `doe analyze` or `correlate`; errors name the file, line and column.
+fn read_csv(path: &Path) -> Result<CsvTable, String> {
+    iolens_stats::csv::read_csv(path).map_err(|e| e.to_string())
 }
 
 pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -258,15 +191,15 @@ fn test_line(t: &TestResult) -> String {
 fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
-    let response = data.numbers(&a.data, "--response", &a.response).map_err(bad)?;
+    let response = data.numbers("--response", &a.response).map_err(|e| bad(e.to_string()))?;
     if a.factors.is_empty() {
         return Err(bad("--factors: name the factor columns, e.g. --factors direct,qd,bs".into()));
     }
     let mut levels = vec![Vec::new(); data.rows.len()];
     for f in &a.factors {
-        let c = data.column(&a.data, "--factors", f).map_err(bad)?;
-        for (row, lv) in data.rows.iter().zip(levels.iter_mut()) {
-            lv.push(row[c].trim().to_string());
+        let column = data.texts("--factors", f).map_err(|e| bad(e.to_string()))?;
+        for (value, lv) in column.into_iter().zip(levels.iter_mut()) {
+            lv.push(value);
         }
     }
     let dataset = Dataset::new(a.factors.clone(), levels, response).map_err(|e| bad(e.to_string()))?;
@@ -448,7 +381,8 @@ struct CorrelationReport {
 pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
-    let time = data.numbers(&a.data, "--time", &a.time).map_err(bad)?;
+    // Constant columns are refused here, by name: the correlation itself would only say "x".
+    let time = data.varying_numbers("--time", &a.time).map_err(|e| bad(e.to_string()))?;
     let mut expected: Vec<(String, Direction)> = Vec::new();
     for e in &a.expect {
         let (name, dir) =
@@ -470,7 +404,7 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     }
     let mut rows = Vec::new();
     for m in &metrics {
-        let values = data.numbers(&a.data, "--metrics", m).map_err(bad)?;
+        let values = data.varying_numbers("--metrics", m).map_err(|e| bad(e.to_string()))?;
         let direction = expected
             .iter()
             .find(|(n, _)| n == m)

@@ -243,3 +243,33 @@ fn validate_runs_the_four_sets_with_tiny_sizes() {
         .collect();
     assert!(left.is_empty(), "the scratch directory is removed: {left:?}");
 }
+
+#[test]
+fn doe_refuses_a_csv_it_did_not_write_and_leaves_it_alone() {
+    let dir = scratch();
+    let plan = plan(dir.path());
+    let csv = dir.path().join("plan.csv");
+    // One line without a line end: an earlier reader took it for a cut row and truncated the file.
+    let foreign = "precious data, not a study";
+    std::fs::write(&csv, foreign).unwrap();
+    let out = iolens().arg("doe").arg(&plan).arg("-q").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("plan.csv") && stderr.contains("hint"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), foreign);
+}
+
+#[test]
+fn correlate_names_a_constant_or_non_numeric_column() {
+    let dir = scratch();
+    let data = dir.path().join("c.csv");
+    std::fs::write(&data, "time,iops\n1,5\n2,5\n3,5\n").unwrap();
+    let out = iolens().args(["correlate"]).arg(&data).args(["--time", "time"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("column \"iops\"") && !stderr.contains(" x:"), "{stderr}");
+    std::fs::write(&data, "time,iops\n1,5\n\n2,nan\n3,7\n").unwrap();
+    let out = iolens().args(["correlate"]).arg(&data).args(["--time", "time"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("c.csv:4: column \"iops\""), "the line counts blank lines: {stderr}");
+}
