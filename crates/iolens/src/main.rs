@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         cli::Command::Saturate(a) => suites::saturate(a, &stop, command),
         cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
-        cli::Command::Analyze(a) => trace_cmd::analyze(a, command),
+        cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
     };
     match outcome {
         _ if stop.load(Ordering::SeqCst) => ExitCode::from(EXIT_INTERRUPTED),
