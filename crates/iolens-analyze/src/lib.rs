@@ -26,6 +26,8 @@ mod workload;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use iolens_metrics::{AgentRaw, Figures};
 use iolens_record::busy::Interval;
@@ -51,6 +53,9 @@ pub struct AnalyzeOptions {
     pub per_op_parquet: Option<PathBuf>,
     /// Intervals held in memory before the union compacts or spills.
     pub union_buffer: usize,
+    /// Set (by a Ctrl-C handler) to end the analysis early with the summary so far; importers
+    /// poll it through [`Analyzer::stop_requested`].
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Default for AnalyzeOptions {
@@ -63,6 +68,7 @@ impl Default for AnalyzeOptions {
             per_op_csv: None,
             per_op_parquet: None,
             union_buffer: 4 << 20,
+            stop: None,
         }
     }
 }
@@ -149,7 +155,8 @@ impl Ord for Slow {
 /// Builds a [`TraceSummary`] from a stream of events.
 pub struct Analyzer {
     opts: AnalyzeOptions,
-    paths: Vec<Option<String>>,
+    /// Keyed, not indexed: ids come from trace files and may be sparse.
+    paths: HashMap<u32, String>,
     classes: BTreeMap<Class, ClassAcc>,
     layers: BTreeMap<Layer, LayerRow>,
     files: HashMap<u32, FileAcc>,
@@ -164,6 +171,8 @@ pub struct Analyzer {
     export_errors: Vec<String>,
     /// The first failure to spill the busy-time union: the summary cannot be trusted after it.
     spill_error: Option<std::io::Error>,
+    /// The caller's stop flag was seen: the summary covers the events before it.
+    interrupted: bool,
 }
 
 /// Per-layer totals of data operations.
@@ -249,6 +258,9 @@ pub struct TraceSummary {
     pub processes: Vec<ProcessRow>,
     pub slowest: Vec<SlowOp>,
     pub notes: Vec<String>,
+    /// The analysis was stopped (Ctrl-C) before the end of the trace: the figures cover the
+    /// events read until then.
+    pub interrupted: bool,
 }
 
 impl Analyzer {
@@ -257,7 +269,7 @@ impl Analyzer {
             .map_err(|(path, source)| AnalyzeError::Output { path, source })?;
         Ok(Analyzer {
             opts,
-            paths: Vec::new(),
+            paths: HashMap::new(),
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
             files: HashMap::new(),
@@ -270,22 +282,27 @@ impl Analyzer {
             exports,
             export_errors: Vec::new(),
             spill_error: None,
+            interrupted: false,
         })
     }
 
-    pub fn path(&mut self, id: u32, path: &str) {
-        let i = id as usize;
-        if self.paths.len() <= i {
-            self.paths.resize(i + 1, None);
+    /// Whether the caller's stop flag is set; once it is, the summary reports `interrupted`.
+    pub fn stop_requested(&mut self) -> bool {
+        if !self.interrupted {
+            self.interrupted = self.opts.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
         }
-        self.paths[i] = Some(path.to_string());
+        self.interrupted
+    }
+
+    pub fn path(&mut self, id: u32, path: &str) {
+        self.paths.insert(id, path.to_string());
     }
 
     fn export(&mut self, e: &IoEvent) {
         if self.exports.is_empty() {
             return;
         }
-        let path = self.paths.get(e.file as usize).and_then(|p| p.as_deref()).unwrap_or("");
+        let path = self.paths.get(&e.file).map_or("", String::as_str);
         let mut failed = None;
         for (i, (file, writer)) in self.exports.iter_mut().enumerate() {
             if let Err(err) = writer.op(e, path) {
@@ -308,7 +325,7 @@ impl Analyzer {
         if !data && !is_sync(e.op) {
             return;
         }
-        self.seen += 1;
+        self.seen = self.seen.saturating_add(1);
         self.first_start = self.first_start.min(e.start_ns);
         self.last_end = self.last_end.max(e.end_ns);
         let iv = Interval::new(e.start_ns, e.end_ns.max(e.start_ns));
@@ -331,69 +348,73 @@ impl Analyzer {
         if let Err(err) = acc.union.push(iv) {
             self.spill_error.get_or_insert(err);
         }
-        acc.duration_sum_ns += dur as u128;
+        acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
         let c = &mut acc.raw.counters;
+        // Traces are input: their sums saturate rather than overflow. Read and write totals are
+        // capped together because the figures add them.
         if data {
-            c.latency_sum_ns += dur;
-            c.moved_bytes += e.requested;
+            c.latency_sum_ns = c.latency_sum_ns.saturating_add(dur);
+            c.moved_bytes = c.moved_bytes.saturating_add(e.requested);
             acc.raw.latency.record(dur);
+            let room = u64::MAX - c.read_bytes.saturating_add(c.write_bytes);
             if write {
-                c.write_ops += 1;
-                c.write_bytes += e.requested;
+                c.write_ops = c.write_ops.saturating_add(1);
+                c.write_bytes += e.requested.min(room);
             } else {
-                c.read_ops += 1;
-                c.read_bytes += e.requested;
+                c.read_ops = c.read_ops.saturating_add(1);
+                c.read_bytes += e.requested.min(room);
             }
             if e.failed() {
-                c.errors += 1;
+                c.errors = c.errors.saturating_add(1);
             } else if (e.result as u64) < e.requested && !write {
-                c.short_ops += 1;
+                c.short_ops = c.short_ops.saturating_add(1);
             }
             let bucket = 63 - e.requested.max(1).leading_zeros() as usize;
-            acc.sizes[bucket][write as usize] += 1;
+            let n = &mut acc.sizes[bucket][write as usize];
+            *n = n.saturating_add(1);
             if e.offset != UNKNOWN_OFFSET {
                 let key = (e.pid, e.file);
-                acc.seq_known += 1;
+                acc.seq_known = acc.seq_known.saturating_add(1);
                 if acc.last_end.get(&key) == Some(&e.offset) {
-                    acc.seq_hits += 1;
+                    acc.seq_hits = acc.seq_hits.saturating_add(1);
                 }
                 let moved = if e.result > 0 { e.result as u64 } else { e.requested };
-                acc.last_end.insert(key, e.offset + moved);
-                acc.max_extent = acc.max_extent.max(e.offset + e.requested);
+                acc.last_end.insert(key, e.offset.saturating_add(moved));
+                acc.max_extent = acc.max_extent.max(e.offset.saturating_add(e.requested));
             }
             let row = self
                 .layers
                 .entry(e.layer)
                 .or_insert_with(|| LayerRow { layer: e.layer.name().into(), ..Default::default() });
-            row.ops += 1;
-            row.bytes += e.requested;
+            row.ops = row.ops.saturating_add(1);
+            row.bytes = row.bytes.saturating_add(e.requested);
             if write {
-                row.write_bytes += e.requested;
+                row.write_bytes = row.write_bytes.saturating_add(e.requested);
             } else {
-                row.read_bytes += e.requested;
+                row.read_bytes = row.read_bytes.saturating_add(e.requested);
             }
         } else {
-            c.fsyncs += 1;
-            c.fsync_ns += dur;
+            c.fsyncs = c.fsyncs.saturating_add(1);
+            c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
         let f = self.files.entry(e.file).or_default();
         f.union.push(iv);
         if data {
-            f.ops += 1;
-            f.latency_sum_ns += dur;
+            f.ops = f.ops.saturating_add(1);
+            f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
             if write {
-                f.write_bytes += e.requested;
+                f.write_bytes = f.write_bytes.saturating_add(e.requested);
             } else {
-                f.read_bytes += e.requested;
+                f.read_bytes = f.read_bytes.saturating_add(e.requested);
             }
         }
         let p = self.processes.entry(e.pid).or_default();
         p.union.push(iv);
         p.threads.insert(e.tid);
         if data {
-            p.ops += 1;
-            p.bytes += e.requested;
+            p.ops = p.ops.saturating_add(1);
+            p.bytes = p.bytes.saturating_add(e.requested);
         }
         if self.opts.top > 0 {
             self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
@@ -442,7 +463,7 @@ impl Analyzer {
         };
         raw.busy = union_totals;
         raw.window_start_ns = first;
-        raw.window_end_ns = first + wall_ns;
+        raw.window_end_ns = first.saturating_add(wall_ns);
         let figures = raw.figures(self.opts.block_unit);
         let busy_ns = union_totals.busy_ns;
 
@@ -470,7 +491,7 @@ impl Analyzer {
             if id == NO_FILE {
                 return String::new();
             }
-            paths.get(id as usize).and_then(|p| p.clone()).unwrap_or_else(|| "?".into())
+            paths.get(&id).cloned().unwrap_or_else(|| "?".into())
         };
         let mut files: Vec<FileRow> = self
             .files
@@ -478,7 +499,7 @@ impl Analyzer {
             .map(|(id, mut f)| FileRow {
                 path: name(id),
                 ops: f.ops,
-                bytes: f.read_bytes + f.write_bytes,
+                bytes: f.read_bytes.saturating_add(f.write_bytes),
                 read_bytes: f.read_bytes,
                 write_bytes: f.write_bytes,
                 busy_s: f.union.busy_ns() as f64 / 1e9,
@@ -540,6 +561,7 @@ impl Analyzer {
             processes,
             slowest,
             notes,
+            interrupted: self.interrupted,
         })
     }
 }

@@ -9,6 +9,9 @@ use crate::TraceSummary;
 pub fn render_summary(s: &TraceSummary) -> String {
     let f = &s.figures;
     let mut out = String::new();
+    if s.interrupted {
+        out.push_str("INTERRUPTED: the figures cover the trace up to the stop, not all of it\n");
+    }
     let _ = writeln!(
         out,
         "wall {:.3} s, I/O busy {:.3} s (union over all processes and threads), I/O wait {:.0}% of the run",

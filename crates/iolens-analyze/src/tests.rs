@@ -186,3 +186,102 @@ fn emitted_workload_is_a_valid_job() {
     assert!(emit_workload(&empty, "/x").is_err());
     assert_eq!(empty.figures.ops, 0);
 }
+
+#[test]
+fn extreme_values_saturate() {
+    let mut a = Analyzer::new(AnalyzeOptions::default()).unwrap();
+    a.path(u32::MAX - 1, "/far");
+    for i in 0..3 {
+        let mut e = ev(1, u32::MAX - 1, IoOp::Write, u64::MAX - 10, u64::MAX, i, u64::MAX);
+        e.result = i64::MAX;
+        a.event(&e);
+        a.event(&IoEvent { op: IoOp::Read, ..e });
+    }
+    let s = a.finish().unwrap();
+    assert_eq!(s.figures.ops, 6);
+    assert_eq!(s.figures.bytes, u64::MAX);
+    assert_eq!(s.max_extent_bytes, u64::MAX);
+    assert_eq!(s.files[0].path, "/far");
+    let job = emit_workload(&s, "/x").unwrap();
+    iolens_workload::parse_job(&job, "replay.toml").unwrap_or_else(|e| panic!("{e}\n{job}"));
+}
+
+#[test]
+fn slow_programs_keep_a_nonzero_rate() {
+    // One 4 KiB read an hour: 0.000277 ops/s, which three decimals would print as 0 (unthrottled).
+    let events: Vec<IoEvent> = (0..3)
+        .map(|i| ev(1, 0, IoOp::Read, i * 4096, 4096, i * 3_600_000_000_000, i * 3_600_000_000_000 + 1000))
+        .collect();
+    let s = analyze(&events, AnalyzeOptions::default());
+    let text = emit_workload(&s, "/x").unwrap();
+    let job = iolens_workload::parse_job(&text, "replay.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let rate = job.agents[0].rate.ops_per_s;
+    let expected = 3.0 / 7200.000001;
+    assert!(rate > 0.0 && ((rate - expected) / expected).abs() < 1e-3, "rate {rate}\n{text}");
+}
+
+#[test]
+fn huge_requests_emit_sizes_the_parser_accepts() {
+    let events = vec![
+        ev(1, 0, IoOp::Write, 0, 1 << 62, 0, 100),
+        ev(1, 0, IoOp::Write, 1 << 62, 4095, 100, 200),
+        ev(1, 0, IoOp::Read, 0, (1 << 32) - 1, 200, 300),
+    ];
+    let s = analyze(&events, AnalyzeOptions::default());
+    let text = emit_workload(&s, "/x").unwrap();
+    let job = iolens_workload::parse_job(&text, "replay.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(job.agents.iter().all(|a| a.sizes.max() <= u32::MAX as u64), "{text}");
+}
+
+#[test]
+fn summary_json_says_whether_it_was_interrupted() {
+    let s = analyze(&sample(), AnalyzeOptions::default());
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["interrupted"], serde_json::Value::Bool(false));
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut a =
+        Analyzer::new(AnalyzeOptions { stop: Some(stop.clone()), ..AnalyzeOptions::default() }).unwrap();
+    assert!(!a.stop_requested());
+    a.event(&sample()[1]);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(a.stop_requested());
+    let s = a.finish().unwrap();
+    assert_eq!(serde_json::to_value(&s).unwrap()["interrupted"], serde_json::Value::Bool(true));
+    assert_eq!(s.figures.ops, 1, "the events before the stop are summarized");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    /// Whatever a trace holds, the emitted job loads.
+    #[test]
+    fn every_emitted_job_parses(
+        events in proptest::collection::vec(
+            (0u32..4, proptest::bool::ANY, proptest::num::u64::ANY, 0u32..64, proptest::num::u64::ANY,
+             proptest::num::u64::ANY, proptest::num::u64::ANY),
+            1..40),
+        fsyncs in 0usize..5,
+    ) {
+        let mut list: Vec<IoEvent> = events
+            .iter()
+            .map(|&(pid, write, offset, shift, low, start, len)| {
+                let bytes = (1u64 << shift) | (low >> (64 - shift.max(1)));
+                let len = len >> (start % 64);
+                let op = if write { IoOp::Write } else { IoOp::Read };
+                ev(pid, pid, op, offset, bytes, start, start.saturating_add(len))
+            })
+            .collect();
+        for i in 0..fsyncs {
+            list.push(ev(0, 0, IoOp::Fsync, UNKNOWN_OFFSET, 0, i as u64, i as u64 + 1));
+        }
+        let s = analyze(&list, AnalyzeOptions::default());
+        let text = emit_workload(&s, "/tmp/replay \"quoted\"\n").unwrap();
+        let parsed = iolens_workload::parse_job(&text, "replay.toml");
+        proptest::prop_assert!(parsed.is_ok(), "{}\n{}", parsed.unwrap_err(), text);
+        for a in parsed.unwrap().agents {
+            if let Some(region) = a.region_size {
+                proptest::prop_assert!(a.sizes.max() <= region);
+            }
+        }
+    }
+}

@@ -3,12 +3,54 @@
 
 use std::fmt::Write;
 
-use iolens_workload::format_bytes;
+use iolens_workload::{format_bytes, parse_size};
 
 use crate::TraceSummary;
 
 /// Size buckets kept in the emitted weighted size list.
 const MAX_SIZES: usize = 8;
+
+/// The largest request a job accepts (under 4 GiB), as a multiple of 512 bytes.
+const MAX_REQUEST: u64 = u32::MAX as u64 / 512 * 512;
+
+/// The most threads an agent of a job may have.
+const MAX_THREADS: u64 = 4096;
+
+/// A size as the job parser reads it back exactly: short units when they are exact (`4KiB`),
+/// plain bytes otherwise (`format_bytes` rounds to two decimals).
+fn size_text(n: u64) -> String {
+    let short = format_bytes(n);
+    if parse_size(&short).ok() == Some(n) {
+        short
+    } else {
+        n.to_string()
+    }
+}
+
+/// A positive rate with three significant decimals at least, however slow: `{:.3}` would print
+/// a request an hour as `0.000`, which a job reads as "unthrottled".
+fn rate_text(rate: f64) -> String {
+    let decimals = if rate >= 1.0 { 3 } else { ((-rate.log10()).ceil() as usize + 3).min(330) };
+    format!("{rate:.decimals$}")
+}
+
+/// A TOML basic string: quotes, backslashes and control characters escaped.
+fn toml_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
 
 /// The job file, or why there is nothing to reproduce.
 pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
@@ -37,27 +79,40 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
         s.concurrency.peak_in_flight.map_or("unknown".into(), |p| p.to_string())
     );
     let _ = writeln!(out, "name = \"replay\"");
-    let _ = writeln!(out, "block_unit = {}", f.block_unit);
+    let _ = writeln!(out, "block_unit = {}", f.block_unit.max(1));
     let _ = writeln!(out);
-    let threads = s.concurrency.mean_in_flight.round().max(1.0) as u64;
+    // `as` saturates (NaN becomes 0), and the clamp keeps the job within what it may ask for.
+    let in_flight = s.concurrency.mean_in_flight.round() as u64;
+    let threads = in_flight.clamp(1, MAX_THREADS);
     let secs = f.wall_s.ceil().max(1.0) as u64;
-    let largest_request =
-        s.size_histogram.iter().map(|b| b.min_bytes.div_ceil(512) * 512).max().unwrap_or(512);
-    let region = s.max_extent_bytes.max(largest_request).div_ceil(1 << 20).max(1) << 20;
+    let request = |size: u64| size.min(MAX_REQUEST).div_ceil(512).max(1) * 512;
+    let largest_request = s.size_histogram.iter().map(|b| request(b.min_bytes)).max().unwrap_or(512);
+    let region = s.max_extent_bytes.max(largest_request).div_ceil(1 << 20).max(1).saturating_mul(1 << 20);
     let _ = writeln!(out, "[defaults]");
-    let _ = writeln!(out, "target = \"{}\"", target.replace('\\', "\\\\").replace('"', "\\\""));
+    let _ = writeln!(out, "target = {}", toml_string(target));
     let _ = writeln!(out, "# the largest offset + length seen, rounded up to 1 MiB");
-    let _ = writeln!(out, "size = \"{}\"", format_bytes(region));
+    let _ = writeln!(out, "size = \"{}\"", size_text(region));
     let _ = writeln!(out, "# the observed wall time, rounded up to whole seconds");
     let _ = writeln!(out, "time = \"{secs}s\"");
     let _ = writeln!(out, "engine = \"sync\"");
     let _ = writeln!(out, "# mean requests in flight while busy, as synchronous threads");
+    if in_flight > MAX_THREADS {
+        let _ = writeln!(
+            out,
+            "# ({in_flight} in flight on average; a job agent runs at most {MAX_THREADS} threads)"
+        );
+    }
     let _ = writeln!(out, "threads = {threads}");
     if f.io_wait_fraction < 0.5 && f.ops > 0 {
         // A mostly idle program issued at its own pace: keep that pace per thread.
         let rate = f.ops as f64 / f.wall_s.max(1e-9) / threads as f64;
         let _ = writeln!(out, "# the program waited on I/O less than half the time: its pace, per thread");
-        let _ = writeln!(out, "rate = {rate:.3}");
+        if rate.is_finite() && rate > 0.0 {
+            let _ = writeln!(out, "rate = {}", rate_text(rate));
+        } else {
+            let _ =
+                writeln!(out, "# (its pace, {rate} ops/s, cannot be a job rate: the replay is unthrottled)");
+        }
     }
     let random = seq < 0.5;
     for write in [false, true] {
@@ -72,10 +127,19 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
         }
         sizes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         sizes.truncate(MAX_SIZES);
-        let bs: Vec<String> = sizes
+        let capped = sizes.iter().any(|(size, _)| *size > MAX_REQUEST);
+        // Buckets that round or cap to the same request size become one entry.
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (size, n) in sizes {
+            let size = request(size);
+            match merged.iter_mut().find(|(s, _)| *s == size) {
+                Some((_, m)) => *m = m.saturating_add(n),
+                None => merged.push((size, n)),
+            }
+        }
+        let bs: Vec<String> = merged
             .iter()
-            .map(|(size, n)| (size.div_ceil(512).max(1) * 512, *n))
-            .map(|(size, n)| format!("{}:{}", format_bytes(size), n.min(u32::MAX as u64)))
+            .map(|(size, n)| format!("{}:{}", size_text(*size), (*n).min(u32::MAX as u64)))
             .collect();
         let _ = writeln!(out);
         let _ = writeln!(out, "[[agent]]");
@@ -88,6 +152,13 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
         };
         let _ = writeln!(out, "rw = \"{rw}\"");
         let _ = writeln!(out, "# request sizes (rounded up to 512 B) weighted by how often they were seen");
+        if capped {
+            let _ = writeln!(
+                out,
+                "# (requests of 4 GiB or more are capped at {}, the largest a job runs)",
+                size_text(MAX_REQUEST)
+            );
+        }
         let _ = writeln!(out, "bs = \"{}\"", bs.join(","));
         if write && f.fsyncs > 0 {
             let _ = writeln!(out, "# the program synced once per this many writes");

@@ -111,7 +111,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
                 } else {
                     IoOp::Read
                 };
-                let bytes = count * 512;
+                let bytes = count.saturating_mul(512);
                 ctx.event(&IoEvent {
                     pid,
                     tid: pid,
@@ -119,9 +119,13 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
                     op,
                     layer: Layer::Block,
                     flags: 0,
-                    offset: sector * 512,
+                    offset: sector.saturating_mul(512),
                     requested: bytes,
-                    result: if l.error { -(libc::EIO as i64) } else { bytes as i64 },
+                    result: if l.error {
+                        -(libc::EIO as i64)
+                    } else {
+                        i64::try_from(bytes).unwrap_or(i64::MAX)
+                    },
                     start_ns: start,
                     end_ns: l.time_ns.max(start),
                 });

@@ -74,7 +74,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             flags: 0,
             offset,
             requested: length,
-            result: length as i64,
+            result: i64::try_from(length).unwrap_or(i64::MAX),
             start_ns: start,
             end_ns: end.max(start),
         });

@@ -62,7 +62,19 @@ impl std::str::FromStr for Format {
 pub trait EventSink {
     fn path(&mut self, id: u32, path: &str);
     fn event(&mut self, e: &IoEvent);
+    /// Whether the import should end now with what it has (Ctrl-C on a large trace). Importers
+    /// ask every [`STOP_POLL`] lines or records, so the check may cost an atomic load.
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
 }
+
+/// Lines or records read between two [`EventSink::stop_requested`] calls.
+pub const STOP_POLL: u32 = 1024;
+
+/// Longest text line read whole: longer ones are malformed (no real strace, blkparse or DXT
+/// line comes near it), so a file without newlines cannot fill memory.
+pub const MAX_LINE: usize = 1 << 20;
 
 /// A line that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +94,8 @@ pub struct ImportReport {
     /// Events the writer of the trace said it lost.
     pub dropped: u64,
     pub notes: Vec<String>,
+    /// The sink asked to stop: the events are those before that point.
+    pub interrupted: bool,
 }
 
 pub const MALFORMED_KEPT: usize = 20;
@@ -103,6 +117,7 @@ pub(crate) struct Ctx<'a> {
     pub strict: bool,
     pub report: ImportReport,
     next_path: u32,
+    polls: u32,
 }
 
 impl<'a> Ctx<'a> {
@@ -118,15 +133,28 @@ impl<'a> Ctx<'a> {
                 malformed: Vec::new(),
                 dropped: 0,
                 notes: Vec::new(),
+                interrupted: false,
             },
             next_path: 0,
+            polls: 0,
         }
+    }
+
+    /// Whether to end the import now; call once per line or record.
+    pub fn should_stop(&mut self) -> bool {
+        if !self.report.interrupted {
+            self.polls = self.polls.wrapping_add(1);
+            if self.polls % STOP_POLL == 0 && self.sink.stop_requested() {
+                self.report.interrupted = true;
+            }
+        }
+        self.report.interrupted
     }
 
     /// Defines a new path and returns its global id.
     pub fn new_path(&mut self, path: &str) -> u32 {
         let id = self.next_path;
-        self.next_path += 1;
+        self.next_path = self.next_path.saturating_add(1);
         self.sink.path(id, path);
         id
     }
@@ -152,6 +180,11 @@ impl<'a> Ctx<'a> {
     pub fn io(&self, source: io::Error) -> ImportError {
         ImportError::Io { path: self.path.clone(), source }
     }
+
+    /// An error of a binary format; its message carries the byte offset.
+    pub fn format_err(&self, file: &Path, message: impl fmt::Display) -> ImportError {
+        ImportError::Format { path: file.to_path_buf(), message: message.to_string() }
+    }
 }
 
 /// Reads lines of a text trace, 1-based, tolerating invalid UTF-8.
@@ -162,14 +195,29 @@ pub(crate) fn for_each_line(
 ) -> Result<(), ImportError> {
     let mut reader = BufReader::with_capacity(1 << 20, input);
     let mut buf = Vec::new();
-    let mut line_no = 0;
+    let mut line_no = 0u64;
     loop {
+        if ctx.should_stop() {
+            return Ok(());
+        }
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
+        let n =
+            reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
         if n == 0 {
             return Ok(());
         }
         line_no += 1;
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            loop {
+                buf.clear();
+                let m = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
+                if m == 0 || buf.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20))?;
+            continue;
+        }
         let text = String::from_utf8_lossy(&buf);
         f(ctx, line_no, text.trim_end_matches(['\n', '\r']))?;
     }
@@ -235,22 +283,30 @@ pub fn import(
     strict: bool,
     sink: &mut dyn EventSink,
 ) -> Result<ImportReport, ImportError> {
-    let mut ctx = Ctx::new(sink, path, format, strict);
+    if format == Format::Events {
+        let mut ctx = Ctx::new(sink, path, format, strict);
+        native::import_events(&mut ctx)?;
+        return Ok(ctx.report);
+    }
+    import_reader(open(path)?, path, format, strict, sink)
+}
+
+/// Imports one trace read from `input`; `name` stands for it in messages and notes. An event
+/// stream is read as a single stream (a directory of them needs [`import`]).
+pub fn import_reader(
+    input: impl Read,
+    name: &Path,
+    format: Format,
+    strict: bool,
+    sink: &mut dyn EventSink,
+) -> Result<ImportReport, ImportError> {
+    let mut ctx = Ctx::new(sink, name, format, strict);
     match format {
-        Format::Iolens => native::import_run_trace(&mut ctx)?,
-        Format::Events => native::import_events(&mut ctx)?,
-        Format::Strace => {
-            let f = open(path)?;
-            strace::import(&mut ctx, f)?
-        }
-        Format::Blkparse => {
-            let f = open(path)?;
-            blkparse::import(&mut ctx, f)?
-        }
-        Format::Dxt => {
-            let f = open(path)?;
-            dxt::import(&mut ctx, f)?
-        }
+        Format::Iolens => native::import_run_trace(&mut ctx, input)?,
+        Format::Events => native::import_event_file(&mut ctx, input)?,
+        Format::Strace => strace::import(&mut ctx, input)?,
+        Format::Blkparse => blkparse::import(&mut ctx, input)?,
+        Format::Dxt => dxt::import(&mut ctx, input)?,
     }
     Ok(ctx.report)
 }
@@ -265,6 +321,74 @@ mod tests {
         assert_eq!(super::seconds_to_ns("7"), Some(7_000_000_000));
         assert_eq!(super::seconds_to_ns("x.5"), None);
         assert_eq!(super::seconds_to_ns("-1.0"), None);
+    }
+
+    use super::testing::import_text;
+    use super::Format;
+
+    #[test]
+    fn extreme_numbers_saturate_instead_of_overflowing() {
+        let strace = "100 18446744073.709551615 read(3</a>, \"\", 1) = 1 <1.000000>\n\
+                      100 1.0 lseek(4</b>, 0, SEEK_SET) = 9223372036854775807 <0.1>\n\
+                      100 1.1 read(4</b>, \"\", 1) = 9223372036854775807 <0.1>\n\
+                      100 1.2 read(4</b>, \"\", 1) = 9223372036854775807 <0.1>\n\
+                      100 1.3 read(4</b>, \"\", 1) = 9223372036854775807 <0.1>\n";
+        let (c, r) = import_text(Format::Strace, strace, true);
+        assert_eq!(r.unwrap().events, 5);
+        assert_eq!(c.events[0].end_ns, u64::MAX);
+        let blk = "8,0 0 1 0.1 7 Q W 18446744073709551615 + 18446744073709551615 [x]\n\
+                   8,0 0 2 0.2 7 C W 18446744073709551615 + 8 [x]\n";
+        let (c, r) = import_text(Format::Blkparse, blk, true);
+        assert_eq!(r.unwrap().events, 1);
+        assert_eq!((c.events[0].offset, c.events[0].requested), (u64::MAX, u64::MAX));
+        assert!(c.events[0].result > 0, "a huge size is not an error code");
+        let dxt = "# DXT, file_id: 1, file_name: /a\n X_POSIX 0 write 0 0 18446744073709551615 1.0 2.0\n";
+        let (c, r) = import_text(Format::Dxt, dxt, true);
+        assert_eq!(r.unwrap().events, 1);
+        assert_eq!(c.events[0].result, i64::MAX);
+    }
+
+    #[test]
+    fn overlong_lines_are_malformed_with_their_number() {
+        let text = format!(
+            "8,0 0 1 0.1 7 Q W 8 + 8 [x]\n{}\n8,0 0 2 0.2 7 C W 8 + 8 [x]\n",
+            "x".repeat(super::MAX_LINE + 10)
+        );
+        let (_, r) = import_text(Format::Blkparse, &text, false);
+        let r = r.unwrap();
+        assert_eq!(r.events, 1, "the line after the long one is read");
+        assert_eq!((r.malformed_count, r.malformed[0].line), (1, 2));
+        assert!(r.malformed[0].message.contains("longer than"), "{:?}", r.malformed);
+    }
+
+    /// Stops after the first poll.
+    struct StopAtOnce(u64);
+    impl super::EventSink for StopAtOnce {
+        fn path(&mut self, _: u32, _: &str) {}
+        fn event(&mut self, _: &super::IoEvent) {
+            self.0 += 1;
+        }
+        fn stop_requested(&mut self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_import_with_what_it_has() {
+        let line = "8,0 0 1 0.1 7 Q W 8 + 8 [x]\n8,0 0 2 0.2 7 C W 8 + 8 [x]\n";
+        let text = line.repeat(10 * super::STOP_POLL as usize);
+        let mut sink = StopAtOnce(0);
+        let r = super::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("t"),
+            Format::Blkparse,
+            true,
+            &mut sink,
+        )
+        .unwrap();
+        assert!(r.interrupted);
+        assert_eq!(sink.0, r.events);
+        assert_eq!(r.events, (super::STOP_POLL as u64 - 1) / 2, "lines before the first poll");
     }
 }
 

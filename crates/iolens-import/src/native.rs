@@ -1,20 +1,35 @@
 //! iolens's own formats: run traces (`IOLTRACE`) and event streams (`IOLEVT01`).
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use iolens_record::event::{EventReader, IoEvent, IoOp, Layer, NO_FILE};
-use iolens_record::trace::{OpKind, OpStatus, TraceReader};
+use iolens_record::event::{EventError, EventReader, IoEvent, IoOp, Layer, NO_FILE};
+use iolens_record::trace::{OpKind, OpStatus, TraceError, TraceReader, RECORD_SIZE};
 
 use crate::{Ctx, ImportError};
 
-pub(crate) fn import_run_trace(ctx: &mut Ctx) -> Result<(), ImportError> {
+pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let path = ctx.path.clone();
-    let reader = TraceReader::open(&path)
-        .map_err(|e| ImportError::Format { path: path.clone(), message: e.to_string() })?;
-    let ids: Vec<u32> = reader.streams.clone().iter().map(|name| ctx.new_path(name)).collect();
-    for rec in reader {
-        let rec = rec.map_err(|e| ImportError::Format { path: path.clone(), message: e.to_string() })?;
+    let mut reader =
+        TraceReader::new(BufReader::with_capacity(1 << 20, input)).map_err(|e| ctx.format_err(&path, e))?;
+    let ids: Vec<u32> = std::mem::take(&mut reader.streams).iter().map(|name| ctx.new_path(name)).collect();
+    loop {
+        if ctx.should_stop() {
+            return Ok(());
+        }
+        let rec = match reader.next_record() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return Ok(()),
+            // A run killed mid-write leaves a partial last record: what precedes it is sound.
+            Err(TraceError::Truncated { offset, bytes }) => {
+                ctx.report.notes.push(format!(
+                    "the trace is truncated at offset {offset} ({bytes} of a {RECORD_SIZE}-byte record): the records before it are analysed"
+                ));
+                return Ok(());
+            }
+            Err(e) => return Err(ctx.format_err(&path, e)),
+        };
         let op = match rec.kind {
             OpKind::Read => IoOp::Read,
             OpKind::Write => IoOp::Write,
@@ -39,7 +54,6 @@ pub(crate) fn import_run_trace(ctx: &mut Ctx) -> Result<(), ImportError> {
             end_ns: rec.end_ns,
         });
     }
-    Ok(())
 }
 
 /// The stream files of an `iolens trace` directory, in name order.
@@ -52,54 +66,80 @@ fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     Ok(files)
 }
 
+/// Reads one event stream; returns the offset of the frame it ends inside, if it was cut off.
+fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<Option<u64>, ImportError> {
+    let mut input = BufReader::with_capacity(1 << 20, input);
+    // A process that died before its first flush leaves an empty stream.
+    if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
+        return Ok(None);
+    }
+    let mut reader = EventReader::new(input).map_err(|e| ctx.format_err(file, e))?;
+    // Path ids are local to each stream: map them to global ones when first used. Threads
+    // flush their buffers in any order, so ids need not be defined in increasing order.
+    let mut global: HashMap<u32, u32> = HashMap::new();
+    let cut = loop {
+        if ctx.should_stop() {
+            break None;
+        }
+        match reader.next_event() {
+            Ok(Some(mut e)) => {
+                if e.file != NO_FILE {
+                    e.file = match global.get(&e.file) {
+                        Some(&id) => id,
+                        None => match reader.paths.get(e.file) {
+                            Some(p) => {
+                                let id = ctx.new_path(p);
+                                global.insert(e.file, id);
+                                id
+                            }
+                            None => NO_FILE,
+                        },
+                    };
+                }
+                ctx.event(&e);
+            }
+            Ok(None) => break None,
+            Err(EventError::Truncated { offset }) => break Some(offset),
+            Err(e) => return Err(ctx.format_err(file, e)),
+        }
+    };
+    ctx.report.dropped = ctx.report.dropped.saturating_add(reader.dropped);
+    Ok(cut)
+}
+
+fn note_cut_streams(ctx: &mut Ctx, cut: &[(std::path::PathBuf, u64)]) {
+    if let Some((file, offset)) = cut.first() {
+        ctx.report.notes.push(format!(
+            "{} event stream(s) end inside a frame (first: {} at offset {offset}): a process was killed mid-write; the events before the cut are analysed",
+            cut.len(),
+            file.display()
+        ));
+    }
+}
+
+/// One event stream read from `input`.
+pub(crate) fn import_event_file(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
+    let file = ctx.path.clone();
+    let cut = import_stream(ctx, input, &file)?;
+    note_cut_streams(ctx, &cut.map(|o| (file, o)).into_iter().collect::<Vec<_>>());
+    Ok(())
+}
+
+/// A stream file, or the directory of them `iolens trace` writes.
 pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     let root = ctx.path.clone();
     let files = if root.is_dir() { stream_files(&root).map_err(|e| ctx.io(e))? } else { vec![root.clone()] };
-    let mut truncated = 0;
+    let mut cut = Vec::new();
     for file in files {
-        let f = std::fs::File::open(&file).map_err(|e| ctx.io(e))?;
-        let mut reader = match EventReader::new(std::io::BufReader::with_capacity(1 << 20, f)) {
-            Ok(r) => r,
-            // A process that died before its first flush leaves an empty stream.
-            Err(_) if std::fs::metadata(&file).map(|m| m.len() == 0).unwrap_or(false) => continue,
-            Err(e) => return Err(ImportError::Format { path: file.clone(), message: e.to_string() }),
-        };
-        // Path ids are local to each stream: map them to global ones when first used. Threads
-        // flush their buffers in any order, so ids need not be defined in increasing order.
-        let mut global: HashMap<u32, u32> = HashMap::new();
-        loop {
-            match reader.next_event() {
-                Ok(Some(mut e)) => {
-                    if e.file != NO_FILE {
-                        e.file = match global.get(&e.file) {
-                            Some(&id) => id,
-                            None => match reader.paths.get(e.file) {
-                                Some(p) => {
-                                    let id = ctx.new_path(p);
-                                    global.insert(e.file, id);
-                                    id
-                                }
-                                None => NO_FILE,
-                            },
-                        };
-                    }
-                    ctx.event(&e);
-                }
-                Ok(None) => break,
-                Err(iolens_record::event::EventError::Truncated) => {
-                    truncated += 1;
-                    break;
-                }
-                Err(e) => return Err(ImportError::Format { path: file.clone(), message: e.to_string() }),
-            }
+        if ctx.report.interrupted {
+            break;
         }
-        ctx.report.dropped += reader.dropped;
+        let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
+        if let Some(offset) = import_stream(ctx, f, &file)? {
+            cut.push((file, offset));
+        }
     }
-    if truncated > 0 {
-        ctx.report
-            .notes
-            .push(format!("{truncated} event stream(s) end inside a frame: a process was killed mid-write"));
-    }
+    note_cut_streams(ctx, &cut);
     Ok(())
 }
 
@@ -167,5 +207,70 @@ mod tests {
         import(dir.path(), Format::Events, false, &mut c).unwrap();
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/t3", "/t1", "/t2", "/t1"]);
+    }
+
+    #[test]
+    fn run_trace_cut_inside_its_last_record_keeps_the_records_before() {
+        use iolens_record::trace::{OpRecord, TraceWriter, RECORD_SIZE};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.iolt");
+        let writer = TraceWriter::create(&path, &["agent0".into()]).unwrap();
+        let mut buf = writer.buffer();
+        for i in 0..10u64 {
+            buf.push(&OpRecord {
+                start_ns: i * 100,
+                end_ns: i * 100 + 50,
+                offset: i * 4096,
+                bytes: 4096,
+                stream: 0,
+                kind: OpKind::Write,
+                status: OpStatus::Complete,
+            });
+        }
+        buf.finish().unwrap();
+        drop(writer);
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 5).unwrap();
+        let mut c = Collect::default();
+        let r = import(&path, Format::Iolens, false, &mut c).unwrap();
+        assert_eq!(r.events, 9);
+        assert_eq!(c.events.last().unwrap().offset, 8 * 4096);
+        let last_record_at = len - RECORD_SIZE as u64;
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("truncated") && n.contains(&format!("offset {last_record_at}"))),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn corrupt_run_trace_error_names_file_and_offset() {
+        use iolens_record::trace::{OpRecord, TraceWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.iolt");
+        let writer = TraceWriter::create(&path, &["a".into()]).unwrap();
+        let mut buf = writer.buffer();
+        let rec = OpRecord {
+            start_ns: 1,
+            end_ns: 2,
+            offset: 0,
+            bytes: 1,
+            stream: 0,
+            kind: OpKind::Read,
+            status: OpStatus::Complete,
+        };
+        buf.push(&rec);
+        buf.push(&rec);
+        buf.finish().unwrap();
+        drop(writer);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 32;
+        bytes[at + 30] = 7;
+        std::fs::write(&path, &bytes).unwrap();
+        let mut c = Collect::default();
+        let err = import(&path, Format::Iolens, false, &mut c).unwrap_err().to_string();
+        assert_eq!(err, format!("{}: corrupt record at offset {at}: invalid kind 7", path.display()));
     }
 }

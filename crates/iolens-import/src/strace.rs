@@ -290,21 +290,20 @@ fn emit(ctx: &mut Ctx, c: &Call, pid: u32, fd: Fd, op: IoOp, offset: u64, reques
         requested,
         result,
         start_ns: c.start_ns,
-        end_ns: c.start_ns + c.dur_ns,
+        end_ns: c.start_ns.saturating_add(c.dur_ns),
     });
 }
 
 fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
     let pid = st.process_of(c.tid);
-    let ok = c.ret.is_some_and(|r| r >= 0);
     let a = |i: usize| c.args.get(i).copied().unwrap_or("");
     match c.name {
         "open" | "openat" | "creat" => {
             let (path_arg, flags) = if c.name == "openat" { (a(1), a(2)) } else { (a(0), a(1)) };
-            let (Some(path), true) = (c_string(path_arg), ok) else { return };
+            let (Some(path), Some(fd)) = (c_string(path_arg), c.ret.filter(|r| *r >= 0)) else { return };
             let id = st.path_id(ctx, &path);
             let offset = if flags.contains("O_APPEND") { UNKNOWN_OFFSET } else { 0 };
-            let fd = c.ret.unwrap() as i32;
+            let fd = fd as i32;
             let entry = Fd { file: id, offset };
             st.tables.entry(pid).or_default().insert(fd, entry);
             emit(ctx, c, pid, entry, IoOp::Open, UNKNOWN_OFFSET, 0);
@@ -322,9 +321,9 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
             if c.name.starts_with("fcntl") && !a(1).starts_with("F_DUPFD") {
                 return;
             }
-            let (Some((fd, y)), true) = (fd_arg(a(0)), ok) else { return };
+            let (Some((fd, y)), Some(new_fd)) = (fd_arg(a(0)), c.ret.filter(|r| *r >= 0)) else { return };
             if let Some(entry) = st.lookup(ctx, pid, fd, y) {
-                st.tables.entry(pid).or_default().insert(c.ret.unwrap() as i32, entry);
+                st.tables.entry(pid).or_default().insert(new_fd as i32, entry);
             }
         }
         "lseek" | "_llseek" => {
@@ -332,7 +331,7 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
             let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
             emit(ctx, c, pid, entry, IoOp::Seek, number(a(1)).unwrap_or(UNKNOWN_OFFSET), 0);
             if let Some(e) = st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
-                e.offset = if ok { c.ret.unwrap() as u64 } else { UNKNOWN_OFFSET };
+                e.offset = c.ret.filter(|r| *r >= 0).map_or(UNKNOWN_OFFSET, |r| r as u64);
             }
         }
         "read" | "write" | "readv" | "writev" => {
@@ -345,9 +344,12 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
                 number(a(2)).unwrap_or(0)
             };
             emit(ctx, c, pid, entry, op, entry.offset, requested);
-            if let (Some(e), true) = (st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)), ok) {
+            if let (Some(e), Some(moved)) =
+                (st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)), c.ret.filter(|r| *r >= 0))
+            {
                 if e.offset != UNKNOWN_OFFSET {
-                    e.offset += c.ret.unwrap() as u64;
+                    // Saturating at UNKNOWN_OFFSET: a position past 2^64 is not known either.
+                    e.offset = e.offset.saturating_add(moved as u64);
                 }
             }
         }

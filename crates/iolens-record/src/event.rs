@@ -18,6 +18,7 @@
 //! One process (or one thread) writes one stream; a trace is a set of streams whose path ids
 //! are local to each stream (readers map them through the stream's own table).
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 pub const EVENT_MAGIC: &[u8; 8] = b"IOLEVT01";
@@ -155,16 +156,25 @@ impl IoEvent {
         out[57..65].fill(0);
     }
 
-    fn decode(b: &[u8]) -> Result<IoEvent, EventError> {
-        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    /// Decodes the body of the event frame that starts at byte `offset` (for error messages).
+    fn decode(b: &[u8; EVENT_FRAME_LEN - 1], offset: u64) -> Result<IoEvent, EventError> {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(v)
+        };
+        let corrupt = |what: &str, value: u8| EventError::Corrupt {
+            offset,
+            message: format!("invalid {what} {value}"),
+        };
         Ok(IoEvent {
             pid: u32_at(0),
             tid: u32_at(4),
             file: u32_at(8),
-            op: IoOp::from_u8(b[12]).ok_or(EventError::Corrupt("op"))?,
-            layer: Layer::from_u8(b[13]).ok_or(EventError::Corrupt("layer"))?,
-            flags: u16::from_le_bytes(b[14..16].try_into().unwrap()),
+            op: IoOp::from_u8(b[12]).ok_or_else(|| corrupt("operation", b[12]))?,
+            layer: Layer::from_u8(b[13]).ok_or_else(|| corrupt("layer", b[13]))?,
+            flags: u16::from_le_bytes([b[14], b[15]]),
             offset: u64_at(16),
             requested: u64_at(24),
             result: u64_at(32) as i64,
@@ -180,35 +190,35 @@ pub enum EventError {
     Io(#[from] io::Error),
     #[error("not an iolens event stream (bad magic)")]
     BadMagic,
-    #[error("corrupt event stream: bad {0}")]
-    Corrupt(&'static str),
-    #[error("event stream ends inside a frame: the writer was cut off")]
-    Truncated,
+    #[error("corrupt event stream at offset {offset}: {message}")]
+    Corrupt { offset: u64, message: String },
+    #[error("event stream ends inside the frame at offset {offset}: the writer was cut off")]
+    Truncated { offset: u64 },
 }
 
-/// Paths by id, as a trace defines them.
+/// Paths by id, as a trace defines them. Ids come from the file, so they are keys, not
+/// indexes: a stray id near `u32::MAX` must not size a table.
 #[derive(Debug, Clone, Default)]
 pub struct PathTable {
-    paths: Vec<Option<String>>,
+    paths: HashMap<u32, String>,
+    next: u32,
 }
 
 impl PathTable {
     pub fn insert(&mut self, id: u32, path: String) {
-        let i = id as usize;
-        if self.paths.len() <= i {
-            self.paths.resize(i + 1, None);
-        }
-        self.paths[i] = Some(path);
+        self.next = self.next.max(id.saturating_add(1));
+        self.paths.insert(id, path);
     }
 
     /// Adds a path with the next free id.
     pub fn push(&mut self, path: String) -> u32 {
-        self.paths.push(Some(path));
-        (self.paths.len() - 1) as u32
+        let id = self.next;
+        self.insert(id, path);
+        id
     }
 
     pub fn get(&self, id: u32) -> Option<&str> {
-        self.paths.get(id as usize).and_then(|p| p.as_deref())
+        self.paths.get(&id).map(String::as_str)
     }
 
     pub fn len(&self) -> usize {
@@ -266,6 +276,10 @@ pub struct EventReader<R: Read> {
     pub paths: PathTable,
     /// Events the writer reported it could not record.
     pub dropped: u64,
+    /// Byte offset of the next frame, for error messages.
+    offset: u64,
+    /// Set after an error: a reader does not resynchronize inside a corrupt stream.
+    failed: bool,
 }
 
 impl<R: Read> EventReader<R> {
@@ -275,47 +289,73 @@ impl<R: Read> EventReader<R> {
         if &magic != EVENT_MAGIC {
             return Err(EventError::BadMagic);
         }
-        Ok(EventReader { input, paths: PathTable::default(), dropped: 0 })
+        Ok(EventReader { input, paths: PathTable::default(), dropped: 0, offset: 8, failed: false })
     }
 
-    fn fill(&mut self, buf: &mut [u8]) -> Result<(), EventError> {
+    /// Byte offset of the next frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Fills `buf` with the rest of the frame that starts at `frame`.
+    fn fill(&mut self, buf: &mut [u8], frame: u64) -> Result<(), EventError> {
         self.input.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => EventError::Truncated,
+            io::ErrorKind::UnexpectedEof => EventError::Truncated { offset: frame },
             _ => EventError::Io(e),
-        })
+        })?;
+        self.offset = self.offset.saturating_add(buf.len() as u64);
+        Ok(())
     }
 
-    /// The next event, `None` at the end of the stream.
+    /// The next event, `None` at the end of the stream (or after an error).
     pub fn next_event(&mut self) -> Result<Option<IoEvent>, EventError> {
+        if self.failed {
+            return Ok(None);
+        }
+        let r = self.read_event();
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn read_event(&mut self) -> Result<Option<IoEvent>, EventError> {
         loop {
+            let frame = self.offset;
             let mut tag = [0u8; 1];
             match self.input.read(&mut tag) {
                 Ok(0) => return Ok(None),
-                Ok(_) => {}
+                Ok(_) => self.offset = self.offset.saturating_add(1),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.into()),
             }
             match tag[0] {
                 TAG_EVENT => {
                     let mut b = [0u8; EVENT_FRAME_LEN - 1];
-                    self.fill(&mut b)?;
-                    return IoEvent::decode(&b).map(Some);
+                    self.fill(&mut b, frame)?;
+                    return IoEvent::decode(&b, frame).map(Some);
                 }
                 TAG_PATH => {
                     let mut head = [0u8; 6];
-                    self.fill(&mut head)?;
-                    let id = u32::from_le_bytes(head[..4].try_into().unwrap());
-                    let len = u16::from_le_bytes(head[4..].try_into().unwrap()) as usize;
+                    self.fill(&mut head, frame)?;
+                    let id = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+                    // A u16 length: at most 64 KiB, whatever the file says.
+                    let len = u16::from_le_bytes([head[4], head[5]]) as usize;
                     let mut name = vec![0u8; len];
-                    self.fill(&mut name)?;
+                    self.fill(&mut name, frame)?;
                     self.paths.insert(id, String::from_utf8_lossy(&name).into_owned());
                 }
                 TAG_DROPPED => {
                     let mut b = [0u8; 8];
-                    self.fill(&mut b)?;
-                    self.dropped += u64::from_le_bytes(b);
+                    self.fill(&mut b, frame)?;
+                    self.dropped = self.dropped.saturating_add(u64::from_le_bytes(b));
                 }
-                _ => return Err(EventError::Corrupt("frame tag")),
+                other => {
+                    return Err(EventError::Corrupt {
+                        offset: frame,
+                        message: format!("invalid frame tag {other}"),
+                    })
+                }
             }
         }
     }
@@ -373,10 +413,44 @@ mod tests {
         w.event(&ev(1)).unwrap();
         let bytes = w.into_inner();
         let mut r = EventReader::new(&bytes[..bytes.len() - 3]).unwrap();
-        assert!(matches!(r.next_event(), Err(EventError::Truncated)));
+        let err = r.next_event().unwrap_err();
+        assert!(matches!(err, EventError::Truncated { offset: 8 }), "{err}");
+        assert_eq!(err.to_string(), "event stream ends inside the frame at offset 8: the writer was cut off");
         assert!(matches!(EventReader::new(&b"IOLTRACE"[..]), Err(EventError::BadMagic)));
         let mut bad = EVENT_MAGIC.to_vec();
         bad.push(9);
-        assert!(matches!(EventReader::new(&bad[..]).unwrap().next_event(), Err(EventError::Corrupt(_))));
+        let err = EventReader::new(&bad[..]).unwrap().next_event().unwrap_err();
+        assert_eq!(err.to_string(), "corrupt event stream at offset 8: invalid frame tag 9");
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.path(0, "/a").unwrap();
+        w.event(&ev(1)).unwrap();
+        let mut bytes = w.into_inner();
+        bytes[8 + 9 + 13] = 77;
+        let mut r = EventReader::new(&bytes[..]).unwrap();
+        let err = r.next_event().unwrap_err();
+        assert_eq!(err.to_string(), "corrupt event stream at offset 17: invalid operation 77");
+        assert!(r.next_event().unwrap().is_none(), "no resynchronization after corruption");
+    }
+
+    #[test]
+    fn huge_path_ids_cost_no_memory() {
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.path(u32::MAX - 1, "/far").unwrap();
+        w.event(&IoEvent { file: u32::MAX - 1, ..ev(1) }).unwrap();
+        let bytes = w.into_inner();
+        let mut r = EventReader::new(&bytes[..]).unwrap();
+        let e = r.next_event().unwrap().unwrap();
+        assert_eq!(r.paths.get(e.file), Some("/far"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_frames_never_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            let mut bytes = EVENT_MAGIC.to_vec();
+            bytes.extend_from_slice(&body);
+            let mut r = EventReader::new(&bytes[..]).unwrap();
+            while let Ok(Some(_)) = r.next_event() {}
+            proptest::prop_assert!(r.offset() <= bytes.len() as u64);
+        }
     }
 }

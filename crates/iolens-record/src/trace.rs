@@ -108,19 +108,29 @@ impl OpRecord {
         b
     }
 
-    pub fn decode(b: &[u8; RECORD_SIZE]) -> Result<OpRecord, TraceError> {
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    /// Decodes the record that starts at byte `offset` of the file (for error messages).
+    pub fn decode(b: &[u8; RECORD_SIZE], offset: u64) -> Result<OpRecord, TraceError> {
+        let u64_at = |i: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(v)
+        };
+        let bad = |field: &'static str, value: u8| TraceError::BadRecord { offset, field, value };
         Ok(OpRecord {
             start_ns: u64_at(0),
             end_ns: u64_at(8),
             offset: u64_at(16),
-            bytes: u32::from_le_bytes(b[24..28].try_into().unwrap()),
-            stream: u16::from_le_bytes(b[28..30].try_into().unwrap()),
-            kind: OpKind::from_u8(b[30]).ok_or(TraceError::BadField("kind", b[30]))?,
-            status: OpStatus::from_u8(b[31]).ok_or(TraceError::BadField("status", b[31]))?,
+            bytes: u32::from_le_bytes([b[24], b[25], b[26], b[27]]),
+            stream: u16::from_le_bytes([b[28], b[29]]),
+            kind: OpKind::from_u8(b[30]).ok_or(bad("kind", b[30]))?,
+            status: OpStatus::from_u8(b[31]).ok_or(bad("status", b[31]))?,
         })
     }
 }
+
+/// The largest stream-name table a reader accepts: a name per stream index (u16) of a few
+/// dozen bytes is far below it, and it keeps a corrupt `data_offset` from allocating gigabytes.
+pub const MAX_HEADER_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -130,12 +140,12 @@ pub enum TraceError {
     BadMagic,
     #[error("unsupported trace version {0} (this iolens reads version {VERSION})")]
     BadVersion(u32),
-    #[error("corrupt trace header: {0}")]
-    BadHeader(&'static str),
-    #[error("corrupt record: invalid {0} value {1}")]
-    BadField(&'static str, u8),
-    #[error("trace ends inside a record ({0} trailing bytes): the writer was cut off")]
-    Truncated(usize),
+    #[error("corrupt trace header at offset {offset}: {message}")]
+    BadHeader { offset: u64, message: String },
+    #[error("corrupt record at offset {offset}: invalid {field} {value}")]
+    BadRecord { offset: u64, field: &'static str, value: u8 },
+    #[error("trace ends inside the record at offset {offset} ({bytes} of {RECORD_SIZE} bytes): the writer was cut off")]
+    Truncated { offset: u64, bytes: usize },
 }
 
 /// The shared end of a trace being written: streams reserve file ranges atomically and write
@@ -238,63 +248,137 @@ impl Drop for TraceBuffer {
 }
 
 /// Reads a trace: the stream names, then records in file order.
-pub struct TraceReader {
+pub struct TraceReader<R: Read = BufReader<File>> {
     pub streams: Vec<String>,
-    input: BufReader<File>,
+    input: R,
+    /// Byte offset of the next record, for error messages.
+    offset: u64,
+    /// Set after an error: a reader does not resynchronize inside a corrupt file.
+    failed: bool,
 }
 
-impl TraceReader {
-    pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
-        let mut input = BufReader::with_capacity(1 << 20, File::open(path)?);
-        let mut fixed = [0u8; 32];
-        input.read_exact(&mut fixed).map_err(|_| TraceError::BadMagic)?;
-        if &fixed[0..8] != MAGIC {
-            return Err(TraceError::BadMagic);
-        }
-        let u32_at = |i: usize| u32::from_le_bytes(fixed[i..i + 4].try_into().unwrap());
-        let version = u32_at(8);
-        if version != VERSION {
-            return Err(TraceError::BadVersion(version));
-        }
-        if u32_at(12) as usize != RECORD_SIZE {
-            return Err(TraceError::BadHeader("record size"));
-        }
-        let data_offset = u64::from_le_bytes(fixed[16..24].try_into().unwrap());
-        if data_offset < 32 || data_offset % RECORD_SIZE as u64 != 0 {
-            return Err(TraceError::BadHeader("data offset"));
-        }
-        let mut table = vec![0u8; data_offset as usize - 32];
-        input.read_exact(&mut table).map_err(|_| TraceError::BadHeader("stream table cut off"))?;
-        let mut streams = Vec::new();
-        let mut at = 0;
-        for _ in 0..u32_at(28) {
-            let len_bytes = table.get(at..at + 2).ok_or(TraceError::BadHeader("stream table"))?;
-            let len = u16::from_le_bytes(len_bytes.try_into().unwrap()) as usize;
-            let name = table.get(at + 2..at + 2 + len).ok_or(TraceError::BadHeader("stream name"))?;
-            streams.push(String::from_utf8_lossy(name).into_owned());
-            at += 2 + len;
-        }
-        Ok(TraceReader { streams, input })
+impl TraceReader<BufReader<File>> {
+    pub fn open(path: &Path) -> Result<TraceReader<BufReader<File>>, TraceError> {
+        TraceReader::new(BufReader::with_capacity(1 << 20, File::open(path)?))
     }
+}
 
-    /// The next record, `None` at the end of the file.
-    pub fn next_record(&mut self) -> Result<Option<OpRecord>, TraceError> {
-        let mut b = [0u8; RECORD_SIZE];
+fn header_err(offset: u64, message: impl Into<String>) -> TraceError {
+    TraceError::BadHeader { offset, message: message.into() }
+}
+
+impl<R: Read> TraceReader<R> {
+    /// Reads the header from `input`; records follow with [`TraceReader::next_record`].
+    pub fn new(mut input: R) -> Result<TraceReader<R>, TraceError> {
+        let mut fixed = [0u8; 32];
         let mut filled = 0;
-        while filled < RECORD_SIZE {
-            match self.input.read(&mut b[filled..]) {
-                Ok(0) if filled == 0 => return Ok(None),
-                Ok(0) => return Err(TraceError::Truncated(filled)),
+        while filled < fixed.len() {
+            match input.read(&mut fixed[filled..]) {
+                Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        OpRecord::decode(&b).map(Some)
+        if filled < 8 || &fixed[0..8] != MAGIC {
+            return Err(TraceError::BadMagic);
+        }
+        if filled < fixed.len() {
+            return Err(header_err(filled as u64, "the file ends inside the 32-byte header"));
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3]]);
+        let version = u32_at(8);
+        if version != VERSION {
+            return Err(TraceError::BadVersion(version));
+        }
+        let record_size = u32_at(12);
+        if record_size as usize != RECORD_SIZE {
+            return Err(header_err(12, format!("record size {record_size}, expected {RECORD_SIZE}")));
+        }
+        let mut data_offset = [0u8; 8];
+        data_offset.copy_from_slice(&fixed[16..24]);
+        let data_offset = u64::from_le_bytes(data_offset);
+        if data_offset < 32 || data_offset % RECORD_SIZE as u64 != 0 {
+            return Err(header_err(
+                16,
+                format!("data offset {data_offset} is not a multiple of 32 from 32 on"),
+            ));
+        }
+        let table_len = data_offset - 32;
+        if table_len > MAX_HEADER_BYTES {
+            return Err(header_err(
+                16,
+                format!("data offset {data_offset}: a stream table over {MAX_HEADER_BYTES} bytes"),
+            ));
+        }
+        // Reading through `take` grows the buffer with the bytes that exist, so a data offset
+        // past the end of the file costs no more memory than the file has.
+        let mut table = Vec::new();
+        input.by_ref().take(table_len).read_to_end(&mut table)?;
+        if (table.len() as u64) < table_len {
+            return Err(header_err(
+                32 + table.len() as u64,
+                format!("the file ends inside the stream table (data offset {data_offset})"),
+            ));
+        }
+        let count = u32_at(28);
+        // Records name streams by a u16 index.
+        if count > u16::MAX as u32 + 1 {
+            return Err(header_err(28, format!("{count} streams; at most 65536 can be named")));
+        }
+        let mut streams = Vec::new();
+        let mut at = 0usize;
+        for i in 0..count {
+            let name_at = 32 + at as u64;
+            let Some(&[lo, hi]) = table.get(at..at.saturating_add(2)) else {
+                return Err(header_err(name_at, format!("stream {i} of {count} lies past the stream table")));
+            };
+            let len = u16::from_le_bytes([lo, hi]) as usize;
+            let name = table.get(at + 2..at + 2 + len).ok_or_else(|| {
+                header_err(name_at, format!("stream name {i} ({len} bytes) overruns the stream table"))
+            })?;
+            streams.push(String::from_utf8_lossy(name).into_owned());
+            at += 2 + len;
+        }
+        Ok(TraceReader { streams, input, offset: data_offset, failed: false })
+    }
+
+    /// Byte offset of the next record.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next record, `None` at the end of the file (or after an error).
+    pub fn next_record(&mut self) -> Result<Option<OpRecord>, TraceError> {
+        if self.failed {
+            return Ok(None);
+        }
+        let r = self.read_record();
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+
+    fn read_record(&mut self) -> Result<Option<OpRecord>, TraceError> {
+        let mut b = [0u8; RECORD_SIZE];
+        let mut filled = 0;
+        while filled < RECORD_SIZE {
+            match self.input.read(&mut b[filled..]) {
+                Ok(0) if filled == 0 => return Ok(None),
+                Ok(0) => return Err(TraceError::Truncated { offset: self.offset, bytes: filled }),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let at = self.offset;
+        self.offset = self.offset.saturating_add(RECORD_SIZE as u64);
+        OpRecord::decode(&b, at).map(Some)
     }
 }
 
-impl Iterator for TraceReader {
+impl<R: Read> Iterator for TraceReader<R> {
     type Item = Result<OpRecord, TraceError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record().transpose()
@@ -366,13 +450,104 @@ mod tests {
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(len - 5).unwrap();
         let mut reader = TraceReader::open(&path).unwrap();
-        assert!(matches!(reader.next_record(), Err(TraceError::Truncated(27))));
+        let data_offset = reader.offset();
+        let err = reader.next_record().unwrap_err();
+        assert!(matches!(err, TraceError::Truncated { offset, bytes: 27 } if offset == data_offset), "{err}");
+        assert!(err.to_string().contains(&format!("offset {data_offset}")), "{err}");
+        assert!(reader.next_record().unwrap().is_none(), "no records after the cut");
     }
 
     #[test]
     fn rejects_bad_kind() {
         let mut b = rec(1, 0).encode();
         b[30] = 9;
-        assert!(matches!(OpRecord::decode(&b), Err(TraceError::BadField("kind", 9))));
+        let err = OpRecord::decode(&b, 96).unwrap_err();
+        assert_eq!(err.to_string(), "corrupt record at offset 96: invalid kind 9");
+    }
+}
+
+#[cfg(test)]
+mod hostile_input {
+    use super::*;
+
+    fn header(data_offset: u64, streams: u32) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&VERSION.to_le_bytes());
+        h.extend_from_slice(&(RECORD_SIZE as u32).to_le_bytes());
+        h.extend_from_slice(&data_offset.to_le_bytes());
+        h.extend_from_slice(&1u32.to_le_bytes());
+        h.extend_from_slice(&streams.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn huge_data_offset_is_an_error_not_an_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.iolt");
+        std::fs::write(&path, header(100_000_000_000 * 32, 1)).unwrap();
+        let err = TraceReader::open(&path).err().expect("a 3 TB header in a 32-byte file is corrupt");
+        assert!(err.to_string().contains("offset 16"), "{err}");
+    }
+
+    #[test]
+    fn stream_table_overruns_name_their_offset() {
+        let mut t = header(64, 70_000);
+        t.resize(64, 0);
+        let err = TraceReader::new(&t[..]).err().unwrap();
+        assert!(err.to_string().contains("at offset 28"), "{err}");
+
+        let mut t = header(64, 2);
+        t.extend_from_slice(&3u16.to_le_bytes());
+        t.extend_from_slice(b"abc");
+        t.extend_from_slice(&40u16.to_le_bytes());
+        t.resize(64, 0);
+        let err = TraceReader::new(&t[..]).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "corrupt trace header at offset 37: stream name 1 (40 bytes) overruns the stream table"
+        );
+        let err = TraceReader::new(&header(64, 0)[..20]).err().unwrap();
+        assert!(err.to_string().contains("at offset 20"), "{err}");
+    }
+
+    #[test]
+    fn bad_kind_names_the_record_offset() {
+        let mut t = header(32, 0);
+        t.extend_from_slice(&rec_bytes(0));
+        let mut bad = rec_bytes(0);
+        bad[30] = 7;
+        t.extend_from_slice(&bad);
+        let mut r = TraceReader::new(&t[..]).unwrap();
+        assert!(r.next_record().unwrap().is_some());
+        let err = r.next_record().unwrap_err();
+        assert_eq!(err.to_string(), "corrupt record at offset 64: invalid kind 7");
+    }
+
+    fn rec_bytes(i: u64) -> [u8; RECORD_SIZE] {
+        OpRecord {
+            start_ns: i,
+            end_ns: i + 1,
+            offset: 0,
+            bytes: 1,
+            stream: 0,
+            kind: OpKind::Read,
+            status: OpStatus::Complete,
+        }
+        .encode()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+                                       data_offset in 0u64..200, streams in 0u32..8) {
+            let mut t = header(data_offset, streams);
+            t.extend_from_slice(&tail);
+            if let Ok(r) = TraceReader::new(&t[..]) {
+                for rec in r.take(100) {
+                    let _ = rec;
+                }
+            }
+        }
     }
 }

@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         cli::Command::Saturate(a) => suites::saturate(a, &stop, command),
         cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
-        cli::Command::Analyze(a) => trace_cmd::analyze(a, command),
+        cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
         cli::Command::Clean => clean_cmd::clean(),
     };
     let mut code = outcome.err().unwrap_or(0);

@@ -6,6 +6,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
@@ -36,6 +38,9 @@ impl EventSink for Feed<'_> {
             return;
         }
         self.analyzer.event(e);
+    }
+    fn stop_requested(&mut self) -> bool {
+        self.analyzer.stop_requested()
     }
 }
 
@@ -103,7 +108,7 @@ fn publish(summary: &TraceSummary, s: &SummaryArgs) {
     }
 }
 
-pub fn analyze(a: AnalyzeArgs, command: String) -> Result<(), u8> {
+pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let json = a.summary.json.as_deref();
     let format = match a.format.as_str() {
         "auto" => detect_format(&a.trace)
@@ -113,6 +118,7 @@ pub fn analyze(a: AnalyzeArgs, command: String) -> Result<(), u8> {
             .map_err(|e| error(&format!("--format: {e}"), EXIT_USAGE, json, &command))?,
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
+    let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
     let (summary, _) =
         summarize(&a.trace, format, a.strict, opts).map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     publish(&summary, &a.summary);

@@ -290,3 +290,34 @@ fn analyze_rejects_garbage_with_a_line_number_in_strict_mode() {
     assert!(out.status.success(), "non-strict keeps going: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("malformed"));
 }
+
+#[test]
+fn analyze_of_a_run_trace_cut_inside_its_last_record() {
+    let dir = scratch();
+    let (target, trace, json) =
+        (dir.path().join("data"), dir.path().join("run.iolt"), dir.path().join("a.json"));
+    let out = iolens()
+        .args(["run", "--rw", "write", "--bs", "4k", "--size", "1m", "--bytes", "256k", "--target"])
+        .arg(&target)
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let full = iolens_record::trace::TraceReader::open(&trace).unwrap().count() as u64;
+    let len = std::fs::metadata(&trace).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&trace).unwrap().set_len(len - 5).unwrap();
+    let out = iolens().arg("analyze").arg(&trace).arg("--json").arg(&json).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The writes and the close of the target: the last record (the close) is the cut one.
+    assert_eq!(full, 65);
+    assert_eq!(v["ops"], 64, "every write before the cut");
+    let cut_at = len - 32;
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains(&format!("truncated at offset {cut_at}"))),
+        "{notes:?}"
+    );
+    assert_eq!(v["interrupted"], false);
+}
