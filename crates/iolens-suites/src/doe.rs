@@ -106,12 +106,15 @@ impl<'a> Source<'a> {
 
     fn error(&self, path: &[&str], message: impl std::fmt::Display, hint: &str) -> SuiteError {
         let file = self.file.display();
-        let key = path.join(".");
+        let key = match path.join(".") {
+            k if k.is_empty() => "[doe]".to_string(),
+            k => format!("[doe] {k}"),
+        };
         let at = match self.line(path) {
             0 => format!("{file}"),
             line => format!("{file}:{line}"),
         };
-        SuiteError::Config(format!("{at}: [doe] {key}: {message}\n  hint: {hint}"))
+        SuiteError::Config(format!("{at}: {key}: {message}\n  hint: {hint}"))
     }
 }
 
@@ -720,6 +723,8 @@ mod tests {
         assert!(e.contains("plan.toml:9: [doe] factors.target") && e.contains("U+000A"), "{e}");
         let e = plan(&format!("{BASE}[doe]\nfactors = {{ qd = [1, 1] }}\n")).unwrap_err().to_string();
         assert!(e.contains("twice"), "{e}");
+        let e = plan(BASE).unwrap_err().to_string();
+        assert!(e.contains("plan.toml: [doe]: the plan has no [doe] table"), "{e}");
     }
 
     #[test]

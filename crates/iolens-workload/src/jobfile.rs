@@ -640,7 +640,7 @@ pub(crate) fn build_agents(
         Some((v, s)) if v <= 0.0 || v > MAX_SPREAD => {
             return Err(r.err(
                 s,
-                format!("{} = {v} is not a positive fraction of the region up to {MAX_SPREAD}", s.name()),
+                format!("{} = {v:?} is not a positive fraction of the region up to {MAX_SPREAD}", s.name()),
                 Some("e.g. 0.1; a spread of 1 or more is already close to uniform".into()),
             ))
         }
@@ -650,7 +650,7 @@ pub(crate) fn build_agents(
         Some((t, s)) if t <= 0.0 || t > MAX_ZIPF_THETA => {
             return Err(r.err(
                 s,
-                format!("{} = {t} is not between 0 (exclusive) and {MAX_ZIPF_THETA}", s.name()),
+                format!("{} = {t:?} is not between 0 (exclusive) and {MAX_ZIPF_THETA}", s.name()),
                 Some("typical values: 0.8 to 1.5".into()),
             ))
         }
@@ -849,7 +849,7 @@ pub(crate) fn build_agents(
         Some((v, s)) if v != 0.0 && !(MIN_RATE..=MAX_RATE).contains(&v) => {
             return Err(r.err(
                 s,
-                format!("{} = {v} is not a usable number of operations per second", s.name()),
+                format!("{} = {v:?} is not a usable number of operations per second", s.name()),
                 Some(format!(
                     "give {MIN_RATE} to {MAX_RATE:.0} operations per second, or 0 (the default) for no limit"
                 )),

@@ -217,3 +217,9 @@ fn distribution_shapes_are_bounded() {
     assert!(e.hint.is_some(), "{e}");
     assert!(job(&agent("distribution = \"normal\"\nspread = 2")).is_ok());
 }
+
+#[test]
+fn tiny_values_are_shown_short() {
+    let e = rejected("rate = 5e-324", 3, "agent[1].rate");
+    assert!(e.message.starts_with("rate = 5e-324 "), "{e}");
+}
