@@ -13,8 +13,8 @@ const MAX_SIZES: usize = 8;
 /// The largest request a job accepts (under 4 GiB), as a multiple of 512 bytes.
 const MAX_REQUEST: u64 = u32::MAX as u64 / 512 * 512;
 
-/// The most threads an agent of a job may have.
-const MAX_THREADS: u64 = 4096;
+/// The most threads per emitted agent: the job has two (reads, writes) under the agent limit.
+const MAX_THREADS: u64 = (iolens_workload::limits::MAX_AGENTS / 2) as u64;
 
 /// A size as the job parser reads it back exactly: short units when they are exact (`4KiB`),
 /// plain bytes otherwise (`format_bytes` rounds to two decimals).
@@ -84,10 +84,19 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
     // `as` saturates (NaN becomes 0), and the clamp keeps the job within what it may ask for.
     let in_flight = s.concurrency.mean_in_flight.round() as u64;
     let threads = in_flight.clamp(1, MAX_THREADS);
-    let secs = f.wall_s.ceil().max(1.0) as u64;
+    let secs = (f.wall_s.ceil().max(1.0) as u64).min(iolens_workload::limits::MAX_DURATION.as_secs());
     let request = |size: u64| size.min(MAX_REQUEST).div_ceil(512).max(1) * 512;
     let largest_request = s.size_histogram.iter().map(|b| request(b.min_bytes)).max().unwrap_or(512);
-    let region = s.max_extent_bytes.max(largest_request).div_ceil(1 << 20).max(1).saturating_mul(1 << 20);
+    // Every agent (two kinds × threads) inherits the size, and the job parser checks the sum
+    // against the largest file offset: the region stays below its share of it.
+    let region_cap = (iolens_workload::limits::MAX_OFFSET / (2 * threads)) >> 20 << 20;
+    let region = s
+        .max_extent_bytes
+        .max(largest_request)
+        .div_ceil(1 << 20)
+        .max(1)
+        .saturating_mul(1 << 20)
+        .min(region_cap);
     let _ = writeln!(out, "[defaults]");
     let _ = writeln!(out, "target = {}", toml_string(target));
     let _ = writeln!(out, "# the largest offset + length seen, rounded up to 1 MiB");
