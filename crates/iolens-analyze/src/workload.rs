@@ -114,7 +114,9 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
     let _ = writeln!(out, "threads = {threads}");
     if f.io_wait_fraction < 0.5 && f.ops > 0 {
         // A mostly idle program issued at its own pace: keep that pace per thread.
-        let rate = f.ops as f64 / f.wall_s.max(1e-9) / threads as f64;
+        // Within what a job may ask for: above the maximum a gap is under a nanosecond anyway.
+        let rate = (f.ops as f64 / f.wall_s.max(1e-9) / threads as f64)
+            .clamp(iolens_workload::limits::MIN_RATE, iolens_workload::limits::MAX_RATE);
         let _ = writeln!(out, "# the program waited on I/O less than half the time: its pace, per thread");
         if rate.is_finite() && rate > 0.0 {
             let _ = writeln!(out, "rate = {}", rate_text(rate));
