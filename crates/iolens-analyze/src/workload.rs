@@ -85,7 +85,9 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
     let in_flight = s.concurrency.mean_in_flight.round() as u64;
     let threads = in_flight.clamp(1, MAX_THREADS);
     let secs = (f.wall_s.ceil().max(1.0) as u64).min(iolens_workload::limits::MAX_DURATION.as_secs());
-    let request = |size: u64| size.min(MAX_REQUEST).div_ceil(512).max(1) * 512;
+    // All agents' buffers (largest request × threads, two agents) stay under the job's limit.
+    let request_cap = MAX_REQUEST.min(iolens_workload::limits::MAX_BUFFER_BYTES / (2 * threads)) / 512 * 512;
+    let request = |size: u64| size.min(request_cap).div_ceil(512).max(1) * 512;
     let largest_request = s.size_histogram.iter().map(|b| request(b.min_bytes)).max().unwrap_or(512);
     // Every agent (two kinds × threads) inherits the size, and the job parser checks the sum
     // against the largest file offset: the region stays below its share of it.
