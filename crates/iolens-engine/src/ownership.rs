@@ -184,7 +184,8 @@ pub fn state_dir() -> Option<PathBuf> {
 /// The registry, locked for the lifetime of this value.
 pub struct Registry {
     dir: PathBuf,
-    lock: File,
+    /// Holds the `flock` for as long as the registry is open.
+    _lock: File,
     pub entries: Vec<Entry>,
 }
 
@@ -243,7 +244,7 @@ impl Registry {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        Ok(Registry { dir: dir.to_path_buf(), lock, entries })
+        Ok(Registry { dir: dir.to_path_buf(), _lock: lock, entries })
     }
 
     /// Writes the entries back (atomically: a fresh temp file renamed over the old one).
@@ -260,7 +261,6 @@ impl Registry {
         tmp.as_file().sync_data()?;
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o600))?;
         tmp.persist(self.dir.join(REGISTRY_FILE)).map_err(|e| e.error)?;
-        let _ = &self.lock;
         Ok(())
     }
 
@@ -370,30 +370,39 @@ pub fn clean_leftovers() -> io::Result<Cleaned> {
 /// Removes the object at `e.path` if it is still the recorded one (same device and inode; for
 /// files also the token). Returns whether something was removed.
 fn remove_if_same(e: &Entry) -> io::Result<bool> {
-    let meta = match std::fs::symlink_metadata(&e.path) {
+    if e.kind == EntryKind::File {
+        // Nothing but the recorded regular file is ever opened (an open may act on a device).
+        let recorded = std::fs::symlink_metadata(&e.path)
+            .is_ok_and(|m| m.is_file() && Identity::from_meta(&m).same_object(&e.identity));
+        if !recorded || read_token(&open_nofollow(&e.path, false)?).is_some_and(|t| t != e.token) {
+            return Ok(false);
+        }
+    }
+    remove_if_same_object(&e.path, &e.identity, e.kind)
+}
+
+/// Removes what `path` names — a regular file or a directory tree, as `kind` says — only if it
+/// is the object `id` (same device and inode), checked on the path itself without following
+/// it. The one place iolens deletes anything it made. Returns whether something was removed.
+pub fn remove_if_same_object(path: &Path, id: &Identity, kind: EntryKind) -> io::Result<bool> {
+    let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(err) => return Err(err),
     };
-    let found = Identity::from_meta(&meta);
-    if !found.same_object(&e.identity) {
+    if !Identity::from_meta(&meta).same_object(id) {
         return Ok(false);
     }
-    match e.kind {
-        EntryKind::Dir if meta.is_dir() => {
-            // remove_dir_all never follows symbolic links inside the tree.
-            std::fs::remove_dir_all(&e.path)?;
-            Ok(true)
-        }
-        EntryKind::File if meta.is_file() => {
-            let f = open_nofollow(&e.path, false)?;
-            if read_token(&f).is_some_and(|t| t != e.token) {
-                return Ok(false);
-            }
-            std::fs::remove_file(&e.path)?;
-            Ok(true)
-        }
-        _ => Ok(false),
+    let removed = match kind {
+        // remove_dir_all never follows symbolic links inside the tree.
+        EntryKind::Dir if meta.is_dir() => std::fs::remove_dir_all(path),
+        EntryKind::File if meta.is_file() => std::fs::remove_file(path),
+        _ => return Ok(false),
+    };
+    match removed {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
@@ -406,9 +415,9 @@ pub fn open_nofollow(path: &Path, write: bool) -> io::Result<File> {
         .open(path)
 }
 
-/// Removes `path` only if it is a regular file the registry says iolens owns (or the exact
-/// object `expected` this process created). Never follows or removes anything else.
-pub fn remove_owned_file(path: &Path, expected: Option<&Identity>) -> io::Result<bool> {
+/// Removes `path` only if it is a regular file the registry says iolens owns. Never follows or
+/// removes anything else.
+pub fn remove_owned_file(path: &Path) -> io::Result<bool> {
     let f = match open_nofollow(path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -421,19 +430,13 @@ pub fn remove_owned_file(path: &Path, expected: Option<&Identity>) -> io::Result
     }
     let id = Identity::from_meta(&meta);
     let mut reg = Registry::open().ok().flatten();
-    let ours = expected.is_some_and(|x| x.same_object(&id))
-        || reg.as_ref().is_some_and(|r| {
-            r.entries.iter().any(|e| e.identity.same_object(&id) && e.kind == EntryKind::File)
-        });
-    if !ours {
-        return Ok(false);
-    }
+    let ours = reg
+        .as_ref()
+        .is_some_and(|r| r.entries.iter().any(|e| e.identity.same_object(&id) && e.kind == EntryKind::File));
     // The path must still name the object checked.
-    let now = std::fs::symlink_metadata(path)?;
-    if !Identity::from_meta(&now).same_object(&id) {
+    if !ours || !remove_if_same_object(path, &id, EntryKind::File)? {
         return Ok(false);
     }
-    std::fs::remove_file(path)?;
     if let Some(r) = reg.as_mut() {
         r.forget(&id);
         let _ = r.save();
@@ -482,11 +485,7 @@ impl Drop for ScratchDir {
             return;
         }
         let Some(id) = self.identity else { return };
-        let same = std::fs::symlink_metadata(&self.path)
-            .is_ok_and(|m| m.is_dir() && Identity::from_meta(&m).same_object(&id));
-        if same {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
+        let _ = remove_if_same_object(&self.path, &id, EntryKind::Dir);
         if let Ok(Some(mut reg)) = Registry::open() {
             reg.forget(&id);
             let _ = reg.save();

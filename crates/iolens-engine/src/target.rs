@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use iolens_workload::{AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
-use crate::ownership::{EntryKind, Holder, Identity, Registry};
+use crate::ownership::{remove_if_same_object, EntryKind, Holder, Identity, Registry};
 use crate::EngineError;
 
 const LAYOUT_CHUNK: usize = 1 << 20;
@@ -85,9 +85,9 @@ impl Targets {
         let mut reg = Registry::open().ok().flatten();
         for t in self.targets.iter().filter(|t| t.created) {
             let Some(id) = t.handle.as_ref().and_then(|f| Identity::of(f).ok()) else { continue };
-            match remove_if_same_file(&t.path, &id) {
-                Ok(()) => {}
-                Err(e) => failed.push((t.path.clone(), e)),
+            // Gone, or replaced by something else: not ours to remove.
+            if let Err(e) = remove_if_same_object(&t.path, &id, EntryKind::File) {
+                failed.push((t.path.clone(), e));
             }
             if let Some(r) = reg.as_mut() {
                 r.forget(&id);
@@ -123,24 +123,6 @@ impl Targets {
 
     pub fn created_paths(&self) -> Vec<PathBuf> {
         self.targets.iter().filter(|t| t.created).map(|t| t.path.clone()).collect()
-    }
-}
-
-fn remove_if_same_file(path: &Path, id: &Identity) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() && Identity::from_meta(&m).dev == id.dev && m.ino() == id.ino => {
-            std::fs::remove_file(path).or_else(|e| {
-                if e.kind() == io::ErrorKind::NotFound {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            })
-        }
-        // Gone, or replaced by something else: not ours to remove.
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

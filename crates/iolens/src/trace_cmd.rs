@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
+use iolens_engine::ownership::Holder;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
 use iolens_record::event::{IoEvent, IoOp};
 
@@ -175,14 +176,6 @@ const OWNER_FILE: &str = ".iolens-owner";
 /// An owner file is a line of two numbers; anything longer was not written by iolens.
 const OWNER_FILE_MAX: u64 = 64;
 
-/// Start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22). With the
-/// pid it names one process: a pid is reused, a (pid, start) pair is not.
-fn start_time(pid: u32) -> Option<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name in parentheses may hold spaces; fields are counted after it.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19).map(str::to_string)
-}
-
 /// Whether the owner file of stream directory `dir` names a process that is gone. Anything
 /// unexpected (another user's, a symlink, no owner file, unreadable) counts as alive.
 fn owner_is_gone(dir: &Path, uid: u32) -> bool {
@@ -200,7 +193,8 @@ fn owner_is_gone(dir: &Path, uid: u32) -> bool {
     let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse::<u32>().ok()), fields.next()) else {
         return false;
     };
-    start_time(pid).as_deref() != Some(start)
+    // A start that is no number names no process: gone, as any other mismatch.
+    start.parse().map_or(true, |start| !Holder { pid, start }.alive())
 }
 
 /// Removes the stream directories of traces that were killed before they could clean up:
@@ -230,9 +224,8 @@ fn make_stream_dir() -> std::io::Result<tempfile::TempDir> {
         .prefix(TRACE_DIR_PREFIX)
         .permissions(fs::Permissions::from_mode(0o700))
         .tempdir_in(&base)?;
-    let pid = std::process::id();
-    let start = start_time(pid).unwrap_or_default();
-    fs::write(dir.path().join(OWNER_FILE), format!("{pid} {start}\n"))?;
+    let me = Holder::current();
+    fs::write(dir.path().join(OWNER_FILE), format!("{} {}\n", me.pid, me.start))?;
     Ok(dir)
 }
 
