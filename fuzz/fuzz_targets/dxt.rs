@@ -1,23 +1,14 @@
 //! The dxt text importer, lenient and strict.
 #![no_main]
 
-use iolens_import::{import_reader, EventSink, Format};
-use iolens_record::event::IoEvent;
+use iolens_import::Format;
 use libfuzzer_sys::fuzz_target;
 
-struct Count(u64);
-impl EventSink for Count {
-    fn path(&mut self, _: u32, _: &str) {}
-    fn event(&mut self, _: &IoEvent) {
-        self.0 += 1;
-    }
-}
+#[path = "../imports.rs"]
+mod imports;
 
 fuzz_target!(|data: &[u8]| {
     for strict in [false, true] {
-        let mut sink = Count(0);
-        if let Ok(report) = import_reader(data, "fuzz.txt".as_ref(), Format::Dxt, strict, &mut sink) {
-            assert_eq!(report.events, sink.0);
-        }
+        imports::import_counted(data, "fuzz.txt", Format::Dxt, strict);
     }
 });
