@@ -43,7 +43,7 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
-    /// recorded before removal). Every command does this quietly before it starts.
+    /// recorded before removal). Every command that writes files does this quietly first.
     Clean,
 }
 
