@@ -79,9 +79,11 @@ pub struct SweepPoint {
 pub struct SweepCurve {
     pub threads: u32,
     pub points: Vec<SweepPoint>,
-    /// The largest size still in the flat-IOPS region (IOPS at least 90% of the peak, from the
-    /// smallest size on).
+    /// The largest size, at or after the IOPS peak, with IOPS at least 90% of the peak (see
+    /// [`knee`]).
     pub knee_bs: Option<u64>,
+    /// Set when the knee is the largest size measured, so the true knee may lie beyond it.
+    pub knee_note: Option<String>,
     /// The smallest size reaching 90% of the peak bandwidth.
     pub bw90_bs: Option<u64>,
     /// Why the curve ended before `max_size`.
@@ -102,11 +104,48 @@ pub struct SweepResult {
 
 /// The knee and the 90%-bandwidth size of a curve.
 pub fn findings(points: &[SweepPoint]) -> (Option<u64>, Option<u64>) {
-    let peak_iops = points.iter().map(|p| p.iops).fold(0.0, f64::max);
     let peak_bw = points.iter().map(|p| p.mib_s).fold(0.0, f64::max);
-    let knee = points.iter().take_while(|p| p.iops >= REACHED * peak_iops).last().map(|p| p.bs);
+    let knee = knee(points);
     let bw90 = points.iter().find(|p| peak_bw > 0.0 && p.mib_s >= REACHED * peak_bw).map(|p| p.bs);
     (knee, bw90)
+}
+
+/// The knee of the IOPS curve: the largest size, at or after the peak, whose IOPS is still at
+/// least 90% of the peak. Up to it a larger request costs (almost) no IOPS; beyond it the device
+/// is moving bytes, not serving requests.
+///
+/// Counting from the peak rather than from the smallest size keeps the knee defined for the
+/// rise-then-fall curves real devices give (sub-sector and tiny requests slower than the peak),
+/// and taking the largest such size rather than the end of the first unbroken run looks past a
+/// single noisy dip. Points whose IOPS is not a finite number are not measurements and are
+/// skipped. `None` only when no point has positive IOPS.
+pub fn knee(points: &[SweepPoint]) -> Option<u64> {
+    let measured = |p: &&SweepPoint| p.iops.is_finite();
+    let (peak_at, peak) = points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| measured(p))
+        .fold(None, |best: Option<(usize, f64)>, (i, p)| match best {
+            Some((_, b)) if b >= p.iops => best,
+            _ => Some((i, p.iops)),
+        })?;
+    if peak <= 0.0 {
+        return None;
+    }
+    points[peak_at..].iter().filter(measured).filter(|p| p.iops >= REACHED * peak).last().map(|p| p.bs)
+}
+
+/// Why the knee is only a bound: IOPS had not fallen below 90% of the peak by the largest size
+/// measured, so the true knee may lie beyond it.
+pub fn knee_note(points: &[SweepPoint]) -> Option<String> {
+    let knee = knee(points)?;
+    let largest = points.iter().filter(|p| p.iops.is_finite()).map(|p| p.bs).max()?;
+    (knee == largest).then(|| {
+        format!(
+            "IOPS stayed within 90% of the peak up to the largest size measured ({}): the knee lies at or beyond it",
+            format_bytes(largest)
+        )
+    })
 }
 
 pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, SuiteError> {
@@ -182,7 +221,8 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
 
 fn curve(threads: u32, points: Vec<SweepPoint>, stopped_early: Option<String>) -> SweepCurve {
     let (knee_bs, bw90_bs) = findings(&points);
-    SweepCurve { threads, points, knee_bs, bw90_bs, stopped_early }
+    let knee_note = knee_note(&points);
+    SweepCurve { threads, points, knee_bs, knee_note, bw90_bs, stopped_early }
 }
 
 pub fn render(r: &SweepResult) -> String {
@@ -221,12 +261,16 @@ pub fn render(r: &SweepResult) -> String {
             ]);
         }
         t.render(&mut out);
+        if let Some(note) = &c.knee_note {
+            out.push_str(&format!("knee: {note}\n"));
+        }
         if let Some(why) = &c.stopped_early {
             out.push_str(&format!("stopped early: {why}\n"));
         }
     }
     out.push_str(
-        "IO/s, MiB/s, Mbit/s: application requests per wall second; BPS: 512-byte blocks per busy second\n",
+        "IO/s, MiB/s, Mbit/s: application requests per wall second; BPS: 512-byte blocks per busy second\n\
+         knee: the largest size, at or after the IOPS peak, still within 90% of the peak IOPS\n",
     );
     out
 }
@@ -252,6 +296,14 @@ mod tests {
         }
     }
 
+    fn curve_of(iops: &[f64]) -> Vec<SweepPoint> {
+        iops.iter().enumerate().map(|(i, &x)| p(512 << i, x)).collect()
+    }
+
+    fn knee_of(iops: &[f64]) -> Option<u64> {
+        knee(&curve_of(iops))
+    }
+
     #[test]
     fn knee_and_bandwidth_point() {
         // Flat IOPS up to 16 KiB, then bandwidth-bound at 400 MiB/s.
@@ -268,6 +320,48 @@ mod tests {
         // peak bw = 3200 * 128 KiB = 400 MiB/s; 65536 gives 375 MiB/s (>= 360)
         assert_eq!(bw90, Some(65536));
         assert_eq!(findings(&[]), (None, None));
+    }
+
+    #[test]
+    fn knee_of_flat_then_fall() {
+        assert_eq!(knee_of(&[1000.0, 990.0, 950.0, 800.0, 400.0]), Some(2048));
+    }
+
+    #[test]
+    fn knee_of_rise_then_fall_exists() {
+        // The usual shape on real devices: the smallest sizes are slower than the peak (sub-sector
+        // requests, per-call overhead), then IOPS falls once bandwidth binds.
+        assert_eq!(knee_of(&[500.0, 800.0, 1000.0, 960.0, 700.0, 350.0]), Some(4096));
+        // The peak alone, when the very next size already falls.
+        assert_eq!(knee_of(&[500.0, 1000.0, 600.0, 300.0]), Some(1024));
+    }
+
+    #[test]
+    fn knee_of_monotone_curves() {
+        // Falling from the start: the smallest size is the peak and the only flat point.
+        assert_eq!(knee_of(&[1000.0, 700.0, 400.0, 200.0]), Some(512));
+        // Still rising at the largest size: the peak is the last point, and the note says the
+        // knee lies at or beyond it.
+        let rising = curve_of(&[100.0, 200.0, 400.0, 800.0]);
+        assert_eq!(knee(&rising), Some(4096));
+        assert!(knee_note(&rising).is_some_and(|n| n.contains("largest size")));
+        assert_eq!(knee_note(&curve_of(&[1000.0, 950.0, 400.0])), None);
+        // A flat curve: every size is free, the knee is the largest.
+        assert_eq!(knee_of(&[1000.0, 1000.0, 1000.0]), Some(2048));
+    }
+
+    #[test]
+    fn knee_of_noisy_curve_looks_past_a_single_dip() {
+        // One noisy point below 90% inside the flat region does not end it.
+        assert_eq!(knee_of(&[980.0, 1000.0, 850.0, 960.0, 920.0, 500.0, 250.0]), Some(8192));
+    }
+
+    #[test]
+    fn knee_needs_a_positive_finite_peak() {
+        assert_eq!(knee_of(&[]), None);
+        assert_eq!(knee_of(&[0.0, 0.0]), None);
+        assert_eq!(knee_of(&[f64::NAN, 1000.0, 950.0, 100.0]), Some(2048));
+        assert_eq!(knee_of(&[f64::INFINITY, 1000.0]), Some(1024));
     }
 
     #[test]
