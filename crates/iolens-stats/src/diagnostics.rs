@@ -255,7 +255,10 @@ pub fn brown_forsythe<G: AsRef<[f64]>>(groups: &[G]) -> Result<TestResult, Stats
         .zip(&group_means)
         .map(|(d, mean)| d.iter().map(|z| (z - mean).powi(2)).sum::<f64>())
         .sum();
-    if within <= 0.0 {
+    // Deviations that differ only by rounding are equal: F would be rounding error over rounding
+    // error.
+    let spread: f64 = deviations.iter().flatten().map(|z| z * z).sum();
+    if within <= 1e-20 * spread {
         return Err(StatsError::ZeroVariance { what: "the deviations from the group medians" });
     }
     let df_between = (group_count - 1) as f64;
@@ -278,32 +281,71 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// Checks of the ANOVA assumptions on a fitted model's residuals.
+/// A diagnostic test's outcome: its result, or exactly why it is not defined on these data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TestOutcome {
+    Computed(TestResult),
+    Skipped { test: HypothesisTest, skipped: String },
+}
+
+impl TestOutcome {
+    pub fn result(&self) -> Option<&TestResult> {
+        match self {
+            TestOutcome::Computed(result) => Some(result),
+            TestOutcome::Skipped { .. } => None,
+        }
+    }
+
+    /// Why the test was not computed.
+    pub fn skipped(&self) -> Option<&str> {
+        match self {
+            TestOutcome::Computed(_) => None,
+            TestOutcome::Skipped { skipped, .. } => Some(skipped),
+        }
+    }
+
+    pub fn test(&self) -> HypothesisTest {
+        match self {
+            TestOutcome::Computed(result) => result.test,
+            TestOutcome::Skipped { test, .. } => *test,
+        }
+    }
+}
+
+/// Checks of the ANOVA assumptions on a fitted model's residuals. Each test runs whenever it is
+/// defined on the data; one that is not says why, and the other still runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResidualDiagnostics {
     /// Shapiro–Wilk on all residuals: a small p says the errors are not normal.
-    pub normality: TestResult,
+    pub normality: TestOutcome,
     /// Brown–Forsythe on the residuals grouped by cell: a small p says the error variance
     /// differs between cells.
-    pub equal_variance: TestResult,
+    pub equal_variance: TestOutcome,
     /// The factors whose level combinations formed the cells.
     pub cell_factors: Vec<String>,
     /// Number of cells (groups) in the equal-variance test.
     pub cells: usize,
 }
 
+/// Residuals this many machine epsilons of the largest response or smaller are rounding error:
+/// the model fits every run exactly and there is no error left to test.
+const EXACT_FIT_EPSILONS: f64 = 1024.0;
+
 /// Tests a model's residuals for normality and for equal variance across the cells formed by
 /// `cell_factors` (empty: all main effects of the model).
 ///
-/// Every cell must hold at least two observations; with one run per combination, pass a subset
-/// of the factors so that the cells pool repetitions.
+/// Brown–Forsythe needs at least two observations per cell and is undefined (0/0) when every
+/// cell holds exactly two; with one run per combination, pass a subset of the factors so that
+/// the cells pool repetitions. Errors are for data that do not belong to the table; a test
+/// the data cannot support is a [`TestOutcome::Skipped`] with the reason.
 pub fn residual_diagnostics<S: AsRef<str>>(
     data: &Dataset,
     table: &AnovaTable,
     cell_factors: &[S],
 ) -> Result<ResidualDiagnostics, StatsError> {
     data.validate()?;
-    if table.residuals.len() != data.len() {
+    if table.residuals.len() != data.len() || table.fitted.len() != data.len() {
         return Err(StatsError::ResidualsDoNotMatchData { table: table.residuals.len(), data: data.len() });
     }
     let cell_factors: Vec<String> = if cell_factors.is_empty() {
@@ -319,17 +361,73 @@ pub fn residual_diagnostics<S: AsRef<str>>(
         let key = CellKey(columns.iter().map(|&c| levels[c].clone()).collect());
         groups.entry(key).or_default().push(*residual);
     }
-    if let Some((key, group)) = groups.iter().find(|(_, group)| group.len() < 2) {
-        return Err(StatsError::GroupTooSmall { group: cell_name(&cell_factors, &key.0), size: group.len() });
-    }
     let cells = groups.len();
-    let groups: Vec<Vec<f64>> = groups.into_values().collect();
-    Ok(ResidualDiagnostics {
-        normality: shapiro_wilk(&table.residuals)?,
-        equal_variance: brown_forsythe(&groups)?,
-        cell_factors,
-        cells,
-    })
+
+    let largest_response =
+        table.fitted.iter().zip(&table.residuals).map(|(f, r)| (f + r).abs()).fold(0.0, f64::max);
+    let largest_residual = table.residuals.iter().map(|r| r.abs()).fold(0.0, f64::max);
+    let exact_fit = (largest_residual <= EXACT_FIT_EPSILONS * f64::EPSILON * largest_response).then(|| {
+        format!(
+            "the model fits every run exactly (the largest residual, {largest_residual:.3e}, is rounding \
+             error against responses up to {largest_response:.3e}): there is no error to test"
+        )
+    });
+    let skip = |test: HypothesisTest, skipped: String| TestOutcome::Skipped { test, skipped };
+    let outcome = |test: HypothesisTest, result: Result<TestResult, StatsError>| match result {
+        Ok(result) => TestOutcome::Computed(result),
+        Err(error) => skip(test, error.to_string()),
+    };
+
+    let normality = match (&exact_fit, table.residuals.len()) {
+        (Some(why), _) => skip(HypothesisTest::ShapiroWilk, why.clone()),
+        (None, n) if n < 3 => {
+            skip(HypothesisTest::ShapiroWilk, format!("Shapiro-Wilk needs at least 3 runs; there are {n}"))
+        }
+        (None, _) => outcome(HypothesisTest::ShapiroWilk, shapiro_wilk(&table.residuals)),
+    };
+
+    let equal_variance = if let Some(why) = &exact_fit {
+        skip(HypothesisTest::BrownForsythe, why.clone())
+    } else if cells < 2 {
+        skip(
+            HypothesisTest::BrownForsythe,
+            format!(
+                "Brown-Forsythe compares cells, and every run falls into one cell of {}",
+                if cell_factors.is_empty() { "(no factors)".to_string() } else { cell_factors.join(",") }
+            ),
+        )
+    } else if let Some((key, group)) = groups.iter().find(|(_, group)| group.len() < 2) {
+        skip(
+            HypothesisTest::BrownForsythe,
+            format!(
+                "cell {} has {} run{}: Brown-Forsythe needs at least 2 runs in every cell; group the \
+                 residuals by fewer factors to pool cells",
+                cell_name(&cell_factors, &key.0),
+                group.len(),
+                if group.len() == 1 { "" } else { "s" }
+            ),
+        )
+    } else if groups.values().all(|group| group.len() == 2) {
+        skip(
+            HypothesisTest::BrownForsythe,
+            "with two runs per cell, both runs of a cell lie equally far from its median, so the \
+             deviations do not vary within any cell and Brown-Forsythe's F is 0/0; it needs 3 or more \
+             runs in some cell"
+                .into(),
+        )
+    } else {
+        let groups: Vec<Vec<f64>> = groups.into_values().collect();
+        match brown_forsythe(&groups) {
+            Err(StatsError::ZeroVariance { .. }) => skip(
+                HypothesisTest::BrownForsythe,
+                "in every cell the runs lie equally far from the cell's median, so the deviations do \
+                 not vary within cells and Brown-Forsythe's F is 0/0"
+                    .into(),
+            ),
+            result => outcome(HypothesisTest::BrownForsythe, result),
+        }
+    };
+    Ok(ResidualDiagnostics { normality, equal_variance, cell_factors, cells })
 }
 
 fn cell_name(factors: &[String], levels: &[String]) -> String {

@@ -33,7 +33,8 @@ pub use anova::{anova, reduce_model, AnovaRow, AnovaTable, Reduction, ReductionS
 pub use correlation::{normalized_pearson, pearson, pearson_test, CorrelationTest, Direction, NormalizedCc};
 pub use design::{level_order, sort_levels, Dataset, ModelSpec, ResponseScale, Term, MAX_CELLS};
 pub use diagnostics::{
-    brown_forsythe, residual_diagnostics, shapiro_wilk, HypothesisTest, ResidualDiagnostics, TestResult,
+    brown_forsythe, residual_diagnostics, shapiro_wilk, HypothesisTest, ResidualDiagnostics, TestOutcome,
+    TestResult,
 };
 pub use error::StatsError;
 pub use levels::{cell_means, level_means, recommend, CellMean, Choice, Goal, LevelMean, Recommendation};

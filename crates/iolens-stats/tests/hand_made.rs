@@ -354,19 +354,58 @@ fn residual_diagnostics_need_repeated_cells() {
     assert_eq!(diagnostics.cell_factors, ["A", "B"]);
     assert_eq!(diagnostics.cells, 12);
     // Normal noise and equal variances: neither assumption is rejected.
-    assert!(diagnostics.normality.p > 0.01, "{:?}", diagnostics.normality);
-    assert!(diagnostics.equal_variance.p > 0.01, "{:?}", diagnostics.equal_variance);
+    assert!(diagnostics.normality.result().unwrap().p > 0.01, "{:?}", diagnostics.normality);
+    assert!(diagnostics.equal_variance.result().unwrap().p > 0.01, "{:?}", diagnostics.equal_variance);
 
     let one_per_cell = factorial(&["A", "B"], &[&["1", "2", "3"], &["x", "y", "z"]], 1, 1.0, 59, |i| {
         i[0] as f64 + i[1] as f64
     });
     let table = anova(&one_per_cell, &spec, ResponseScale::Raw).expect("anova");
-    assert!(matches!(
-        residual_diagnostics(&one_per_cell, &table, &["A", "B"]),
-        Err(StatsError::GroupTooSmall { size: 1, .. })
-    ));
+    // One run per cell: Brown-Forsythe is undefined and says which cell is too small, but
+    // Shapiro-Wilk on the nine residuals is still computed.
+    let d = residual_diagnostics(&one_per_cell, &table, &["A", "B"]).expect("diagnostics");
+    assert!(d.normality.result().is_some(), "{:?}", d.normality);
+    let why = d.equal_variance.skipped().expect("Brown-Forsythe skipped");
+    assert!(why.contains("A=1,B=x") && why.contains("1 run"), "{why}");
     let by_a = residual_diagnostics(&one_per_cell, &table, &["A"]).expect("pooled over B");
     assert_eq!(by_a.cells, 3);
+    assert!(by_a.equal_variance.result().is_some());
+}
+
+#[test]
+fn two_replicates_per_cell_still_test_normality_and_say_why_brown_forsythe_cannot_run() {
+    // The saturated model on two runs per cell: each cell's residuals are +d and -d, so their
+    // absolute deviations from the cell median are equal and Brown-Forsythe's F is 0/0.
+    let data = factorial(&["A", "B"], &[&["1", "2", "3"], &["x", "y"]], 2, 1.0, 61, |i| {
+        50.0 + 5.0 * i[0] as f64 + 3.0 * i[1] as f64
+    });
+    let spec = ModelSpec::up_to_order(&["A", "B"], 2);
+    let table = anova(&data, &spec, ResponseScale::Raw).expect("anova");
+    let d = residual_diagnostics(&data, &table, &["A", "B"]).expect("diagnostics");
+    let normality = d.normality.result().expect("Shapiro-Wilk is defined on 12 unequal residuals");
+    assert!(normality.p > 0.0 && normality.p <= 1.0, "{normality:?}");
+    let why = d.equal_variance.skipped().expect("Brown-Forsythe skipped");
+    assert!(why.contains("two runs"), "{why}");
+    assert!(!why.contains("all values are equal"), "{why}");
+}
+
+#[test]
+fn residuals_of_rounding_size_are_not_tested() {
+    // `anova` refuses a perfect fit, but a table can still carry residuals that are rounding
+    // error against responses near 1e6; testing them would report noise in the last bits as a
+    // finding about the errors.
+    let data = factorial(&["A", "B"], &[&["1", "2"], &["x", "y", "z"]], 3, 1.0, 67, |i| {
+        1e6 + 1e3 * i[0] as f64 + 7.0 * i[1] as f64
+    });
+    let spec = ModelSpec::main_effects(&["A", "B"]);
+    let mut table = anova(&data, &spec, ResponseScale::Raw).expect("anova");
+    table.fitted = data.response.clone();
+    table.residuals = (0..data.len()).map(|i| (i % 5) as f64 * 1e-10 - 2e-10).collect();
+    let d = residual_diagnostics(&data, &table, &["A", "B"]).expect("diagnostics");
+    for outcome in [&d.normality, &d.equal_variance] {
+        let why = outcome.skipped().unwrap_or_else(|| panic!("skipped: {outcome:?}"));
+        assert!(why.contains("fits every run exactly"), "{why}");
+    }
 }
 
 #[test]
@@ -384,9 +423,9 @@ fn residual_diagnostics_see_unequal_variances() {
     }
     let table = anova(&data, &ModelSpec::main_effects(&["A", "B"]), ResponseScale::Raw).expect("anova");
     let diagnostics = residual_diagnostics(&data, &table, &["A"]).expect("diagnostics");
-    assert!(diagnostics.equal_variance.p < 1e-3, "{:?}", diagnostics.equal_variance);
+    assert!(diagnostics.equal_variance.result().unwrap().p < 1e-3, "{:?}", diagnostics.equal_variance);
     let calm = additive_two_factor(61);
     let table = anova(&calm, &ModelSpec::main_effects(&["A", "B"]), ResponseScale::Raw).expect("anova");
     let diagnostics = residual_diagnostics(&calm, &table, &["A"]).expect("diagnostics");
-    assert!(diagnostics.equal_variance.p > 0.01, "{:?}", diagnostics.equal_variance);
+    assert!(diagnostics.equal_variance.result().unwrap().p > 0.01, "{:?}", diagnostics.equal_variance);
 }

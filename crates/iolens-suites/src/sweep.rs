@@ -121,14 +121,13 @@ pub fn findings(points: &[SweepPoint]) -> (Option<u64>, Option<u64>) {
 /// skipped. `None` only when no point has positive IOPS.
 pub fn knee(points: &[SweepPoint]) -> Option<u64> {
     let measured = |p: &&SweepPoint| p.iops.is_finite();
-    let (peak_at, peak) = points
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| measured(p))
-        .fold(None, |best: Option<(usize, f64)>, (i, p)| match best {
+    let (peak_at, peak) = points.iter().enumerate().filter(|(_, p)| measured(p)).fold(
+        None,
+        |best: Option<(usize, f64)>, (i, p)| match best {
             Some((_, b)) if b >= p.iops => best,
             _ => Some((i, p.iops)),
-        })?;
+        },
+    )?;
     if peak <= 0.0 {
         return None;
     }

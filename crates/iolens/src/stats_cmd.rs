@@ -10,7 +10,7 @@ use iolens_report::table::Table;
 use iolens_stats::csv::CsvTable;
 use iolens_stats::{
     anova, cell_means, level_means, recommend, reduce_model, residual_diagnostics, AnovaTable, Dataset,
-    Direction, Goal, ModelSpec, NormalizedCc, ResponseScale, TestResult,
+    Direction, Goal, ModelSpec, NormalizedCc, ResponseScale, TestOutcome,
 };
 use iolens_suites::doe::{run_study, Plan};
 use serde::Serialize;
@@ -184,8 +184,13 @@ fn render_anova(t: &AnovaTable, out: &mut String) {
     out.push_str(&format!("R² {:.4}, adjusted R² {:.4}\n", t.r_squared, t.adj_r_squared));
 }
 
-fn test_line(t: &TestResult) -> String {
-    format!("{}: statistic {:.4}, p {}", t.test, t.statistic, fmt_p(Some(t.p)))
+fn test_line(outcome: &TestOutcome) -> String {
+    match outcome {
+        TestOutcome::Computed(t) => {
+            format!("{}: statistic {:.4}, p {}", t.test, t.statistic, fmt_p(Some(t.p)))
+        }
+        TestOutcome::Skipped { test, skipped } => format!("{test} not computed: {skipped}"),
+    }
 }
 
 fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
@@ -269,10 +274,11 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
     }
     match (&diagnostics, &diagnostics_note) {
         (Some(d), _) => out.push_str(&format!(
-            "residuals: {}; {} over {} cells\n",
+            "residuals: {}\nresiduals over {} cells of {}: {}\n",
             test_line(&d.normality),
+            d.cells,
+            d.cell_factors.join(","),
             test_line(&d.equal_variance),
-            d.cells
         )),
         (None, Some(note)) => out.push_str(&format!("{note}\n")),
         _ => {}

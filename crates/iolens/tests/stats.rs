@@ -132,6 +132,44 @@ fn doe_analyze_writes_the_anova_table_as_json() {
 }
 
 #[test]
+fn doe_analyze_with_two_replicates_tests_normality_and_says_why_brown_forsythe_cannot_run() {
+    let dir = scratch();
+    let mut text = String::from("A,B,y\n");
+    let noise = [0.3, -0.1, 0.2, -0.4, 0.05, 0.15, -0.25, 0.1];
+    let mut k = 0;
+    for a in ["lo", "hi"] {
+        for b in ["x", "y"] {
+            for _ in 0..2 {
+                text.push_str(&format!("{a},{b},{}\n", if a == "hi" { 20.0 } else { 10.0 } + noise[k]));
+                k += 1;
+            }
+        }
+    }
+    let csv = dir.path().join("d.csv");
+    std::fs::write(&csv, text).unwrap();
+    let json = dir.path().join("a.json");
+    let out = iolens()
+        .args(["doe", "analyze"])
+        .arg(&csv)
+        .args(["--response", "y", "--factors", "A,B", "--full", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let d = &v["diagnostics"];
+    assert_eq!(d["normality"]["test"], "ShapiroWilk", "{d}");
+    let p = d["normality"]["p"].as_f64().expect("Shapiro-Wilk computed on 8 residuals");
+    assert!(p > 0.0 && p <= 1.0);
+    let why = d["equal_variance"]["skipped"].as_str().expect("Brown-Forsythe skipped");
+    assert!(why.contains("two runs per cell"), "{why}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Shapiro-Wilk: statistic"), "{stdout}");
+    assert!(stdout.contains("Brown-Forsythe not computed: with two runs per cell"), "{stdout}");
+    assert!(!stdout.contains("all values are equal"), "{stdout}");
+}
+
+#[test]
 fn correlate_normalizes_by_the_expected_direction() {
     let dir = scratch();
     // Time falls as iops and bps rise (the right direction); bw rises with time (misleading);

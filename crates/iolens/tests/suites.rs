@@ -69,7 +69,10 @@ fn sweep_points_are_consistent_and_marked() {
         let knee_at = sizes.iter().position(|s| *s == knee).unwrap();
         assert!(knee_at >= peak_at, "the knee is at or after the peak: {c}");
         assert!(iops[knee_at] >= 0.9 * peak, "{c}");
-        assert!(iops[knee_at + 1..].iter().all(|x| *x < 0.9 * peak), "the knee is the last size within 90%: {c}");
+        assert!(
+            iops[knee_at + 1..].iter().all(|x| *x < 0.9 * peak),
+            "the knee is the last size within 90%: {c}"
+        );
         assert_eq!(c["knee_note"].is_string(), knee_at == sizes.len() - 1, "{c}");
         assert!(sizes.contains(&c["bw90_bs"].as_u64().unwrap()));
     }
