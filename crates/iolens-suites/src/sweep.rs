@@ -131,7 +131,7 @@ pub fn knee(points: &[SweepPoint]) -> Option<u64> {
     if peak <= 0.0 {
         return None;
     }
-    points[peak_at..].iter().filter(measured).filter(|p| p.iops >= REACHED * peak).last().map(|p| p.bs)
+    points[peak_at..].iter().filter(measured).rfind(|p| p.iops >= REACHED * peak).map(|p| p.bs)
 }
 
 /// Why the knee is only a bound: IOPS had not fallen below 90% of the peak by the largest size
