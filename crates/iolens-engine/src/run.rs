@@ -387,6 +387,17 @@ fn measure(
             format!("could not write the busy-period log {}: {e}", path.display()),
         ));
     }
+    // Every agent's buffer is finished with its thread, so the trace can be put in place.
+    let mut trace_file = opts.trace.as_ref().map(|p| p.display().to_string());
+    if let (Some(writer), Some(path)) = (trace, &opts.trace) {
+        if let Err(e) = writer.finish() {
+            trace_file = None;
+            warnings.push(Warning::new(
+                WarningCode::TraceDropped,
+                format!("the trace {} could not be put in place: {e}", path.display()),
+            ));
+        }
+    }
     Ok(RunResult {
         schema_version: SCHEMA_VERSION,
         tool: "iolens".into(),
@@ -400,7 +411,7 @@ fn measure(
         device,
         warnings,
         union_peak_pending: collected.peak_pending as u64,
-        trace_file: opts.trace.as_ref().map(|p| p.display().to_string()),
+        trace_file,
         trace_dropped_records: trace_dropped,
         union_ring_stalls: ring_stalls,
     })

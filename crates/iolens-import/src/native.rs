@@ -228,7 +228,7 @@ mod tests {
             });
         }
         buf.finish().unwrap();
-        drop(writer);
+        writer.finish().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 5).unwrap();
         let mut c = Collect::default();
@@ -264,7 +264,7 @@ mod tests {
         buf.push(&rec);
         buf.push(&rec);
         buf.finish().unwrap();
-        drop(writer);
+        writer.finish().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let at = bytes.len() - 32;
         bytes[at + 30] = 7;

@@ -32,6 +32,18 @@ pub struct OutputFile {
     dest: Dest,
 }
 
+impl std::fmt::Debug for OutputFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.dest {
+            Dest::Stdout(_) => f.write_str("OutputFile(stdout)"),
+            Dest::Direct(file) => write!(f, "OutputFile(direct {file:?})"),
+            Dest::Atomic { temp, target } => {
+                write!(f, "OutputFile({} via {})", target.display(), temp.path().display())
+            }
+        }
+    }
+}
+
 /// Whether `path` means this process's stdout: `-`, or the very file stdout is open on.
 pub fn is_stdout(path: &Path) -> bool {
     path == Path::new("-") || same_file_as_stdout(path)
@@ -51,6 +63,12 @@ fn refused(what: &str) -> io::Error {
     io::Error::other(format!("{what}: refusing to write results into it"))
 }
 
+fn needs_regular(what: &str) -> io::Error {
+    io::Error::other(format!(
+        "{what}: this output is written at positions by several threads and needs a regular file path"
+    ))
+}
+
 fn kind_name(ft: &fs::FileType) -> &'static str {
     if ft.is_dir() {
         "a directory"
@@ -66,34 +84,34 @@ fn kind_name(ft: &fs::FileType) -> &'static str {
 impl OutputFile {
     /// Opens `path` for writing results, by the rules in the crate documentation.
     pub fn create(path: &Path) -> io::Result<OutputFile> {
-        if is_stdout(path) {
-            return Ok(OutputFile { dest: Dest::Stdout(io::stdout()) });
+        match plan(path)? {
+            Plan::Stdout => Ok(OutputFile { dest: Dest::Stdout(io::stdout()) }),
+            Plan::Atomic { target, mode } => atomic(&target, mode),
+            Plan::Direct { through_symlink, .. } => direct(path, through_symlink),
         }
-        let meta = match fs::symlink_metadata(path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return atomic(path, None),
-            Err(e) => return Err(e),
-            Ok(m) => m,
-        };
-        let ft = meta.file_type();
-        if ft.is_file() {
-            return atomic(path, Some(meta.permissions().mode()));
+    }
+
+    /// Opens `path` for an output written at positions, by several threads at once (a trace):
+    /// a regular file or a new path, written to an `O_EXCL` temporary beside it and renamed over
+    /// it at [`commit`](Self::commit), by the same rules as [`create`](Self::create). Stdout,
+    /// FIFOs and character devices cannot take positional writes and are refused before they
+    /// are opened (opening a FIFO without a reader would block).
+    pub fn create_positional(path: &Path) -> io::Result<OutputFile> {
+        match plan(path)? {
+            Plan::Atomic { target, mode } => atomic(&target, mode),
+            Plan::Stdout => Err(needs_regular("stdout")),
+            Plan::Direct { fifo: true, .. } => Err(needs_regular("a FIFO")),
+            Plan::Direct { fifo: false, .. } => Err(needs_regular("a character device")),
         }
-        if ft.is_char_device() || ft.is_fifo() {
-            return direct(path, false);
+    }
+
+    /// The file to write at positions, for an output from
+    /// [`create_positional`](Self::create_positional).
+    pub fn positional(&self) -> Option<&File> {
+        match &self.dest {
+            Dest::Atomic { temp, .. } => Some(temp.as_file()),
+            _ => None,
         }
-        if !ft.is_symlink() {
-            return Err(refused(kind_name(&ft)));
-        }
-        let target = fs::metadata(path)
-            .map_err(|e| io::Error::other(format!("a symlink whose target cannot be reached ({e})")))?;
-        let tft = target.file_type();
-        if tft.is_file() {
-            return atomic(&fs::canonicalize(path)?, Some(target.permissions().mode()));
-        }
-        if tft.is_char_device() || tft.is_fifo() {
-            return direct(path, true);
-        }
-        Err(refused(&format!("a symlink to {}", kind_name(&tft))))
     }
 
     /// Finishes the output: flushed (and, for a file, synced and renamed into place).
@@ -108,6 +126,53 @@ impl OutputFile {
             }
         }
     }
+}
+
+/// How an output path is written, decided from what it is before anything is opened.
+enum Plan {
+    Stdout,
+    /// `target`: the path itself, or a symlink's resolved regular file.
+    Atomic {
+        target: PathBuf,
+        mode: Option<u32>,
+    },
+    Direct {
+        through_symlink: bool,
+        fifo: bool,
+    },
+}
+
+fn plan(path: &Path) -> io::Result<Plan> {
+    if is_stdout(path) {
+        return Ok(Plan::Stdout);
+    }
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Plan::Atomic { target: path.to_path_buf(), mode: None })
+        }
+        Err(e) => return Err(e),
+        Ok(m) => m,
+    };
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(Plan::Atomic { target: path.to_path_buf(), mode: Some(meta.permissions().mode()) });
+    }
+    if ft.is_char_device() || ft.is_fifo() {
+        return Ok(Plan::Direct { through_symlink: false, fifo: ft.is_fifo() });
+    }
+    if !ft.is_symlink() {
+        return Err(refused(kind_name(&ft)));
+    }
+    let target = fs::metadata(path)
+        .map_err(|e| io::Error::other(format!("a symlink whose target cannot be reached ({e})")))?;
+    let tft = target.file_type();
+    if tft.is_file() {
+        return Ok(Plan::Atomic { target: fs::canonicalize(path)?, mode: Some(target.permissions().mode()) });
+    }
+    if tft.is_char_device() || tft.is_fifo() {
+        return Ok(Plan::Direct { through_symlink: true, fifo: tft.is_fifo() });
+    }
+    Err(refused(&format!("a symlink to {}", kind_name(&tft))))
 }
 
 /// A temporary file beside `target` (random name, `O_EXCL`) that `commit` renames over it.

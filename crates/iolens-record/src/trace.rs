@@ -28,7 +28,7 @@
 //! concurrently, so blocks of different streams interleave. Sort by `start` for a global order.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,12 +152,16 @@ pub enum TraceError {
 /// their blocks positionally, so no lock is shared between agents.
 #[derive(Debug)]
 pub struct TraceWriter {
-    file: File,
+    /// A temporary beside the trace's path until [`TraceWriter::finish`] renames it into place
+    /// (see [`iolens_output::OutputFile::create_positional`]).
+    out: iolens_output::OutputFile,
     next_offset: AtomicU64,
     dropped: AtomicU64,
 }
 
 impl TraceWriter {
+    /// Starts a trace at `path`: a regular file or a new path (a FIFO, device or stdout is
+    /// refused). Nothing appears at `path` until [`finish`](Self::finish).
     pub fn create(path: &Path, streams: &[String]) -> io::Result<Arc<TraceWriter>> {
         let mut header = Vec::with_capacity(64);
         header.extend_from_slice(MAGIC);
@@ -174,10 +178,10 @@ impl TraceWriter {
         header.resize(header.len().div_ceil(RECORD_SIZE) * RECORD_SIZE, 0);
         let data_offset = header.len() as u64;
         header[16..24].copy_from_slice(&data_offset.to_le_bytes());
-        let mut file = File::create(path)?;
-        file.write_all(&header)?;
+        let out = iolens_output::OutputFile::create_positional(path)?;
+        out.positional().expect("a positional output has a file").write_all_at(&header, 0)?;
         Ok(Arc::new(TraceWriter {
-            file,
+            out,
             next_offset: AtomicU64::new(data_offset),
             dropped: AtomicU64::new(0),
         }))
@@ -197,9 +201,18 @@ impl TraceWriter {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Puts the trace in place once every buffer is finished or dropped (an error if one is
+    /// still alive).
+    pub fn finish(self: Arc<Self>) -> io::Result<()> {
+        let writer =
+            Arc::try_unwrap(self).map_err(|_| io::Error::other("a trace stream is still being written"))?;
+        writer.out.commit()
+    }
+
     fn write_block(&self, block: &[u8]) -> io::Result<()> {
         let at = self.next_offset.fetch_add(block.len() as u64, Ordering::Relaxed);
-        self.file.write_all_at(block, at).inspect_err(|_| {
+        let file = self.out.positional().expect("a positional output has a file");
+        file.write_all_at(block, at).inspect_err(|_| {
             self.dropped.fetch_add((block.len() / RECORD_SIZE) as u64, Ordering::Relaxed);
         })
     }
@@ -420,6 +433,8 @@ mod tests {
             .collect();
         handles.into_iter().for_each(|h| h.join().unwrap());
         assert_eq!(writer.dropped(), 0);
+        assert!(!path.exists(), "the trace appears only when finished");
+        writer.finish().unwrap();
         let reader = TraceReader::open(&path).unwrap();
         assert_eq!(reader.streams, names);
         let mut per_stream = [Vec::new(), Vec::new(), Vec::new()];
@@ -445,7 +460,7 @@ mod tests {
         let mut buf = writer.buffer();
         buf.push(&rec(1, 0));
         buf.finish().unwrap();
-        drop(writer);
+        writer.finish().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(len - 5).unwrap();

@@ -103,6 +103,58 @@ fn json_through_a_symlink_to_a_fifo_is_written_into_it() {
 }
 
 #[test]
+fn a_trace_is_never_written_through_a_link_to_a_fifo_or_device() {
+    // The trace is written at positions by every agent at once, so it needs a regular file; a
+    // FIFO without a reader used to hang the run in open(), a device would have been written.
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let link = dir.path().join("trace.bin");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let json = dir.path().join("o.json");
+    let mut child = null_run(dir.path())
+        .args(["--trace", s(&link), "--json", s(&json)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ended = wait_for(Duration::from_secs(30), || child.try_wait().unwrap().is_some());
+    if !ended {
+        // Unblock a writer stuck in open() so the test ends either way.
+        let _ = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(ended, "iolens hung opening a FIFO as its trace: {}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("regular file"), "{}", text(&out));
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(read_json(&json)["error"].is_string(), "the JSON still says what failed");
+
+    let dev = dir.path().join("dev.bin");
+    std::os::unix::fs::symlink("/dev/null", &dev).unwrap();
+    let out = null_run(dir.path()).args(["--trace", s(&dev)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("regular file"), "{}", text(&out));
+}
+
+#[test]
+fn a_trace_replaces_its_file_whole_and_leaves_no_temporary() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let trace = dir.path().join("t.bin");
+    std::fs::write(&trace, vec![b'x'; 1 << 20]).unwrap();
+    let out = null_run(&data).args(["--trace", s(&trace)]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let bytes = std::fs::read(&trace).unwrap();
+    assert_eq!(&bytes[..8], b"IOLTRACE", "a trace, not the old content");
+    assert_eq!(entries(dir.path()), vec![data, trace], "no temporary file left");
+}
+
+#[test]
 fn json_and_csv_to_stdout_with_a_dash() {
     let dir = scratch();
     let out = null_run(dir.path()).args(["--json", "-"]).output().unwrap();
