@@ -11,7 +11,11 @@ use iolens_record::busy::{
 pub struct ExternalUnion {
     buffer: Vec<Interval>,
     capacity: usize,
-    spill_dir: PathBuf,
+    /// Where the private spill directory is made, on the first spill.
+    spill_base: PathBuf,
+    /// A random 0700 directory holding the sorted runs; removed with everything in it on drop,
+    /// so no name in the shared base is ever guessed, followed or removed.
+    spill_dir: Option<tempfile::TempDir>,
     runs: Vec<PathBuf>,
     /// Whether the buffer still holds every interval as given (nothing merged or spilled), so
     /// concurrency can be computed exactly.
@@ -38,7 +42,8 @@ impl ExternalUnion {
         ExternalUnion {
             buffer: Vec::new(),
             capacity: capacity.max(2),
-            spill_dir: spill_dir.to_path_buf(),
+            spill_base: spill_dir.to_path_buf(),
+            spill_dir: None,
             runs: Vec::new(),
             pristine: true,
         }
@@ -57,9 +62,19 @@ impl ExternalUnion {
     }
 
     fn spill(&mut self) -> std::io::Result<()> {
-        static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = self.spill_dir.join(format!("iolens-union-{}-{n}.busy", std::process::id()));
+        let dir = match &self.spill_dir {
+            Some(dir) => dir.path(),
+            None => self
+                .spill_dir
+                .insert(
+                    tempfile::Builder::new()
+                        .prefix("iolens-union.")
+                        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                        .tempdir_in(&self.spill_base)?,
+                )
+                .path(),
+        };
+        let path = dir.join(format!("run-{}.busy", self.runs.len()));
         let mut w = PeriodLogWriter::create(&path)?;
         w.write(&self.buffer)?;
         w.finish()?;
@@ -94,14 +109,6 @@ impl ExternalUnion {
         let streams = self.runs.iter().map(|p| read_period_log(p)).collect::<Result<Vec<_>, _>>()?;
         let totals = merge_sorted_streams(streams);
         Ok(totals)
-    }
-}
-
-impl Drop for ExternalUnion {
-    fn drop(&mut self) {
-        for r in &self.runs {
-            let _ = std::fs::remove_file(r);
-        }
     }
 }
 
@@ -151,6 +158,39 @@ mod tests {
             prop_assert_eq!(ext.finish().unwrap(), expected);
             prop_assert_eq!(small.busy_ns(), expected.busy_ns);
             prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "runs are removed");
+        }
+    }
+
+    #[test]
+    fn spilled_runs_live_in_a_private_directory_and_planted_names_are_untouched() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // The names an earlier version used: pid and a counter, guessable by anyone.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        for n in 0..4 {
+            let planted = dir.path().join(format!("iolens-union-{}-{n}.busy", std::process::id()));
+            std::os::unix::fs::symlink(&victim, planted).unwrap();
+        }
+        let before = std::fs::read_dir(dir.path()).unwrap().count();
+        let mut ext = ExternalUnion::new(4, dir.path());
+        for i in 0..40u64 {
+            ext.push(Interval::new(i * 10, i * 10 + 5)).unwrap();
+        }
+        let private: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("iolens-union."))
+            .collect();
+        assert_eq!(private.len(), 1, "one private spill directory");
+        let meta = std::fs::symlink_metadata(private[0].path()).unwrap();
+        assert!(meta.is_dir() && meta.permissions().mode() & 0o777 == 0o700);
+        assert_eq!(ext.finish().unwrap().busy_ns, 40 * 5);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before, "the spill directory is removed");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        for n in 0..4 {
+            let planted = dir.path().join(format!("iolens-union-{}-{n}.busy", std::process::id()));
+            assert!(std::fs::symlink_metadata(planted).unwrap().file_type().is_symlink());
         }
     }
 
