@@ -153,19 +153,46 @@ fn is_static_binary(program: &str) -> bool {
         std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|c| c.is_file()))
     };
-    let Some(bytes) = path.and_then(|p| std::fs::read(p).ok()) else { return false };
+    let Some(path) = path else { return false };
+    // O_NONBLOCK: a FIFO named as the program must not block the open; only a regular file is
+    // read, and only its first bytes.
+    let Ok(file) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut bytes = Vec::new();
+    if file.take(ELF_PROBE_BYTES).read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    elf_is_static(&bytes) == Some(true)
+}
+
+/// Bytes of a program read to judge it: the ELF header and program headers of real binaries
+/// sit at its start.
+const ELF_PROBE_BYTES: u64 = 64 << 10;
+
+/// Whether a 64-bit little-endian ELF image has no `PT_INTERP` program header (is statically
+/// linked). `None`, i.e. not judged, for anything else: scripts, 32-bit binaries, program
+/// headers outside `bytes` or offsets that overflow.
+fn elf_is_static(bytes: &[u8]) -> Option<bool> {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
-        return false; // scripts and 32-bit binaries: not judged
+        return None;
     }
     let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]) as usize;
-    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) as usize;
+    let phoff = usize::try_from(u64::from_le_bytes(bytes[32..40].try_into().ok()?)).ok()?;
     let (phentsize, phnum) = (u16_at(54), u16_at(56));
-    let has_interp = (0..phnum).any(|i| {
-        let at = phoff + i * phentsize;
-        bytes.get(at..at + 4).is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap()) == 3)
-        // PT_INTERP
-    });
-    !has_interp
+    if phentsize < 4 {
+        return None;
+    }
+    let mut has_interp = false;
+    for i in 0..phnum {
+        let at = i.checked_mul(phentsize)?.checked_add(phoff)?;
+        let p_type = bytes.get(at..at.checked_add(4)?)?;
+        has_interp |= u32::from_le_bytes(p_type.try_into().ok()?) == 3; // PT_INTERP
+    }
+    Some(!has_interp)
 }
 
 /// Prefix of the stream directories `trace` makes in the temporary directory.
@@ -357,5 +384,64 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             use std::os::unix::process::ExitStatusExt;
             Err((128 + status.signal().unwrap_or(0)).clamp(1, 255) as u8)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 64-bit little-endian ELF header with the given program-header table fields.
+    fn elf(phoff: u64, phentsize: u16, phnum: u16) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[32..40].copy_from_slice(&phoff.to_le_bytes());
+        b[54..56].copy_from_slice(&phentsize.to_le_bytes());
+        b[56..58].copy_from_slice(&phnum.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn static_elf_is_judged_by_its_program_headers() {
+        let mut dynamic = elf(64, 56, 2);
+        dynamic.extend_from_slice(&[1u8; 56]); // PT_LOAD
+        dynamic.extend_from_slice(&3u32.to_le_bytes()); // PT_INTERP
+        dynamic.extend_from_slice(&[0u8; 52]);
+        assert_eq!(elf_is_static(&dynamic), Some(false));
+        let mut fixed = elf(64, 56, 1);
+        fixed.extend_from_slice(&[1u8; 56]);
+        assert_eq!(elf_is_static(&fixed), Some(true));
+        assert_eq!(elf_is_static(b"#!/bin/sh\n"), None, "not an ELF: not judged");
+    }
+
+    #[test]
+    fn hostile_program_headers_do_not_overflow() {
+        for (phoff, phentsize, phnum) in [
+            (u64::MAX, 56, 10),
+            (u64::MAX - 3, u16::MAX, u16::MAX),
+            (1 << 62, u16::MAX, u16::MAX),
+            (64, 0, 3),
+        ] {
+            assert_eq!(elf_is_static(&elf(phoff, phentsize, phnum)), None, "{phoff} {phentsize} {phnum}");
+        }
+    }
+
+    #[test]
+    fn a_fifo_named_as_the_program_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("prog");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o700) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.to_str().unwrap().to_string();
+        std::thread::spawn(move || tx.send(is_static_binary(&path)).unwrap());
+        let judged = rx.recv_timeout(std::time::Duration::from_secs(20));
+        if judged.is_err() {
+            // Unblock the reader stuck in open() before failing.
+            let _ = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+        }
+        assert_eq!(judged, Ok(false), "a FIFO is not judged, and not read");
     }
 }
