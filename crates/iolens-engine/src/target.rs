@@ -652,6 +652,51 @@ mod tests {
         .unwrap()
     }
 
+    fn owned_file(dir: &Path, name: &str, region: u64) -> Target {
+        let path = dir.join(name);
+        Target {
+            handle: Some(File::create(&path).unwrap()),
+            path,
+            kind: TargetKind::File,
+            region,
+            created: true,
+            owned: true,
+            written: true,
+            laid_out: 0,
+        }
+    }
+
+    #[test]
+    fn free_space_sums_every_new_file_on_a_file_system_without_overflowing() {
+        let dir = tempfile::tempdir().unwrap();
+        let free =
+            iolens_device::free_bytes(dir.path()).unwrap().expect("a file system with space accounting");
+        // Files of 45% and 90% of the free space: each fits alone, together they do not (with room
+        // for other processes to change the free space by a third in between).
+        let (small, large) = (free / 100 * 45, free / 100 * 90);
+        let mut targets = Targets { targets: vec![owned_file(dir.path(), "a", small)], ..Targets::default() };
+        assert!(check_free_space(&targets).is_ok(), "one file fits");
+        targets.targets.push(owned_file(dir.path(), "b", large));
+        match check_free_space(&targets) {
+            Err(EngineError::NoSpace { need, .. }) => assert_eq!(need, small + large),
+            other => panic!("{other:?}"),
+        }
+        // Regions whose sum passes u64::MAX are refused, not wrapped around to a small number.
+        let huge = u64::MAX / 2 + 1;
+        let targets = Targets {
+            targets: vec![owned_file(dir.path(), "c", huge), owned_file(dir.path(), "d", huge)],
+            ..Targets::default()
+        };
+        match check_free_space(&targets) {
+            Err(EngineError::NoSpace { need, .. }) => assert_eq!(need, u64::MAX),
+            other => panic!("{other:?}"),
+        }
+        // Files that are not the run's own are not counted.
+        let mut foreign = owned_file(dir.path(), "e", u64::MAX);
+        foreign.owned = false;
+        assert!(check_free_space(&Targets { targets: vec![foreign], ..Targets::default() }).is_ok());
+    }
+
     #[test]
     fn swapping_the_path_after_preparation_does_not_redirect_writes() {
         let dir = tempfile::tempdir().unwrap();
