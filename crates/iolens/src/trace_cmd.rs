@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
-use iolens_engine::ownership::Holder;
+use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
 use iolens_record::event::{IoEvent, IoOp};
 
@@ -195,71 +195,15 @@ fn elf_is_static(bytes: &[u8]) -> Option<bool> {
     Some(!has_interp)
 }
 
-/// Prefix of the stream directories `trace` makes in the temporary directory.
+/// Prefix of the stream directories `trace` makes in the temporary directory. Each is a
+/// [`ScratchDir`]: random name, 0700, registered with this process as holder, so the one of a
+/// killed trace is removed by the next command's leftover cleaning (`iolens clean`).
 const TRACE_DIR_PREFIX: &str = "iolens-trace-";
-/// In such a directory: "PID START\n" of the iolens that made it, so that a later run can tell
-/// the leftovers of a killed trace from the directory of one still running.
-const OWNER_FILE: &str = ".iolens-owner";
-/// An owner file is a line of two numbers; anything longer was not written by iolens.
-const OWNER_FILE_MAX: u64 = 64;
-
-/// Whether the owner file of stream directory `dir` names a process that is gone. Anything
-/// unexpected (another user's, a symlink, no owner file, unreadable) counts as alive.
-fn owner_is_gone(dir: &Path, uid: u32) -> bool {
-    let owner = dir.join(OWNER_FILE);
-    let Ok(meta) = fs::symlink_metadata(&owner) else { return false };
-    if !meta.is_file() || meta.uid() != uid || meta.len() > OWNER_FILE_MAX {
-        return false;
-    }
-    let mut text = String::new();
-    let opened = fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&owner);
-    if opened.and_then(|f| f.take(OWNER_FILE_MAX).read_to_string(&mut text)).is_err() {
-        return false;
-    }
-    let mut fields = text.split_whitespace();
-    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse::<u32>().ok()), fields.next()) else {
-        return false;
-    };
-    // A start that is no number names no process: gone, as any other mismatch.
-    start.parse().map_or(true, |start| !Holder { pid, start }.alive())
-}
-
-/// Removes the stream directories of traces that were killed before they could clean up:
-/// ours (same uid, a directory, not a symlink), with an owner file whose process is gone.
-fn remove_leftovers(base: &Path) {
-    let Ok(entries) = fs::read_dir(base) else { return };
-    // SAFETY: geteuid cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(TRACE_DIR_PREFIX) {
-            continue;
-        }
-        let path = entry.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-        if meta.is_dir() && meta.uid() == uid && owner_is_gone(&path, uid) {
-            // std's remove_dir_all does not follow symlinks inside the tree (Rust >= 1.58.1).
-            let _ = fs::remove_dir_all(&path);
-        }
-    }
-}
-
-/// A fresh private stream directory (random name, 0700) with its owner file.
-fn make_stream_dir() -> std::io::Result<tempfile::TempDir> {
-    let base = std::env::temp_dir();
-    remove_leftovers(&base);
-    let dir = tempfile::Builder::new()
-        .prefix(TRACE_DIR_PREFIX)
-        .permissions(fs::Permissions::from_mode(0o700))
-        .tempdir_in(&base)?;
-    let me = Holder::current();
-    fs::write(dir.path().join(OWNER_FILE), format!("{} {}\n", me.pid, me.start))?;
-    Ok(dir)
-}
 
 /// The stream directory: the user's (`--out`, kept), or our own temporary one (removed on drop).
 enum StreamDir {
     Kept(PathBuf),
-    Temp(tempfile::TempDir),
+    Temp(ScratchDir),
 }
 
 impl StreamDir {
@@ -327,15 +271,17 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             })?;
             StreamDir::Kept(d.clone())
         }
-        None => StreamDir::Temp(make_stream_dir().map_err(|e| {
-            let base = std::env::temp_dir();
-            error(
-                &format!("cannot create a trace directory in {}: {e}", base.display()),
-                EXIT_FAILED,
-                json,
-                &command,
-            )
-        })?),
+        None => StreamDir::Temp(ScratchDir::create(&std::env::temp_dir(), TRACE_DIR_PREFIX, false).map_err(
+            |e| {
+                let base = std::env::temp_dir();
+                error(
+                    &format!("cannot create a trace directory in {}: {e}", base.display()),
+                    EXIT_FAILED,
+                    json,
+                    &command,
+                )
+            },
+        )?),
     };
     let stream_dir = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let ld_preload = match std::env::var("LD_PRELOAD") {

@@ -233,14 +233,22 @@ fn the_trace_stream_directory_is_private() {
     }
     let dir = scratch();
     let out = iolens()
-        .args(["trace", "--", "sh", "-c", "stat -c %a \"$IOLENS_TRACE_DIR\"; ls -A \"$IOLENS_TRACE_DIR\""])
+        .args([
+            "trace",
+            "--",
+            "sh",
+            "-c",
+            "stat -c %a \"$IOLENS_TRACE_DIR\"; grep -c \"^d $PPID \" \"$IOLENS_STATE_DIR/owned\"",
+        ])
         .env("TMPDIR", dir.path())
+        .env("IOLENS_STATE_DIR", dir.path().join("state"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().next(), Some("700"), "{}", text(&out));
-    assert!(stdout.lines().any(|l| l == ".iolens-owner"), "{}", text(&out));
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.first().map(String::as_str), Some("700"), "{}", text(&out));
+    // Registered while the trace runs, with iolens (the program's parent) as holder.
+    assert_eq!(lines.get(1).map(String::as_str), Some("1"), "{}", text(&out));
 }
 
 // ---- (3) a failed write is a failure, and flag errors still leave JSON ----
@@ -376,6 +384,7 @@ fn traced_sleep(dir: &Path) -> (Child, u32) {
     let child = iolens()
         .args(["trace", "--", "sleep", "30"])
         .env("TMPDIR", dir)
+        .env("IOLENS_STATE_DIR", dir.join("state"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -436,49 +445,46 @@ fn sigterm_reaches_the_traced_program() {
 
 // ---- (7) leftovers of a killed trace are removed, and only those ----
 
-fn start_time(pid: u32) -> String {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().to_string()
-}
-
 #[test]
-fn leftovers_of_dead_traces_are_removed_and_nothing_else() {
+fn leftovers_of_a_killed_trace_are_removed_and_nothing_else() {
     if !have_preload() {
         eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
-    let make = |name: &str, owner: Option<String>| {
-        let d = dir.path().join(name);
-        std::fs::create_dir(&d).unwrap();
-        std::fs::write(d.join("1.events"), "x").unwrap();
-        if let Some(o) = owner {
-            std::fs::write(d.join(".iolens-owner"), o).unwrap();
-        }
-        d
-    };
-    let mut exited = Command::new("true").spawn().unwrap();
-    let dead_pid = exited.id();
-    exited.wait().unwrap();
-    let dead = make("iolens-trace-dead", Some(format!("{dead_pid} 1\n")));
-    // Our own pid with the wrong start time: the pid was reused, the owner is dead.
-    let me = std::process::id();
-    let reused = make("iolens-trace-reused", Some(format!("{me} 1\n")));
-    let alive = make("iolens-trace-alive", Some(format!("{me} {}\n", start_time(me))));
-    let no_owner = make("iolens-trace-noowner", None);
-    let linked = make("iolens-trace-linked", None);
-    std::os::unix::fs::symlink(dead.join(".iolens-owner"), linked.join(".iolens-owner")).unwrap();
-    let unrelated = make("other-dead", Some(format!("{dead_pid} 1\n")));
-    let target = make("precious", Some(format!("{dead_pid} 1\n")));
+    // Directories that merely look like a trace's (planted, copied, another run's with a forged
+    // owner file) are not in the registry: never removed.
+    let planted = dir.path().join("iolens-trace-planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(planted.join("1.events"), "x").unwrap();
+    std::fs::write(planted.join(".iolens-owner"), "1 1\n").unwrap();
     let via_link = dir.path().join("iolens-trace-symlink");
-    std::os::unix::fs::symlink(&target, &via_link).unwrap();
+    std::os::unix::fs::symlink(&planted, &via_link).unwrap();
+    let trace_dirs = || -> Vec<PathBuf> {
+        entries(dir.path())
+            .into_iter()
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("iolens-trace-"))
+            .filter(|p| *p != planted && *p != via_link)
+            .collect()
+    };
 
-    let out = iolens().args(["trace", "--", "true"]).env("TMPDIR", dir.path()).output().unwrap();
+    // SIGKILL: the trace cannot clean up after itself.
+    let (mut child, traced) = traced_sleep(dir.path());
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    assert!(wait_for(Duration::from_secs(5), || is_gone(traced)));
+    let left = trace_dirs();
+    assert_eq!(left.len(), 1, "the killed trace's directory: {left:?}");
+
+    let out = iolens()
+        .args(["trace", "--", "true"])
+        .env("TMPDIR", dir.path())
+        .env("IOLENS_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    assert!(!dead.exists(), "a dead trace's leftovers are removed");
-    assert!(!reused.exists(), "a reused pid does not keep a dead trace's leftovers");
-    for kept in [&alive, &no_owner, &linked, &unrelated, &target] {
-        assert!(kept.join("1.events").exists(), "{} kept", kept.display());
-    }
-    assert!(std::fs::symlink_metadata(&via_link).is_ok(), "a symlink is not a trace directory");
+    assert!(!left[0].exists(), "a dead trace's leftovers are removed");
+    assert!(trace_dirs().is_empty(), "and the new trace removed its own");
+    assert!(planted.join("1.events").exists(), "a directory iolens did not make is kept");
+    assert!(std::fs::symlink_metadata(&via_link).unwrap().file_type().is_symlink());
 }
