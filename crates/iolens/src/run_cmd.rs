@@ -41,6 +41,9 @@ fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
         sieve_buffer: a.sieve_buffer.clone(),
         block_unit: a.block_unit.clone(),
         seed: a.seed,
+        verify: a.verify.clone(),
+        verify_after_write: a.verify_after_write,
+        verify_generation: a.verify_generation,
     };
     flags.to_job().map_err(|e| e.to_string())
 }

@@ -103,6 +103,14 @@ impl IoBackend for UringBackend {
         Ok(())
     }
 
+    fn buffer(&mut self, slot: u16) -> &mut [u8] {
+        self.target.buffers.slot_mut(slot as usize)
+    }
+
+    fn fd(&self) -> std::os::fd::RawFd {
+        self.target.fd
+    }
+
     fn close(&mut self) -> io::Result<()> {
         self.target.close()
     }
