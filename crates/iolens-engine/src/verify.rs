@@ -24,8 +24,16 @@
 //! (header checksum, or payload, wrong), `misplaced` (a valid block of another offset or size),
 //! `stale` / `newer` (a valid block of an older / newer generation than expected).
 
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use iolens_record::clock::now_ns;
 use iolens_workload::VerifyKind;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::buffers::AlignedBuffers;
 
 pub const HEADER_LEN: usize = 48;
 pub const TRAILER_LEN: usize = 16;
@@ -422,7 +430,8 @@ pub(crate) struct AgentVerify {
     /// for the read-back pass.
     pub written: Option<Vec<u64>>,
     pub counts: VerifyCounts,
-    pub failures: Vec<BlockFailure>,
+    /// The first failures, each with whether the read-back pass found it.
+    pub failures: Vec<(BlockFailure, bool)>,
     pub readback_expect: Expect,
 }
 
@@ -471,10 +480,61 @@ impl AgentVerify {
         if let Err(f) = check_block(data, self.size, offset, self.kind, expect) {
             self.counts.failures_total += 1;
             if self.failures.len() < MAX_FAILURES {
-                self.failures.push(f);
+                self.failures.push((f, readback));
             }
         }
     }
+}
+
+/// The `verify_after_write` pass: flushes `file` and drops its cached pages (so reads reach the
+/// device where the file system allows), then reads every block the agent wrote and checks it
+/// against the generation written. Runs after the measurement, so no figure includes it.
+/// Returns the offset and error of a failed read.
+pub(crate) fn read_back(v: &mut AgentVerify, file: &File, stop: &AtomicBool) -> Result<(), (u64, io::Error)> {
+    let Some(bits) = v.written.take() else { return Ok(()) };
+    let t0 = now_ns();
+    let fd = file.as_raw_fd();
+    // SAFETY: plain syscalls on a descriptor we own; failures only leave pages cached.
+    unsafe {
+        libc::fdatasync(fd);
+        libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+    let mut buf = AlignedBuffers::new(1, v.size, 0);
+    let size = v.size;
+    let mut result = Ok(());
+    'blocks: for (w, word) in bits.iter().enumerate() {
+        let mut word = *word;
+        while word != 0 {
+            if stop.load(Ordering::Relaxed) {
+                break 'blocks;
+            }
+            let offset = (w as u64 * 64 + u64::from(word.trailing_zeros())) * size as u64;
+            word &= word - 1;
+            let block = &mut buf.slot_mut(0)[..size];
+            let mut got = 0;
+            while got < size {
+                // SAFETY: the buffer holds `size` bytes; the descriptor is open.
+                let n = unsafe {
+                    libc::pread(fd, block[got..].as_mut_ptr().cast(), size - got, (offset + got as u64) as i64)
+                };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    result = Err((offset, e));
+                    break 'blocks;
+                }
+                if n == 0 {
+                    break;
+                }
+                got += n as usize;
+            }
+            v.check(&block[..got], offset, true);
+        }
+    }
+    v.counts.readback_ns += now_ns() - t0;
+    result
 }
 
 #[cfg(test)]

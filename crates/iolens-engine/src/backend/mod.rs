@@ -57,10 +57,6 @@ pub trait IoBackend {
     /// The buffer of `slot`, for filling before a write and checking after a read; empty for
     /// backends without buffers. Only touched while no request of that slot is in flight.
     fn buffer(&mut self, slot: u16) -> &mut [u8];
-    /// The target's descriptor (-1 without one), for work outside the measured phase.
-    fn fd(&self) -> RawFd {
-        -1
-    }
     /// Closes the target; part of the phase (a close can flush, on NFS for one).
     fn close(&mut self) -> io::Result<()> {
         Ok(())

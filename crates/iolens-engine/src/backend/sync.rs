@@ -59,10 +59,6 @@ impl IoBackend for SyncBackend {
         self.target.buffers.slot_mut(slot as usize)
     }
 
-    fn fd(&self) -> std::os::fd::RawFd {
-        self.target.fd
-    }
-
     fn close(&mut self) -> io::Result<()> {
         self.target.close()
     }
