@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, BlockFields, VerifyFailure, VerifyReport, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning,
-    WarningCode, SCHEMA_VERSION,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RunFacts, RunResult,
+    VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;

@@ -307,7 +307,12 @@ pub struct Fields {
 
 impl From<&Header> for Fields {
     fn from(h: &Header) -> Fields {
-        Fields { magic: h.magic, offset: h.offset, size: u64::from(h.block_size), generation: Some(h.generation) }
+        Fields {
+            magic: h.magic,
+            offset: h.offset,
+            size: u64::from(h.block_size),
+            generation: Some(h.generation),
+        }
     }
 }
 
@@ -515,7 +520,12 @@ pub(crate) fn read_back(v: &mut AgentVerify, file: &File, stop: &AtomicBool) -> 
             while got < size {
                 // SAFETY: the buffer holds `size` bytes; the descriptor is open.
                 let n = unsafe {
-                    libc::pread(fd, block[got..].as_mut_ptr().cast(), size - got, (offset + got as u64) as i64)
+                    libc::pread(
+                        fd,
+                        block[got..].as_mut_ptr().cast(),
+                        size - got,
+                        (offset + got as u64) as i64,
+                    )
                 };
                 if n < 0 {
                     let e = io::Error::last_os_error();
@@ -616,13 +626,19 @@ mod tests {
     fn generations_older_than_expected_are_stale_newer_are_newer() {
         let old = block(0, 3, VerifyKind::Crc32c);
         let f = check(&old, 0, &mut Expect::Exactly(4)).unwrap_err();
-        assert_eq!((f.kind, f.expected.generation, f.first_bad_byte), (FailureKind::Stale, Some(4), Some(16)));
+        assert_eq!(
+            (f.kind, f.expected.generation, f.first_bad_byte),
+            (FailureKind::Stale, Some(4), Some(16))
+        );
         let f = check(&block(0, 5, VerifyKind::Crc32c), 0, &mut Expect::Exactly(4)).unwrap_err();
         assert_eq!(f.kind, FailureKind::Newer);
         // Without an explicit generation, the first valid block sets it.
         let mut e = Expect::FirstSeen(None);
         assert_eq!(check(&block(0, 9, VerifyKind::Crc32c), 0, &mut e), Ok(()));
-        assert_eq!(check(&block(4096, 8, VerifyKind::Crc32c), 4096, &mut e).unwrap_err().kind, FailureKind::Stale);
+        assert_eq!(
+            check(&block(4096, 8, VerifyKind::Crc32c), 4096, &mut e).unwrap_err().kind,
+            FailureKind::Stale
+        );
     }
 
     #[test]

@@ -16,6 +16,6 @@ pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
 };
-pub use verify::{BlockFields, VerifyFailure, VerifyReport};
 pub use histogram::{LatencyHistogram, LatencySummary};
+pub use verify::{BlockFields, VerifyFailure, VerifyReport};
 pub use warnings::{evaluate_warnings, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S};

@@ -188,7 +188,10 @@ fn verify_lines(v: &iolens_metrics::VerifyReport, out: &mut String) {
             None => format!("offset {} size {}", f.expected.offset, f.expected.size),
         };
         let first = f.first_bad_offset.map_or(String::new(), |o| {
-            format!(", first bad byte at file offset {o} (byte {} of the block)", f.first_bad_byte.unwrap_or(0))
+            format!(
+                ", first bad byte at file offset {o} (byte {} of the block)",
+                f.first_bad_byte.unwrap_or(0)
+            )
         });
         let _ = writeln!(
             out,
@@ -197,7 +200,8 @@ fn verify_lines(v: &iolens_metrics::VerifyReport, out: &mut String) {
         );
     }
     if v.failures_total > v.failures.len() as u64 {
-        let _ = writeln!(out, "verify: {} more failures not listed", v.failures_total - v.failures.len() as u64);
+        let _ =
+            writeln!(out, "verify: {} more failures not listed", v.failures_total - v.failures.len() as u64);
     }
 }
 

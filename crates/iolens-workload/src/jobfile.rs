@@ -1052,9 +1052,12 @@ fn build_verify(
     engine: EngineKind,
 ) -> Result<Option<Verify>, JobError> {
     let kind = r.choice("verify", VERIFY_VALUES)?;
-    r.unused("verify_after_write", kind.is_some() && op == OpMix::Write, "it needs a verifying write agent", |s| {
-        format!("add {} to an agent with {}", s.spell("verify", "crc32c"), s.spell("rw", "write"))
-    })?;
+    r.unused(
+        "verify_after_write",
+        kind.is_some() && op == OpMix::Write,
+        "it needs a verifying write agent",
+        |s| format!("add {} to an agent with {}", s.spell("verify", "crc32c"), s.spell("rw", "write")),
+    )?;
     r.unused("verify_generation", kind.is_some(), "the agent does not verify", |s| {
         format!("add {}", s.spell("verify", "crc32c"))
     })?;
@@ -1071,7 +1074,10 @@ fn build_verify(
         );
     }
     if engine == EngineKind::Null {
-        return refuse("the null engine moves no data to verify".into(), format!("use {}", s.spell("engine", "sync")));
+        return refuse(
+            "the null engine moves no data to verify".into(),
+            format!("use {}", s.spell("engine", "sync")),
+        );
     }
     let bs = match (pattern, sizes) {
         (Pattern::Noncontiguous(_), _) => {
@@ -1090,7 +1096,9 @@ fn build_verify(
     };
     if bs < MIN_VERIFY_BLOCK {
         return refuse(
-            format!("requests of {bs} bytes cannot hold a block header and trailer ({MIN_VERIFY_BLOCK} bytes)"),
+            format!(
+                "requests of {bs} bytes cannot hold a block header and trailer ({MIN_VERIFY_BLOCK} bytes)"
+            ),
             format!("use {} or larger", s.spell("bs", "4k")),
         );
     }
@@ -1109,7 +1117,16 @@ fn build_verify(
         _ => VerifyKind::Crc32c,
     };
     let after_write = r.boolean("verify_after_write")?.is_some_and(|(v, _)| v);
-    let generation = r.uint("verify_generation")?.map(|(g, _)| g);
+    let generation = match r.uint("verify_generation")? {
+        Some((0, gs)) => {
+            return Err(r.err(
+                gs,
+                format!("{} must be at least 1", gs.name()),
+                Some("generations start at 1".into()),
+            ))
+        }
+        found => found.map(|(g, _)| g),
+    };
     Ok(Some(Verify { kind, after_write, generation }))
 }
 

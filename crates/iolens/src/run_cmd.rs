@@ -9,7 +9,9 @@ use iolens_workload::{load_job_file, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
+use crate::output::{
+    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+};
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {

@@ -42,7 +42,8 @@ impl Env {
             .args(["--json", json.to_str().unwrap()])
             .output()
             .unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         let v: Value = std::fs::read_to_string(&json)
             .map(|t| serde_json::from_str(&t).expect("the JSON result is valid"))
             .unwrap_or(Value::Null);
@@ -123,7 +124,18 @@ fn clean_file_passes(engine: &str) {
     let file = env.path("data");
     let (code, _, err) = env.run(
         "probe",
-        &["--target", file.to_str().unwrap(), "--rw", "write", "--size", "8k", "--engine", engine, "--qd", "2"],
+        &[
+            "--target",
+            file.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--size",
+            "8k",
+            "--engine",
+            engine,
+            "--qd",
+            "2",
+        ],
     );
     if engine == "io_uring" && code != 0 && uring_unavailable(&err) {
         return;
@@ -144,7 +156,18 @@ fn flipped_byte_is_corrupt(engine: &str) {
     let file = env.path("data");
     let (code, _, err) = env.run(
         "probe",
-        &["--target", file.to_str().unwrap(), "--rw", "write", "--size", "8k", "--engine", engine, "--qd", "2"],
+        &[
+            "--target",
+            file.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--size",
+            "8k",
+            "--engine",
+            engine,
+            "--qd",
+            "2",
+        ],
     );
     if engine == "io_uring" && code != 0 && uring_unavailable(&err) {
         return;
@@ -260,7 +283,10 @@ fn an_old_generation_left_behind_is_stale() {
     for (i, fail) in fails.iter().enumerate() {
         assert_eq!(fail["kind"], "stale");
         assert_eq!(fail["offset"], (32 + i as u64) * BS);
-        assert_eq!((fail["expected"]["generation"].as_u64(), fail["found"]["generation"].as_u64()), (Some(new), Some(old)));
+        assert_eq!(
+            (fail["expected"]["generation"].as_u64(), fail["found"]["generation"].as_u64()),
+            (Some(new), Some(old))
+        );
         assert_eq!(fail["first_bad_byte"].as_u64().map(|b| (16..24).contains(&b)), Some(true));
     }
 
