@@ -1438,11 +1438,13 @@ mod tests {
             ("direkt", "direct"),
             ("bz", "bs"),
             ("og", "op"),
+            ("verfy", "verify"),
+            ("do_verify", "verify_after_write"),
         ];
         for (typo, key) in cases {
             assert_eq!(suggest(typo, AGENT_KEYS).as_deref(), Some(key), "{typo}");
         }
-        for far in ["xyzzy", "colour", "verify", "latency_target"] {
+        for far in ["xyzzy", "colour", "checksum", "latency_target"] {
             assert_eq!(suggest(far, AGENT_KEYS), None, "{far}");
         }
         assert_eq!(suggest("iouring", ENGINE_VALUES).as_deref(), Some("io_uring"));
