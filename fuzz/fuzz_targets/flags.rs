@@ -49,6 +49,9 @@ fuzz_target!(|data: &[u8]| {
         sieve_buffer: get(25),
         block_unit: get(26),
         seed: num(27),
+        verify: get(28),
+        verify_after_write: get(29).is_some(),
+        verify_generation: num(30),
     };
     if let Ok(job) = flags.to_job() {
         common::exercise(&job);

@@ -19,6 +19,7 @@ use iolens_workload::{AgentSpec, FsyncPolicy};
 use crate::backend::{Completion, Direction, IoBackend, Request};
 use crate::offsets::{agent_rng, Calls, MixPicker};
 use crate::pacing::Pacer;
+use crate::verify::AgentVerify;
 
 /// Busy periods longer than this are published in pieces so the collector can advance.
 const SPLIT_PERIOD_NS: u64 = 2_000_000;
@@ -46,6 +47,8 @@ pub(crate) struct AgentSetup<'a> {
     pub periods: rtrb::Producer<Interval>,
     pub trace: Option<TraceBuffer>,
     pub progress: &'a AgentProgress,
+    /// Fills written blocks and checks read ones, outside the timed intervals.
+    pub verify: Option<AgentVerify>,
 }
 
 /// Why an agent stopped before its termination condition.
@@ -66,6 +69,7 @@ pub(crate) struct AgentOutcome {
     pub raw: AgentRaw,
     pub failure: Option<AgentFailure>,
     pub ring_stalls: u64,
+    pub verify: Option<AgentVerify>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -160,6 +164,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut tracker = InFlightTracker::new(SPLIT_PERIOD_NS);
     let mut raw = AgentRaw::default();
     let mut failure = None;
+    let mut verify = setup.verify;
 
     if let Err(e) = backend.start() {
         failure = Some(AgentFailure::Backend(e));
@@ -211,6 +216,12 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             let write = !mix.is_read(&mut rng);
             let slot = free_slots.pop().expect("a free slot while below depth");
             let dir = if write { Direction::Write } else { Direction::Read };
+            if let (Some(v), true) = (&mut verify, write) {
+                // Before the submission timestamp: filling is not I/O time.
+                let t0 = now_ns();
+                v.fill(&mut backend.buffer(slot)[..len as usize], offset);
+                v.counts.cost_ns += now_ns() - t0;
+            }
             let t = now_ns();
             if let Err(e) = backend.submit(Request { dir, offset, len: len as u32, slot }) {
                 failure = Some(AgentFailure::Backend(e));
@@ -294,6 +305,18 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                     });
                 }
             }
+            if let Some(v) = &mut verify {
+                // After the completion timestamp: checking is not I/O time.
+                if op.write && status == OpStatus::Complete {
+                    v.wrote(op.offset);
+                } else if !op.write && c.result >= 0 {
+                    let t0 = now_ns();
+                    let buf = backend.buffer(c.slot);
+                    let n = (c.result as usize).min(op.len as usize).min(buf.len());
+                    v.check(&buf[..n], op.offset, false);
+                    v.counts.cost_ns += now_ns() - t0;
+                }
+            }
             if status == OpStatus::Error && failure.is_none() {
                 failure = Some(AgentFailure::Op {
                     errno: (-c.result) as i32,
@@ -365,7 +388,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         let _ = tb.finish();
     }
     raw.busy = sink.own.finish();
-    AgentOutcome { raw, failure, ring_stalls: sink.stalls }
+    AgentOutcome { raw, failure, ring_stalls: sink.stalls, verify }
 }
 
 /// The close of the target, timed: it ends the phase.

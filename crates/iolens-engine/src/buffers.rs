@@ -52,6 +52,11 @@ impl AlignedBuffers {
         unsafe { std::slice::from_raw_parts_mut(self.base, self.size * self.count) }
     }
 
+    pub fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
+        // SAFETY: as `ptr`, with the buffer's full length; `&mut self` makes it exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(slot), self.size) }
+    }
+
     pub fn slot(&self, slot: usize) -> &[u8] {
         // SAFETY: as `ptr`, with the buffer's full length.
         unsafe { std::slice::from_raw_parts(self.ptr(slot), self.size) }

@@ -15,6 +15,7 @@ pub mod offsets;
 pub mod ownership;
 pub mod pacing;
 pub mod target;
+pub mod verify;
 
 mod agent;
 mod collector;

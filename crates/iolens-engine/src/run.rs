@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning,
-    WarningCode, SCHEMA_VERSION,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RunFacts, RunResult,
+    VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -18,6 +18,7 @@ use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBa
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceWatch};
 use crate::target::{open_for_agent, prepare_targets, TargetKind, TargetPolicy, Targets};
+use crate::verify::{read_back, AgentVerify, Expect, Fields};
 use crate::{EngineError, PhaseBarrier};
 
 /// Capacity of each agent's busy-period ring (16 bytes an entry).
@@ -104,10 +105,16 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
     }
 }
 
-fn open_backend(spec: &AgentSpec, targets: &Targets, index: usize) -> Result<AnyBackend, EngineError> {
+/// An agent's backend, and a second descriptor of its target for the read-back pass after the
+/// measurement (`verify_after_write`).
+fn open_backend(
+    spec: &AgentSpec,
+    targets: &Targets,
+    index: usize,
+) -> Result<(AnyBackend, Option<std::fs::File>), EngineError> {
     let depth = if spec.engine == EngineKind::IoUring { spec.queue_depth.max(1) as usize } else { 1 };
     if spec.engine == EngineKind::Null {
-        return Ok(AnyBackend::Null(NullBackend::new(depth)));
+        return Ok((AnyBackend::Null(NullBackend::new(depth)), None));
     }
     let target = targets.for_agent(index);
     if spec.sizes.max() > target.region {
@@ -122,15 +129,22 @@ fn open_backend(spec: &AgentSpec, targets: &Targets, index: usize) -> Result<Any
         });
     }
     let file = open_for_agent(target, spec.op.writes(), spec.direct)?;
+    let read_back = match spec.verify {
+        Some(v) if v.after_write && spec.op == OpMix::Write => Some(file.try_clone().map_err(|source| {
+            EngineError::Io { path: target.path.clone(), action: "open for the verify read-back", source }
+        })?),
+        _ => None,
+    };
     let buffers = AlignedBuffers::new(depth, spec.sizes.max() as usize, spec.seed ^ 0xb0ff_e125);
     let bt = BackendTarget { fd: std::os::fd::IntoRawFd::into_raw_fd(file), buffers };
-    Ok(match spec.engine {
+    let backend = match spec.engine {
         EngineKind::Sync => AnyBackend::Sync(SyncBackend::new(bt)),
         EngineKind::IoUring => {
             AnyBackend::Uring(Box::new(UringBackend::new(bt, depth).map_err(EngineError::UringUnavailable)?))
         }
         EngineKind::Null => unreachable!(),
-    })
+    };
+    Ok((backend, read_back))
 }
 
 /// Offsets are multiples of this: the request size for a fixed size (as fio's default block
@@ -227,12 +241,15 @@ fn measure(
     targets: &Targets,
 ) -> Result<RunResult, EngineError> {
     let n = job.agents.len();
-    let backends: Vec<AnyBackend> = job
+    let (backends, read_back_files): (Vec<AnyBackend>, Vec<Option<std::fs::File>>) = job
         .agents
         .iter()
         .enumerate()
         .map(|(i, spec)| open_backend(spec, targets, i))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
+    let generation = new_generation();
     let trace = match &opts.trace {
         Some(path) => {
             let names: Vec<String> = job.agents.iter().map(|a| a.name.clone()).collect();
@@ -286,6 +303,7 @@ fn measure(
                     periods,
                     trace: trace.as_ref().map(|w| w.buffer()),
                     progress: &progress[i],
+                    verify: agent_verify(spec, generation, targets.for_agent(i).region),
                 };
                 let halt = &halt;
                 std::thread::Builder::new()
@@ -334,11 +352,14 @@ fn measure(
         (outcomes, collected, dev_before, dev_after)
     });
     barrier.wait("end");
+    let mut outcomes = outcomes;
+    let read_back_error = read_back_all(&mut outcomes, read_back_files, &opts.stop, job, targets);
 
     let mut total = AgentRaw::default();
     let mut agents = Vec::with_capacity(n);
     let mut error = None;
     let mut ring_stalls = 0;
+    let mut verify: Option<VerifyReport> = None;
     for (i, out) in outcomes.iter().enumerate() {
         let spec = &job.agents[i];
         let target = &targets.for_agent(i).path;
@@ -347,7 +368,13 @@ fn measure(
         if let (None, Some(f)) = (&error, &out.failure) {
             error = Some(describe_failure(f, &spec.name, target));
         }
+        if let Some(v) = &out.verify {
+            merge_verify(&mut verify, v, spec, target, generation);
+        }
         agents.push(AgentResult { info: agent_info(spec, target), figures: out.raw.figures(job.block_unit) });
+    }
+    if error.is_none() {
+        error = read_back_error;
     }
     total.busy = collected.union;
     let aggregate = total.figures(job.block_unit);
@@ -414,7 +441,113 @@ fn measure(
         trace_file,
         trace_dropped_records: trace_dropped,
         union_ring_stalls: ring_stalls,
+        verify,
     })
+}
+
+/// A generation for this run's verified writes: the time in nanoseconds since the epoch, so a
+/// later run's blocks carry a larger one than an earlier run's.
+fn new_generation() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (now.as_nanos() as u64).max(1)
+}
+
+fn agent_verify(spec: &AgentSpec, generation: u64, region: u64) -> Option<AgentVerify> {
+    let v = spec.verify?;
+    if spec.engine == EngineKind::Null || spec.sizes.max() < iolens_workload::limits::MIN_VERIFY_BLOCK {
+        return None; // the parser refuses these; hand-built jobs run unverified
+    }
+    let expect = v.generation.map_or(Expect::FirstSeen(None), Expect::Exactly);
+    Some(AgentVerify::new(
+        v.kind,
+        v.generation.unwrap_or(generation),
+        expect,
+        spec.sizes.max() as usize,
+        region,
+        v.after_write && spec.op == OpMix::Write,
+    ))
+}
+
+/// The `verify_after_write` passes, one thread per agent, after every agent finished (and the
+/// device counters were read): nothing measured overlaps them. Returns the first read error.
+fn read_back_all(
+    outcomes: &mut [AgentOutcome],
+    files: Vec<Option<std::fs::File>>,
+    halt: &AtomicBool,
+    job: &Job,
+    targets: &Targets,
+) -> Option<String> {
+    let errors: Vec<Option<String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = outcomes
+            .iter_mut()
+            .zip(files)
+            .enumerate()
+            .filter_map(|(i, (out, file))| {
+                let file = file?;
+                let v = out.verify.as_mut()?;
+                let failed = out.failure.is_some();
+                Some(scope.spawn(move || {
+                    if failed {
+                        return None; // the write phase failed: its error is the one reported
+                    }
+                    read_back(v, &file, halt).err().map(|(offset, e)| {
+                        format!(
+                            "agent {}: verify read-back of {} at offset {offset} failed: {e}",
+                            job.agents[i].name,
+                            targets.for_agent(i).path.display()
+                        )
+                    })
+                }))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("read-back thread panicked")).collect()
+    });
+    errors.into_iter().flatten().next()
+}
+
+fn fields(f: &Fields) -> BlockFields {
+    BlockFields {
+        magic: f.magic.iter().map(|b| format!("{b:02x}")).collect(),
+        offset: f.offset,
+        size: f.size,
+        generation: f.generation,
+    }
+}
+
+fn merge_verify(
+    report: &mut Option<VerifyReport>,
+    v: &AgentVerify,
+    spec: &AgentSpec,
+    target: &std::path::Path,
+    generation: u64,
+) {
+    let r = report.get_or_insert_with(VerifyReport::default);
+    let kind = v.kind.name();
+    if !r.kind.split('+').any(|k| k == kind) {
+        r.kind = if r.kind.is_empty() { kind.to_string() } else { format!("{}+{kind}", r.kind) };
+    }
+    if v.counts.blocks_written > 0 {
+        // Agents with their own verify_generation write that one; the run's otherwise.
+        r.generation_written = Some(spec.verify.and_then(|s| s.generation).unwrap_or(generation));
+    }
+    r.blocks_written += v.counts.blocks_written;
+    r.blocks_checked += v.counts.blocks_checked;
+    r.failures_total += v.counts.failures_total;
+    r.cost_s += v.counts.cost_ns as f64 / 1e9;
+    r.read_back_s += v.counts.readback_ns as f64 / 1e9;
+    r.included_in_io_time = false;
+    r.failures.extend(v.failures.iter().map(|(f, read_back)| VerifyFailure {
+        agent: spec.name.clone(),
+        file: target.display().to_string(),
+        offset: f.offset,
+        kind: f.kind.name().to_string(),
+        phase: if *read_back { "read_back" } else { "read" }.to_string(),
+        expected: fields(&f.expected),
+        found: f.found.as_ref().map(fields),
+        first_bad_byte: f.first_bad_byte,
+        first_bad_offset: f.first_bad_byte.map(|b| f.offset + b),
+        bytes_read: f.bytes_read,
+    }));
 }
 
 /// Length of a time-driven job (ramp included), if every agent is time-driven.

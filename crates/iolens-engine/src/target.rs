@@ -160,6 +160,9 @@ struct Use {
     reads: bool,
     writes: bool,
     direct: bool,
+    /// Some agent checks what it reads (`verify`): the data must stay as found — no layout —
+    /// and a given size is the size the file should have.
+    verify_reads: bool,
     region: Option<u64>,
     /// A name iolens chose inside a directory the user gave: never follow a link there.
     own_name: bool,
@@ -176,6 +179,7 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
             reads: false,
             writes: false,
             direct: false,
+            verify_reads: false,
             region: None,
             own_name,
         });
@@ -183,6 +187,7 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
         usage.reads |= agent.op.reads() && real;
         usage.writes |= agent.op.writes() && real;
         usage.direct |= agent.direct;
+        usage.verify_reads |= agent.op.reads() && agent.verify.is_some() && real;
         if let Some(r) = agent.region_size {
             usage.region = Some(usage.region.map_or(r, |x| x.max(r)));
         }
@@ -360,9 +365,11 @@ fn open_target(
             hint: "give a directory or a new file name as target, or pass --allow-overwrite".into(),
         });
     }
-    // A foreign file is never extended; its region is at most its size.
+    // A foreign file is never extended; its region is at most its size — except for verifying
+    // readers, which report the blocks past the end (a truncated file) instead of skipping them.
     let region = match (usage.region, owned || (writes && policy.allow_overwrite)) {
         (Some(r), true) => r,
+        (Some(r), false) if usage.verify_reads && !writes => r,
         (Some(r), false) => r.min(meta.len()),
         (None, _) => meta.len(),
     };
@@ -526,7 +533,9 @@ fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, En
     let Some(file) = t.handle.as_ref() else { return Ok(0) };
     let path = t.path.clone();
     let mut written = 0;
-    if usage.reads && t.laid_out < t.region {
+    if usage.verify_reads && !usage.writes {
+        // Verifying readers check the data as it is: neither laid out nor extended.
+    } else if usage.reads && !usage.verify_reads && t.laid_out < t.region {
         written = lay_out(file, &path, t.laid_out, t.region, stop)?;
         t.laid_out = t.region;
     } else if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {

@@ -243,6 +243,9 @@ pub struct RunResult {
     pub trace_dropped_records: u64,
     /// Times an agent waited because the collector had not drained its ring yet.
     pub union_ring_stalls: u64,
+    /// Data verification, when any agent verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::VerifyReport>,
 }
 
 #[cfg(test)]

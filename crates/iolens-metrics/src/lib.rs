@@ -9,6 +9,7 @@
 mod device;
 mod figures;
 mod histogram;
+mod verify;
 mod warnings;
 
 pub use device::{DeviceReport, DeviceSample, IostatRow};
@@ -16,4 +17,5 @@ pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
 };
 pub use histogram::{LatencyHistogram, LatencySummary};
+pub use verify::{BlockFields, VerifyFailure, VerifyReport};
 pub use warnings::{evaluate_warnings, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S};

@@ -158,6 +158,9 @@ pub fn render_run(run: &RunResult) -> String {
     if let Some(d) = &run.device {
         device_lines(d, &mut out);
     }
+    if let Some(v) = &run.verify {
+        verify_lines(v, &mut out);
+    }
     for w in &run.warnings {
         let _ = writeln!(out, "warning[{}]: {}", w.code.as_str(), w.message);
     }
@@ -165,6 +168,41 @@ pub fn render_run(run: &RunResult) -> String {
         let _ = writeln!(out, "error: {e}");
     }
     out
+}
+
+fn verify_lines(v: &iolens_metrics::VerifyReport, out: &mut String) {
+    let generation = v.generation_written.map_or(String::new(), |g| format!(" as generation {g}"));
+    let _ = writeln!(
+        out,
+        "verify ({}): {} blocks written{generation}, {} checked, {} failed; {:.3} s filling and checking \
+         (outside latency, busy time and BPS; inside the wall time of IOPS and MiB/s), {:.3} s reading back \
+         (after the measurement)",
+        v.kind, v.blocks_written, v.blocks_checked, v.failures_total, v.cost_s, v.read_back_s
+    );
+    for f in &v.failures {
+        let found = f.found.as_ref().map_or("no block header".to_string(), |h| {
+            format!("offset {} size {} generation {}", h.offset, h.size, h.generation.unwrap_or_default())
+        });
+        let expected = match f.expected.generation {
+            Some(g) => format!("offset {} size {} generation {g}", f.expected.offset, f.expected.size),
+            None => format!("offset {} size {}", f.expected.offset, f.expected.size),
+        };
+        let first = f.first_bad_offset.map_or(String::new(), |o| {
+            format!(
+                ", first bad byte at file offset {o} (byte {} of the block)",
+                f.first_bad_byte.unwrap_or(0)
+            )
+        });
+        let _ = writeln!(
+            out,
+            "verify failure: {} block at offset {} of {} ({}): expected {expected}, found {found}{first}",
+            f.kind, f.offset, f.file, f.phase
+        );
+    }
+    if v.failures_total > v.failures.len() as u64 {
+        let _ =
+            writeln!(out, "verify: {} more failures not listed", v.failures_total - v.failures.len() as u64);
+    }
 }
 
 #[cfg(test)]

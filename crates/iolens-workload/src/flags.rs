@@ -39,6 +39,10 @@ pub struct FlagWorkload {
     pub sieve_buffer: Option<String>,
     pub block_unit: Option<String>,
     pub seed: Option<u64>,
+    /// `crc32c`, `xxh3` or `pattern`.
+    pub verify: Option<String>,
+    pub verify_after_write: bool,
+    pub verify_generation: Option<u64>,
 }
 
 impl Default for FlagWorkload {
@@ -73,6 +77,9 @@ impl Default for FlagWorkload {
             sieve_buffer: None,
             block_unit: None,
             seed: None,
+            verify: None,
+            verify_after_write: false,
+            verify_generation: None,
         }
     }
 }
@@ -101,6 +108,9 @@ impl FlagWorkload {
         if self.sieve {
             v.push(("sieve", Raw::Bool(true)));
         }
+        if self.verify_after_write {
+            v.push(("verify_after_write", Raw::Bool(true)));
+        }
         let strings = [
             ("size", &self.size),
             ("time", &self.time),
@@ -114,6 +124,7 @@ impl FlagWorkload {
             ("region_size", &self.region_size),
             ("spacing", &self.spacing),
             ("sieve_buffer", &self.sieve_buffer),
+            ("verify", &self.verify),
         ];
         v.extend(strings.into_iter().filter_map(|(k, s)| s.clone().map(|s| (k, Raw::Str(s)))));
         let floats = [
@@ -125,6 +136,7 @@ impl FlagWorkload {
         v.extend(floats.into_iter().filter_map(|(k, f)| f.map(|f| (k, Raw::Float(f)))));
         v.extend(self.read_pct.map(|p| ("read_pct", Raw::Int(p.into()))));
         v.extend(self.seed.map(|s| ("seed", Raw::Int(s.into()))));
+        v.extend(self.verify_generation.map(|g| ("verify_generation", Raw::Int(g.into()))));
         v.extend(self.regions.map(|n| ("regions", Raw::Int(n.into()))));
         v.into_iter().map(|(k, value)| setting(k, value)).collect()
     }

@@ -47,6 +47,9 @@ pub const AGENT_KEYS: &[&str] = &[
     "ramp",
     "seed",
     "threads",
+    "verify",
+    "verify_after_write",
+    "verify_generation",
 ];
 const TOP_KEYS: &[&str] = &["name", "block_unit", "defaults", "agent"];
 
@@ -56,6 +59,7 @@ const PATTERN_VALUES: &[&str] = &["sequential", "strided", "random", "noncontig"
 const DISTRIBUTION_VALUES: &[&str] = &["uniform", "normal", "zipf"];
 const ENGINE_VALUES: &[&str] = &["sync", "io_uring", "null"];
 const ARRIVAL_VALUES: &[&str] = &["constant", "poisson"];
+const VERIFY_VALUES: &[&str] = &["crc32c", "xxh3", "pattern"];
 
 /// What users of other tools write for our keys and values: `blocksize` means `bs`, `libaio`
 /// means `io_uring`. An alias is only offered where its target is valid.
@@ -109,6 +113,10 @@ const ALIASES: &[(&str, &str)] = &[
     ("fixed", "constant"),
     ("seqread", "read"),
     ("seqwrite", "write"),
+    ("crc32", "crc32c"),
+    ("crc", "crc32c"),
+    ("xxhash", "xxh3"),
+    ("do_verify", "verify_after_write"),
 ];
 
 /// Where a setting or an error comes from.
@@ -946,6 +954,7 @@ pub(crate) fn build_agents(
     let bytes = r.nonzero_size("bytes")?.map(|(b, _)| b);
     let ramp = r.duration("ramp")?.map_or(Duration::ZERO, |(d, _)| d);
     let seed = r.uint("seed")?.map_or_else(|| default_seed(index), |(v, _)| v);
+    let verify = build_verify(&r, op, &pattern, &sizes, engine)?;
     let threads = match r.uint("threads")? {
         Some((0, s)) => return Err(r.err(s, format!("{} must be at least 1", s.name()), None)),
         Some((t, s)) if t > MAX_AGENTS as u64 => {
@@ -1019,6 +1028,7 @@ pub(crate) fn build_agents(
         termination: Termination { time, bytes },
         ramp,
         seed,
+        verify,
     };
     if threads == 1 {
         return Ok(vec![base]);
@@ -1030,6 +1040,94 @@ pub(crate) fn build_agents(
             ..base.clone()
         })
         .collect())
+}
+
+/// The `verify`, `verify_after_write` and `verify_generation` keys: blocks of one size that
+/// start at multiples of it, written or read (not mixed), by an engine that moves data.
+fn build_verify(
+    r: &Reader,
+    op: OpMix,
+    pattern: &Pattern,
+    sizes: &SizeSpec,
+    engine: EngineKind,
+) -> Result<Option<Verify>, JobError> {
+    let kind = r.choice("verify", VERIFY_VALUES)?;
+    r.unused(
+        "verify_after_write",
+        kind.is_some() && op == OpMix::Write,
+        "it needs a verifying write agent",
+        |s| format!("add {} to an agent with {}", s.spell("verify", "crc32c"), s.spell("rw", "write")),
+    )?;
+    r.unused("verify_generation", kind.is_some(), "the agent does not verify", |s| {
+        format!("add {}", s.spell("verify", "crc32c"))
+    })?;
+    let Some((kind, s)) = kind else { return Ok(None) };
+    let refuse = |message: String, hint: String| Err(r.err(s, message, Some(hint)));
+    if let OpMix::Mixed { .. } = op {
+        return refuse(
+            "verification checks blocks a write agent wrote or a read agent reads, not a mix".into(),
+            format!(
+                "verify with a write agent ({}, {}), then a read agent on the same file",
+                s.spell("rw", "write"),
+                s.spell("verify_after_write", "true")
+            ),
+        );
+    }
+    if engine == EngineKind::Null {
+        return refuse(
+            "the null engine moves no data to verify".into(),
+            format!("use {}", s.spell("engine", "sync")),
+        );
+    }
+    let bs = match (pattern, sizes) {
+        (Pattern::Noncontiguous(_), _) => {
+            return refuse(
+                "the noncontig pattern reads pieces of blocks, which cannot be verified".into(),
+                format!("verify with {} or {}", s.spell("rw", "read"), s.spell("rw", "randread")),
+            )
+        }
+        (_, SizeSpec::Weighted(_)) => {
+            return refuse(
+                "verification needs one request size (each block is one request)".into(),
+                format!("give a single size, e.g. {}", s.spell("bs", "4k")),
+            )
+        }
+        (_, SizeSpec::Fixed(bs)) => *bs,
+    };
+    if bs < MIN_VERIFY_BLOCK {
+        return refuse(
+            format!(
+                "requests of {bs} bytes cannot hold a block header and trailer ({MIN_VERIFY_BLOCK} bytes)"
+            ),
+            format!("use {} or larger", s.spell("bs", "4k")),
+        );
+    }
+    if let Pattern::Strided { stride } = pattern {
+        if stride % bs != 0 {
+            return refuse(
+                format!("a stride of {stride} bytes is not a multiple of the {bs}-byte blocks"),
+                "with verification, blocks start at multiples of the request size; use a stride that is one"
+                    .into(),
+            );
+        }
+    }
+    let kind = match kind {
+        "xxh3" => VerifyKind::Xxh3,
+        "pattern" => VerifyKind::Pattern,
+        _ => VerifyKind::Crc32c,
+    };
+    let after_write = r.boolean("verify_after_write")?.is_some_and(|(v, _)| v);
+    let generation = match r.uint("verify_generation")? {
+        Some((0, gs)) => {
+            return Err(r.err(
+                gs,
+                format!("{} must be at least 1", gs.name()),
+                Some("generations start at 1".into()),
+            ))
+        }
+        found => found.map(|(g, _)| g),
+    };
+    Ok(Some(Verify { kind, after_write, generation }))
 }
 
 /// Line and column (1-based, in characters) of a byte offset.
@@ -1340,11 +1438,13 @@ mod tests {
             ("direkt", "direct"),
             ("bz", "bs"),
             ("og", "op"),
+            ("verfy", "verify"),
+            ("do_verify", "verify_after_write"),
         ];
         for (typo, key) in cases {
             assert_eq!(suggest(typo, AGENT_KEYS).as_deref(), Some(key), "{typo}");
         }
-        for far in ["xyzzy", "colour", "verify", "latency_target"] {
+        for far in ["xyzzy", "colour", "checksum", "latency_target"] {
             assert_eq!(suggest(far, AGENT_KEYS), None, "{far}");
         }
         assert_eq!(suggest("iouring", ENGINE_VALUES).as_deref(), Some("io_uring"));

@@ -34,6 +34,45 @@ pub struct AgentSpec {
     pub ramp: Duration,
     /// Seed for the agent's random streams (offsets, sizes, mix, arrivals).
     pub seed: u64,
+    /// Data verification: written blocks carry a checked header, read blocks are checked.
+    pub verify: Option<Verify>,
+}
+
+/// How an agent verifies data. Each written block starts with a header (magic, file offset,
+/// block size, generation, payload checksum, header checksum) and ends with a trailer (offset,
+/// generation); the payload between is a deterministic function of offset and generation, so
+/// a read detects corrupt, misplaced, stale, torn and unwritten blocks and the first bad byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verify {
+    pub kind: VerifyKind,
+    /// Write agents: after the write phase, read back every block written and check it (not
+    /// counted in the I/O figures).
+    pub after_write: bool,
+    /// Writers stamp this generation (default: a new one per run, the run's start time in
+    /// nanoseconds since the epoch). Readers expect it; without it a reader takes the
+    /// generation of the first valid block it reads and reports blocks of any other.
+    pub generation: Option<u64>,
+}
+
+/// How a block's payload is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyKind {
+    /// CRC-32C of the payload, stored in the header.
+    Crc32c,
+    /// XXH3-64 of the payload, stored in the header.
+    Xxh3,
+    /// No stored checksum: the payload is regenerated and compared byte for byte.
+    Pattern,
+}
+
+impl VerifyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Crc32c => "crc32c",
+            VerifyKind::Xxh3 => "xxh3",
+            VerifyKind::Pattern => "pattern",
+        }
+    }
 }
 
 /// Whether an agent reads, writes or mixes both.
@@ -229,6 +268,8 @@ pub mod limits {
     pub const MAX_SPREAD: f64 = 10.0;
     /// The zipf exponent: beyond this every access hits the hottest block anyway.
     pub const MAX_ZIPF_THETA: f64 = 100.0;
+    /// Smallest request size with verification: the block header (48 bytes) and trailer (16).
+    pub const MIN_VERIFY_BLOCK: u64 = 64;
     /// Characters in a job or agent name, which become part of file names (255 bytes at most).
     pub const MAX_NAME_CHARS: usize = 100;
 }

@@ -441,3 +441,59 @@ fn noncontiguous_pattern_with_and_without_sieving() {
     );
     assert!(e.message.contains("512"), "{e}");
 }
+
+#[test]
+fn verify_keys_reach_the_agent() {
+    let j = job(r#"
+[defaults]
+target = "/scratch/f"
+bs = "4k"
+verify = "xxh3"
+
+[[agent]]
+rw = "write"
+verify_after_write = true
+verify_generation = 7
+
+[[agent]]
+rw = "randread"
+verify = "pattern"
+"#)
+    .unwrap();
+    assert_eq!(
+        j.agents[0].verify,
+        Some(Verify { kind: VerifyKind::Xxh3, after_write: true, generation: Some(7) })
+    );
+    assert_eq!(
+        j.agents[1].verify,
+        Some(Verify { kind: VerifyKind::Pattern, after_write: false, generation: None })
+    );
+    let plain = job("[[agent]]\ntarget = \"/f\"\n").unwrap();
+    assert_eq!(plain.agents[0].verify, None);
+}
+
+#[test]
+fn verify_refuses_what_it_cannot_check_and_says_why() {
+    let cases = [
+        ("rw = \"read\"\nverify = \"md5\"", 2, "crc32c"),
+        ("rw = \"randrw\"\nverify = \"crc32c\"", 2, "rw = \"write\""),
+        ("rw = \"write\"\nbs = \"4k:1,8k:1\"\nverify = \"crc32c\"", 3, "bs = \"4k\""),
+        ("rw = \"write\"\nbs = 32\nverify = \"crc32c\"", 3, "bs = \"4k\""),
+        ("rw = \"read\"\nstride = \"6k\"\nverify = \"crc32c\"", 3, "multiple"),
+        (
+            "rw = \"read\"\npattern = \"noncontig\"\nregions = 4\nregion_size = 64\nverify = \"crc32c\"",
+            5,
+            "rw = \"read\"",
+        ),
+        ("rw = \"read\"\nengine = \"null\"\nverify = \"crc32c\"", 3, "engine = \"sync\""),
+        ("rw = \"write\"\nverify_after_write = true", 2, "verify = \"crc32c\""),
+        ("rw = \"read\"\nverify = \"crc32c\"\nverify_after_write = true", 3, "rw = \"write\""),
+        ("rw = \"read\"\nverify_generation = 3", 2, "verify = \"crc32c\""),
+    ];
+    for (body, line, hint) in cases {
+        let e = error(&format!("[[agent]]\ntarget = \"/f\"\n{body}\n"));
+        let text = format!("{e}\n{}", e.hint.clone().unwrap_or_default());
+        assert!(text.contains(hint), "{body}: {text}");
+        assert_eq!(at(&e).0, line + 2, "{body}: {text}");
+    }
+}

@@ -154,6 +154,17 @@ pub struct RunArgs {
     pub block_unit: Option<String>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Data verification: crc32c, xxh3 or pattern. Writes stamp each block with a header;
+    /// reads check every block (exit code 3 on a mismatch). Not counted in the I/O figures.
+    #[arg(long, value_name = "KIND")]
+    pub verify: Option<String>,
+    /// With --verify on a write: read back and check every written block after the write phase.
+    #[arg(long)]
+    pub verify_after_write: bool,
+    /// With --verify: the generation writes stamp (default: new each run) or reads expect
+    /// (default: that of the first valid block read).
+    #[arg(long, value_name = "N")]
+    pub verify_generation: Option<u64>,
     /// Run the job N times: each metric as mean, standard deviation, 95% interval and CV, with
     /// every repetition's value kept in the JSON (and one CSV row per repetition).
     #[arg(long, default_value_t = 1)]

@@ -20,6 +20,8 @@ use crate::cli::OutputArgs;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code for a run that failed or ended with an error.
 pub const EXIT_FAILED: u8 = 1;
+/// Exit code for a run that completed but whose data verification found bad blocks.
+pub const EXIT_VERIFY: u8 = 3;
 
 /// A progress line with ETA on stderr (hidden when stderr is not a terminal).
 pub struct ProgressLine {

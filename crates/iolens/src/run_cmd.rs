@@ -9,7 +9,18 @@ use iolens_workload::{load_job_file, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{
+    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+};
+
+/// Bad blocks found by verification, as an error line; `None` when none (or no verification).
+fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
+    let v = run.verify.as_ref().filter(|v| v.failures_total > 0)?;
+    Some(format!(
+        "data verification failed: {} of {} blocks checked are bad (listed above and in the JSON result)",
+        v.failures_total, v.blocks_checked
+    ))
+}
 
 fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
     let flags = FlagWorkload {
@@ -41,6 +52,9 @@ fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
         sieve_buffer: a.sieve_buffer.clone(),
         block_unit: a.block_unit.clone(),
         seed: a.seed,
+        verify: a.verify.clone(),
+        verify_after_write: a.verify_after_write,
+        verify_generation: a.verify_generation,
     };
     flags.to_job().map_err(|e| e.to_string())
 }
@@ -80,12 +94,16 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
     }
-    match &run.error {
-        Some(e) => {
+    match (&run.error, verify_failed(&run)) {
+        (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
-        None => Ok(()),
+        (None, Some(e)) => {
+            errln!("iolens: error: {e}");
+            Err(EXIT_VERIFY)
+        }
+        (None, None) => Ok(()),
     }
 }
 
@@ -112,6 +130,7 @@ fn run_repeated(
 ) -> Result<(), u8> {
     let mut runs = Vec::new();
     let mut error = None;
+    let mut verify_error = None;
     for i in 1..=a.repeat {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -122,6 +141,9 @@ fn run_repeated(
         match result {
             Ok(run) => {
                 let failed = run.error.clone();
+                if let (None, Some(e)) = (&verify_error, verify_failed(&run)) {
+                    verify_error = Some(format!("repetition {i}: {e}"));
+                }
                 if !stop.load(Ordering::SeqCst) && failed.is_none() {
                     runs.push(run);
                 }
@@ -163,11 +185,15 @@ fn run_repeated(
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
-    match error {
-        Some(e) => {
+    match (error, verify_error) {
+        (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
-        None => Ok(()),
+        (None, Some(e)) => {
+            errln!("iolens: error: {e}");
+            Err(EXIT_VERIFY)
+        }
+        (None, None) => Ok(()),
     }
 }

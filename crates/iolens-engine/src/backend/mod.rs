@@ -54,6 +54,9 @@ pub trait IoBackend {
     fn complete<F: FnMut(Completion)>(&mut self, min: usize, done: F) -> io::Result<()>;
     /// Flushes written data to stable storage.
     fn fsync(&mut self) -> io::Result<()>;
+    /// The buffer of `slot`, for filling before a write and checking after a read; empty for
+    /// backends without buffers. Only touched while no request of that slot is in flight.
+    fn buffer(&mut self, slot: u16) -> &mut [u8];
     /// Closes the target; part of the phase (a close can flush, on NFS for one).
     fn close(&mut self) -> io::Result<()> {
         Ok(())

@@ -35,6 +35,10 @@ impl IoBackend for NullBackend {
         Ok(())
     }
 
+    fn buffer(&mut self, _slot: u16) -> &mut [u8] {
+        &mut []
+    }
+
     fn fsync(&mut self) -> io::Result<()> {
         Ok(())
     }

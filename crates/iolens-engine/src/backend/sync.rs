@@ -55,6 +55,10 @@ impl IoBackend for SyncBackend {
         Ok(())
     }
 
+    fn buffer(&mut self, slot: u16) -> &mut [u8] {
+        self.target.buffers.slot_mut(slot as usize)
+    }
+
     fn close(&mut self) -> io::Result<()> {
         self.target.close()
     }
