@@ -102,9 +102,10 @@ fn device_lines(d: &DeviceReport, out: &mut String) {
     let amp = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}x"));
     let _ = writeln!(
         out,
-        "device {} ({}), over the same window:  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
+        "device {} ({}), whole device (other processes' I/O included), over the measurement window ({:.3} s):  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
         d.device,
         d.filesystem,
+        d.window_s,
         fmt_mib(d.read_bytes as f64),
         d.read_ops,
         amp(d.read_amplification),
