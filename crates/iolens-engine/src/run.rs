@@ -157,9 +157,6 @@ fn describe_failure(f: &AgentFailure, agent: &str, target: &std::path::Path) -> 
     }
 }
 
-/// File systems whose files live in RAM.
-const MEMORY_FILESYSTEMS: &[&str] = &["tmpfs", "ramfs"];
-
 /// Which targets live in RAM, in words ("/dev/shm/x is on tmpfs"), if any do.
 fn memory_backed(targets: &Targets) -> Option<String> {
     let on_ram: Vec<String> = targets
@@ -167,8 +164,8 @@ fn memory_backed(targets: &Targets) -> Option<String> {
         .iter()
         .filter(|t| t.kind == TargetKind::File)
         .filter_map(|t| {
-            let fs = iolens_device::filesystem_type(&t.path).ok()?.name;
-            MEMORY_FILESYSTEMS.contains(&fs).then(|| format!("{} is on {fs}", t.path.display()))
+            let fs = iolens_device::filesystem_type(&t.path).ok()?;
+            fs.memory_backed().then(|| format!("{} is on {}", t.path.display(), fs.name))
         })
         .collect();
     (!on_ram.is_empty()).then(|| on_ram.join(", "))

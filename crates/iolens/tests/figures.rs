@@ -220,3 +220,35 @@ fn device_window_excludes_the_ramp() {
     assert!((window - wall).abs() < 0.05, "device window {window} s vs measurement window {wall} s");
     assert_eq!(dev["whole_device"], true);
 }
+
+#[test]
+fn quick_on_tmpfs_says_it_measured_ram() {
+    let shm = Path::new("/dev/shm");
+    if iolens_device::filesystem_type(shm).map(|f| f.name).ok() != Some("tmpfs") {
+        eprintln!("skipped: /dev/shm is not tmpfs here");
+        return;
+    }
+    let env = Env::new();
+    let work = tempfile::tempdir_in(shm).unwrap();
+    let json = env.path("quick.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .env("IOLENS_STATE_DIR", env.path("state"))
+        .stdin(Stdio::null())
+        .args(["quick", s(work.path()), "--time", "100ms", "--size", "4m", "-q", "--results"])
+        .arg(env.path("results"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["memory_backed"], true);
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(warnings[0].starts_with("memory_backed_target") && warnings[0].contains("tmpfs"), "{warnings:?}");
+    assert_eq!(warnings.iter().filter(|w| w.contains("memory_backed_target")).count(), 1, "said once");
+    for h in v["headlines"].as_array().unwrap() {
+        assert!(h["measured"].as_str().unwrap().contains("RAM"), "{h}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("warning: memory_backed_target"), "{stdout}");
+}
