@@ -263,7 +263,7 @@ impl Figures {
         let busy_s = raw.busy.busy_ns as f64 / 1e9;
         let blocks = bytes as f64 / block_unit.max(1) as f64;
         let cpu_s = raw.cpu.user_s + raw.cpu.sys_s;
-        let dirs = (c.read_ops > 0 && c.write_ops > 0).then(|| raw.by_direction.as_deref()).flatten();
+        let dirs = (c.read_ops > 0 && c.write_ops > 0).then_some(raw.by_direction.as_deref()).flatten();
         let direction = |ops: u64, bytes: u64, hist: &LatencyHistogram, sum_ns: u64| DirectionFigures {
             ops,
             bytes,
