@@ -415,6 +415,11 @@ fn measure(
             .iter()
             .filter(|a| a.op.reads() && a.engine != EngineKind::Null)
             .all(|a| a.direct),
+        writes_direct_only: job
+            .agents
+            .iter()
+            .filter(|a| a.op.writes() && a.engine != EngineKind::Null)
+            .all(|a| a.direct),
         memory_backed: memory_backed(targets),
     };
     let mut warnings = targets.warnings.clone();

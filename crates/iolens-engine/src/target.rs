@@ -211,12 +211,17 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
             targets.warnings.push(Warning::new(
                 WarningCode::SizeClamped,
                 format!(
-                    "--size {} ({asked} bytes) is more than {} holds ({} = {} bytes); iolens never extends \
-                     a file it did not create, so the run addresses only the {}",
+                    "--size {} ({asked} bytes) is more than {} holds ({} = {} bytes); {}, so the run \
+                     addresses only the {}",
                     format_bytes(asked),
                     t.path.display(),
                     format_bytes(t.region),
                     t.region,
+                    if t.kind == TargetKind::BlockDevice {
+                        "a device does not grow"
+                    } else {
+                        "iolens never extends a file it did not create"
+                    },
                     format_bytes(t.region)
                 ),
             ));

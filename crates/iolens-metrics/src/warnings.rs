@@ -95,6 +95,8 @@ pub struct RunFacts<'a> {
     pub writes: bool,
     /// Every reading agent uses O_DIRECT: nothing (no read-ahead) makes the device read more.
     pub reads_direct_only: bool,
+    /// Every writing agent uses O_DIRECT: only file-system metadata makes the device write more.
+    pub writes_direct_only: bool,
     /// Why the targets live in RAM (e.g. "/dev/shm/x is on tmpfs"), when they do.
     pub memory_backed: Option<String>,
 }
@@ -114,6 +116,7 @@ impl<'a> RunFacts<'a> {
             reads: false,
             writes: false,
             reads_direct_only: false,
+            writes_direct_only: false,
             memory_backed: None,
         }
     }
@@ -131,6 +134,9 @@ const MIN_BYTES_FOR_CACHE_CHECK: u64 = 1 << 20;
 const DEVICE_NOISE_BYTES: u64 = 1 << 20;
 /// O_DIRECT reads reach the device as asked; beyond this share more, someone else read too.
 const DIRECT_READ_SLACK: f64 = 1.1;
+/// O_DIRECT writes add metadata and journal writes, but not as much again as the data.
+const DIRECT_WRITE_SLACK: f64 = 2.0;
+const DIRECT_WRITE_NOISE_BYTES: u64 = 4 << 20;
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
@@ -162,6 +168,19 @@ fn device_shared(facts: &RunFacts, dev: &DeviceReport) -> Option<String> {
             mib(dev.read_bytes),
             mib(moved_reads),
             dev.read_bytes as f64 / moved_reads.max(1) as f64
+        ));
+    }
+    if facts.writes
+        && facts.writes_direct_only
+        && dev.write_bytes as f64
+            > DIRECT_WRITE_SLACK * f.write_bytes as f64 + DIRECT_WRITE_NOISE_BYTES as f64
+    {
+        return Some(format!(
+            "the device wrote {} while this run's O_DIRECT writes asked for {} ({:.2}x), more than \
+             file-system metadata explains",
+            mib(dev.write_bytes),
+            mib(f.write_bytes),
+            dev.write_bytes as f64 / f.write_bytes.max(1) as f64
         ));
     }
     None
@@ -361,6 +380,15 @@ mod tests {
         let dev = DeviceReport { read_bytes: 50 << 20, write_bytes: 4 << 20, ..Default::default() };
         let facts = RunFacts { device: Some(&dev), writes: true, ..RunFacts::new(&w_only) };
         assert_eq!(codes(&evaluate_warnings(&facts)), vec![WarningCode::DeviceShared]);
+        // O_DIRECT writes: metadata on top is fine, three times the data is not.
+        let direct = RunFacts { writes: true, writes_direct_only: true, ..RunFacts::new(&w_only) };
+        let dev = DeviceReport { write_bytes: 5 << 20, ..Default::default() };
+        assert!(evaluate_warnings(&RunFacts { device: Some(&dev), ..direct.clone() }).is_empty());
+        let dev = DeviceReport { write_bytes: 40 << 20, ..Default::default() };
+        assert_eq!(
+            codes(&evaluate_warnings(&RunFacts { device: Some(&dev), ..direct })),
+            vec![WarningCode::DeviceShared]
+        );
     }
 
     #[test]
