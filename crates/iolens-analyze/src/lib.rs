@@ -333,7 +333,11 @@ impl Analyzer {
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
         let acc = self.classes.entry(class_of(e.layer)).or_insert_with(|| ClassAcc {
-            raw: AgentRaw::default(),
+            raw: {
+                let mut raw = AgentRaw::default();
+                raw.split_directions();
+                raw
+            },
             union: ExternalUnion::new(
                 self.opts.union_buffer,
                 self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
@@ -349,13 +353,15 @@ impl Analyzer {
             self.spill_error.get_or_insert(err);
         }
         acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
+        if data {
+            acc.raw.record_latency(write, dur);
+        }
         let c = &mut acc.raw.counters;
         // Traces are input: their sums saturate rather than overflow. Read and write totals are
         // capped together because the figures add them.
         if data {
             c.latency_sum_ns = c.latency_sum_ns.saturating_add(dur);
             c.moved_bytes = c.moved_bytes.saturating_add(e.requested);
-            acc.raw.latency.record(dur);
             let room = u64::MAX - c.read_bytes.saturating_add(c.write_bytes);
             if write {
                 c.write_ops = c.write_ops.saturating_add(1);

@@ -38,6 +38,13 @@ const MAGICS: &[(i64, &str)] = &[
     (0x5346_544e, "ntfs"),
 ];
 
+impl FsType {
+    /// Whether files on this file system live in RAM (tmpfs, ramfs): no storage behind them.
+    pub fn memory_backed(&self) -> bool {
+        matches!(self.name, "tmpfs" | "ramfs")
+    }
+}
+
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))

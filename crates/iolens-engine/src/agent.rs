@@ -163,6 +163,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut sink = PeriodSink { ring: setup.periods, own: UnionSweep::new(), last_mark: 0, stalls: 0 };
     let mut tracker = InFlightTracker::new(SPLIT_PERIOD_NS);
     let mut raw = AgentRaw::default();
+    if spec.op.reads() && spec.op.writes() {
+        raw.split_directions(); // allocated here, not per operation
+    }
     let mut failure = None;
     let mut verify = setup.verify;
 
@@ -276,7 +279,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             };
             if op.measured {
                 let lat = t - op.start;
-                raw.latency.record(lat);
+                raw.record_latency(op.write, lat);
                 let ctr = &mut raw.counters;
                 ctr.latency_sum_ns += lat;
                 ctr.moved_bytes += op.len as u64;

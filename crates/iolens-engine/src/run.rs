@@ -16,7 +16,7 @@ use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, 
 use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup};
 use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
-use crate::collector::{collect, DeviceWatch};
+use crate::collector::{collect, DeviceTimeline, DeviceWatch};
 use crate::target::{open_for_agent, prepare_targets, TargetKind, TargetPolicy, Targets};
 use crate::verify::{read_back, AgentVerify, Expect, Fields};
 use crate::{EngineError, PhaseBarrier};
@@ -171,6 +171,20 @@ fn describe_failure(f: &AgentFailure, agent: &str, target: &std::path::Path) -> 
     }
 }
 
+/// Which targets live in RAM, in words ("/dev/shm/x is on tmpfs"), if any do.
+fn memory_backed(targets: &Targets) -> Option<String> {
+    let on_ram: Vec<String> = targets
+        .targets
+        .iter()
+        .filter(|t| t.kind == TargetKind::File)
+        .filter_map(|t| {
+            let fs = iolens_device::filesystem_type(&t.path).ok()?;
+            fs.memory_backed().then(|| format!("{} is on {}", t.path.display(), fs.name))
+        })
+        .collect();
+    (!on_ram.is_empty()).then(|| on_ram.join(", "))
+}
+
 /// The devices behind the targets, and why there are none when there are none.
 fn watch_devices(targets: &Targets) -> (Option<DeviceWatch>, String, Option<String>) {
     let mut devices = Vec::new();
@@ -286,7 +300,8 @@ fn measure(
 
     barrier.wait("start");
     observer.phase("running");
-    let (outcomes, collected, dev_before, dev_after) = std::thread::scope(|scope| {
+    let min_ramp = job.agents.iter().map(|a| a.ramp).min().unwrap_or_default();
+    let (outcomes, mut collected, dev_after) = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
             .into_iter()
             .zip(producers)
@@ -322,12 +337,20 @@ fn measure(
                     .expect("spawning an agent thread")
             })
             .collect();
-        let dev_before = watch.as_ref().and_then(|w| w.read());
+        // The device window is the measurement window: it opens at the end of the (shortest)
+        // ramp. Without a ramp, the reading just before the agents are released opens it.
+        let timeline = match (&watch, min_ramp.is_zero()) {
+            (Some(w), true) => {
+                w.read().map_or_else(DeviceTimeline::default, |d| DeviceTimeline::starting(now_ns(), d))
+            }
+            _ => DeviceTimeline::default(),
+        };
         start.wait();
         let t_start = now_ns();
         let expected_s = expected_duration_s(job);
         let expected_bytes = expected_bytes(job, targets);
-        let collected = collect(consumers, watch.as_ref(), busy_log, t_start, || {
+        let window_start = t_start + min_ramp.as_nanos() as u64;
+        let collected = collect(consumers, watch.as_ref(), busy_log, window_start, timeline, || {
             if opts.stop.load(Ordering::Relaxed) {
                 halt.store(true, Ordering::Relaxed);
             }
@@ -348,8 +371,8 @@ fn measure(
         });
         let outcomes: Vec<AgentOutcome> =
             handles.into_iter().map(|h| h.join().expect("agent thread panicked")).collect();
-        let dev_after = watch.as_ref().and_then(|w| w.read());
-        (outcomes, collected, dev_before, dev_after)
+        let dev_after = watch.as_ref().and_then(|w| w.read()).map(|d| (now_ns(), d));
+        (outcomes, collected, dev_after)
     });
     barrier.wait("end");
     let mut outcomes = outcomes;
@@ -378,17 +401,23 @@ fn measure(
     }
     total.busy = collected.union;
     let aggregate = total.figures(job.block_unit);
-    let device = match (&watch, dev_before, dev_after) {
-        (Some(w), Some(before), Some(after)) => Some(DeviceReport::new(
+    let timeline = std::mem::take(&mut collected.device);
+    let window = dev_after.and_then(|(at, after)| timeline.finish(at, &after));
+    let device = match (&watch, window) {
+        (Some(w), Some((delta, window_s, samples))) => Some(DeviceReport::new(
             w.devices.join("+"),
             filesystem.clone(),
-            &after.delta(&before),
-            aggregate.wall_s,
+            &delta,
+            window_s,
             aggregate.read_bytes,
             aggregate.write_bytes,
-            collected.samples,
+            samples,
         )),
         _ => None,
+    };
+    let no_device_reason = match (&watch, &device) {
+        (Some(_), None) => Some("the run ended before its measurement window started".to_string()),
+        _ => no_device_reason,
     };
     let interrupted = opts.stop.load(Ordering::Relaxed);
     let trace_dropped = trace.as_ref().map_or(0, |t| t.dropped());
@@ -406,8 +435,22 @@ fn measure(
         null_only,
         interrupted,
         trace_dropped,
+        reads: job.agents.iter().any(|a| a.op.reads() && a.engine != EngineKind::Null),
+        writes: job.agents.iter().any(|a| a.op.writes() && a.engine != EngineKind::Null),
+        reads_direct_only: job
+            .agents
+            .iter()
+            .filter(|a| a.op.reads() && a.engine != EngineKind::Null)
+            .all(|a| a.direct),
+        writes_direct_only: job
+            .agents
+            .iter()
+            .filter(|a| a.op.writes() && a.engine != EngineKind::Null)
+            .all(|a| a.direct),
+        memory_backed: memory_backed(targets),
     };
-    let mut warnings = evaluate_warnings(&facts);
+    let mut warnings = targets.warnings.clone();
+    warnings.extend(evaluate_warnings(&facts));
     if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {
         warnings.push(Warning::new(
             WarningCode::BusyLogIncomplete,

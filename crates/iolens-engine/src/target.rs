@@ -24,7 +24,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use iolens_workload::{AgentSpec, Job, DEFAULT_REGION_SIZE};
+use iolens_metrics::{Warning, WarningCode};
+use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
 use crate::ownership::{remove_if_same_object, EntryKind, Holder, Identity, Registry};
@@ -71,6 +72,8 @@ pub struct Targets {
     pub agent_target: Vec<usize>,
     /// Bytes of incompressible data written to lay out files before the run.
     pub laid_out_bytes: u64,
+    /// What preparation found that the figures depend on (clamped sizes, sparse files).
+    pub warnings: Vec<Warning>,
 }
 
 impl Targets {
@@ -208,6 +211,27 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
         }
     }
     targets.agent_target = agent_path.iter().map(|p| index[p]).collect();
+    for (t, usage) in targets.targets.iter().zip(by_path.values()) {
+        if let Some(asked) = usage.region.filter(|&r| r > t.region) {
+            targets.warnings.push(Warning::new(
+                WarningCode::SizeClamped,
+                format!(
+                    "--size {} ({asked} bytes) is more than {} holds ({} = {} bytes); {}, so the run \
+                     addresses only the {}",
+                    format_bytes(asked),
+                    t.path.display(),
+                    format_bytes(t.region),
+                    t.region,
+                    if t.kind == TargetKind::BlockDevice {
+                        "a device does not grow"
+                    } else {
+                        "iolens never extends a file it did not create"
+                    },
+                    format_bytes(t.region)
+                ),
+            ));
+        }
+    }
     if let Err(e) = check_free_space(&targets) {
         targets.remove_created();
         return Err(e);
@@ -216,6 +240,7 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
     if null_only {
         return Ok(targets);
     }
+    let mut sparse = Vec::new();
     for (t, usage) in targets.targets.iter_mut().zip(by_path.values()) {
         let step = materialize(t, usage, stop).and_then(|bytes| {
             if t.kind == TargetKind::File && usage.direct {
@@ -226,6 +251,9 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
             }
             Ok(bytes)
         });
+        if t.kind == TargetKind::File && usage.reads && t.laid_out < t.region {
+            sparse.extend(sparse_warning(t));
+        }
         match step {
             Ok(bytes) => targets.laid_out_bytes += bytes,
             Err(e) => {
@@ -234,6 +262,7 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
             }
         }
     }
+    targets.warnings.extend(sparse);
     Ok(targets)
 }
 
@@ -562,6 +591,63 @@ fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, En
         }
     }
     Ok(written)
+}
+
+/// Bytes of `[0, len)` that hold data (not holes) in `file`: SEEK_DATA/SEEK_HOLE where the file
+/// system supports them (unwritten extents count as holes there), else the allocated blocks.
+pub fn data_bytes(file: &File, len: u64) -> io::Result<u64> {
+    let fd = file.as_raw_fd();
+    let mut data = 0u64;
+    let mut at = 0u64;
+    while at < len {
+        // SAFETY: plain syscalls on a descriptor we own; they only move its offset.
+        let start = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_DATA) };
+        if start < 0 {
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::ENXIO) => break, // no data after `at`
+                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => return allocated_bytes(file, len),
+                _ => return Err(io::Error::last_os_error()),
+            }
+        }
+        let start = start as u64;
+        if start >= len {
+            break;
+        }
+        // SAFETY: as above.
+        let end = unsafe { libc::lseek(fd, start as libc::off_t, libc::SEEK_HOLE) };
+        if end < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let end = (end as u64).min(len);
+        data += end.saturating_sub(start);
+        at = end.max(start + 1);
+    }
+    Ok(data)
+}
+
+fn allocated_bytes(file: &File, len: u64) -> io::Result<u64> {
+    Ok((file.metadata()?.blocks() * 512).min(len))
+}
+
+/// A `sparse_target` warning when the part of `t` agents read has holes.
+fn sparse_warning(t: &Target) -> Option<Warning> {
+    let file = t.handle.as_ref()?;
+    let data = data_bytes(file, t.region).ok()?;
+    let holes = t.region.saturating_sub(data);
+    (holes > 0).then(|| {
+        Warning::new(
+            WarningCode::SparseTarget,
+            format!(
+                "{} is sparse: {} of the {} read ({:.0}%) are holes, which read as zeros without touching \
+                 the device; the figures overstate the storage (fill the file with data, or give a \
+                 directory and let iolens lay out its own file)",
+                t.path.display(),
+                format_bytes(holes),
+                format_bytes(t.region),
+                100.0 * holes as f64 / t.region as f64
+            ),
+        )
+    })
 }
 
 /// Fills `[from, to)` with incompressible data, flushes it, and drops it from the page cache so

@@ -42,6 +42,12 @@ impl DeviceSample {
 pub struct DeviceReport {
     pub device: String,
     pub filesystem: String,
+    /// Seconds between the two readings of the counters: the measurement window (from the end
+    /// of the ramp to the end of the phase), within the few microseconds a reading takes.
+    pub window_s: f64,
+    /// Always true: the counters are the whole device's, so I/O of other processes on it
+    /// during the window is included (see the `device_shared` warning).
+    pub whole_device: bool,
     pub read_ops: u64,
     pub write_ops: u64,
     pub read_bytes: u64,
@@ -61,21 +67,24 @@ pub struct DeviceReport {
 }
 
 impl DeviceReport {
-    /// Builds the report from the window's counter delta and the application's byte counts.
+    /// Builds the report from the window's counter delta (over `window_s` seconds) and the
+    /// application's byte counts.
     pub fn new(
         device: String,
         filesystem: String,
         delta: &DiskStats,
-        wall_s: f64,
+        window_s: f64,
         app_read_bytes: u64,
         app_write_bytes: u64,
         samples: Vec<DeviceSample>,
     ) -> DeviceReport {
-        let whole = DeviceSample::from_delta(wall_s, wall_s, delta);
+        let whole = DeviceSample::from_delta(window_s, window_s, delta);
         let amp = |dev: u64, app: u64| (app > 0).then(|| dev as f64 / app as f64);
         DeviceReport {
             device,
             filesystem,
+            window_s,
+            whole_device: true,
             read_ops: delta.read_ios,
             write_ops: delta.write_ios,
             read_bytes: delta.read_bytes(),

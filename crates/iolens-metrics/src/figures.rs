@@ -64,11 +64,35 @@ impl CpuTime {
     }
 }
 
+/// Latencies of reads and of writes apart, for agents (and merges) that do both.
+#[derive(Debug, Clone, Default)]
+pub struct DirectionLatency {
+    pub read: LatencyHistogram,
+    pub write: LatencyHistogram,
+    /// Sums of response times, for exact means.
+    pub read_sum_ns: u64,
+    pub write_sum_ns: u64,
+}
+
+impl DirectionLatency {
+    fn merge(&mut self, o: &DirectionLatency) {
+        self.read.merge(&o.read);
+        self.write.merge(&o.write);
+        self.read_sum_ns = self.read_sum_ns.saturating_add(o.read_sum_ns);
+        self.write_sum_ns = self.write_sum_ns.saturating_add(o.write_sum_ns);
+    }
+}
+
 /// What one agent (or a merge of several) accumulated: raw, mergeable data.
 #[derive(Debug, Clone, Default)]
 pub struct AgentRaw {
     pub counters: OpCounters,
+    /// Latencies of all data operations.
     pub latency: LatencyHistogram,
+    /// Reads and writes apart: allocated up front where both can occur
+    /// ([`AgentRaw::split_directions`]); `None` where one direction only is recorded (then
+    /// `latency` is that direction's) or where the direction was not kept.
+    pub by_direction: Option<Box<DirectionLatency>>,
     /// The busy periods of this agent alone (its own in-flight union).
     pub busy: UnionTotals,
     pub cpu: CpuTime,
@@ -78,9 +102,64 @@ pub struct AgentRaw {
 }
 
 impl AgentRaw {
+    /// Keeps reads' and writes' latencies apart from now on (before any operation is recorded).
+    pub fn split_directions(&mut self) {
+        self.by_direction = Some(Box::default());
+    }
+
+    /// Records one data operation's response time (the counters are the caller's).
+    #[inline]
+    pub fn record_latency(&mut self, write: bool, ns: u64) {
+        self.latency.record(ns);
+        if let Some(d) = &mut self.by_direction {
+            if write {
+                d.write.record(ns);
+                d.write_sum_ns = d.write_sum_ns.saturating_add(ns);
+            } else {
+                d.read.record(ns);
+                d.read_sum_ns = d.read_sum_ns.saturating_add(ns);
+            }
+        }
+    }
+
+    /// Reads' and writes' latencies apart: kept, or known because only one direction occurred.
+    fn directions(&self) -> Option<std::borrow::Cow<'_, DirectionLatency>> {
+        use std::borrow::Cow;
+        let c = &self.counters;
+        match &self.by_direction {
+            Some(d) => Some(Cow::Borrowed(d)),
+            None if c.write_ops == 0 => Some(Cow::Owned(DirectionLatency {
+                read: self.latency.clone(),
+                read_sum_ns: c.latency_sum_ns,
+                ..Default::default()
+            })),
+            None if c.read_ops == 0 => Some(Cow::Owned(DirectionLatency {
+                write: self.latency.clone(),
+                write_sum_ns: c.latency_sum_ns,
+                ..Default::default()
+            })),
+            None => None,
+        }
+    }
+
     /// Merges counters, histograms and CPU; the window widens. Busy time is *not* summed here:
     /// the union across agents must come from their intervals, so the caller sets it.
     pub fn merge_except_busy(&mut self, o: &AgentRaw) {
+        let both = (self.counters.read_ops + o.counters.read_ops > 0)
+            && (self.counters.write_ops + o.counters.write_ops > 0);
+        // Only a merge holding both directions needs them apart; otherwise `latency` is the one.
+        self.by_direction = if both {
+            match (self.directions(), o.directions()) {
+                (Some(mine), Some(theirs)) => {
+                    let mut d = mine.into_owned();
+                    d.merge(&theirs);
+                    Some(Box::new(d))
+                }
+                _ => None,
+            }
+        } else {
+            None
+        };
         self.counters.merge(&o.counters);
         self.latency.merge(&o.latency);
         self.cpu.merge(&o.cpu);
@@ -107,6 +186,20 @@ pub struct CpuFigures {
     pub sys_s: f64,
     /// (user + sys) per data operation, nanoseconds.
     pub per_op_ns: f64,
+}
+
+/// The figures of one direction (reads or writes) of a run that does both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DirectionFigures {
+    pub ops: u64,
+    /// Requested bytes.
+    pub bytes: u64,
+    /// Operations and requested bytes of this direction per second of wall time.
+    pub iops: f64,
+    pub bw_bytes_s: f64,
+    /// Mean response time of this direction's operations, seconds.
+    pub arpt_s: f64,
+    pub lat_ns: LatencySummary,
 }
 
 /// The figures a report shows, derived from raw data. All are application-side: bytes are what
@@ -145,6 +238,12 @@ pub struct Figures {
     pub cpu: CpuFigures,
     /// busy_s / wall_s: the share of the run spent with at least one request in flight.
     pub io_wait_fraction: f64,
+    /// Reads and writes apart, when both occurred (absent otherwise, and where the directions
+    /// were not kept apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<DirectionFigures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<DirectionFigures>,
 }
 
 fn ratio(num: f64, den: f64) -> f64 {
@@ -164,7 +263,18 @@ impl Figures {
         let busy_s = raw.busy.busy_ns as f64 / 1e9;
         let blocks = bytes as f64 / block_unit.max(1) as f64;
         let cpu_s = raw.cpu.user_s + raw.cpu.sys_s;
+        let dirs = (c.read_ops > 0 && c.write_ops > 0).then_some(raw.by_direction.as_deref()).flatten();
+        let direction = |ops: u64, bytes: u64, hist: &LatencyHistogram, sum_ns: u64| DirectionFigures {
+            ops,
+            bytes,
+            iops: ratio(ops as f64, wall_s),
+            bw_bytes_s: ratio(bytes as f64, wall_s),
+            arpt_s: ratio(sum_ns as f64 / 1e9, ops as f64),
+            lat_ns: hist.summary(),
+        };
         Figures {
+            read: dirs.map(|d| direction(c.read_ops, c.read_bytes, &d.read, d.read_sum_ns)),
+            write: dirs.map(|d| direction(c.write_ops, c.write_bytes, &d.write, d.write_sum_ns)),
             ops,
             bytes,
             read_ops: c.read_ops,
@@ -288,6 +398,61 @@ mod tests {
         for v in [f.bps, f.iops, f.bw_bytes_s, f.arpt_s, f.io_wait_fraction, f.cpu.per_op_ns] {
             assert_eq!(v, 0.0);
         }
+    }
+
+    fn record(r: &mut AgentRaw, write: bool, ns: u64, bytes: u64) {
+        r.record_latency(write, ns);
+        let c = &mut r.counters;
+        c.latency_sum_ns += ns;
+        if write {
+            c.write_ops += 1;
+            c.write_bytes += bytes;
+        } else {
+            c.read_ops += 1;
+            c.read_bytes += bytes;
+        }
+    }
+
+    #[test]
+    fn mixed_agents_report_reads_and_writes_apart() {
+        // Fast reads (10 us), slow writes (1 ms): merged, p50 would be a read and p99 a write.
+        let mut r = AgentRaw::default();
+        r.split_directions();
+        for i in 0..300 {
+            record(&mut r, i % 3 == 0, if i % 3 == 0 { 1_000_000 } else { 10_000 }, 4096);
+        }
+        r.window_end_ns = 1_000_000_000;
+        let f = r.figures(512);
+        let (rd, wr) = (f.read.clone().unwrap(), f.write.clone().unwrap());
+        assert_eq!((rd.ops, wr.ops), (200, 100));
+        assert_eq!((rd.bytes, wr.bytes), (200 * 4096, 100 * 4096));
+        assert!((rd.iops - 200.0).abs() < 1e-9 && (wr.bw_bytes_s - 409_600.0).abs() < 1e-6);
+        assert!((rd.arpt_s - 10e-6).abs() < 1e-12 && (wr.arpt_s - 1e-3).abs() < 1e-12);
+        let close = |got: u64, want: u64| (got as f64 - want as f64).abs() / want as f64 <= 0.001;
+        assert!(close(rd.lat_ns.p99, 10_000) && close(wr.lat_ns.p50, 1_000_000));
+        assert!(close(f.lat_ns.p99, 1_000_000), "the overall histogram still holds both");
+
+        // Aggregate of a read-only and a write-only agent: the split comes from their directions.
+        let mut reader = AgentRaw::default();
+        let mut writer = AgentRaw::default();
+        for _ in 0..10 {
+            record(&mut reader, false, 5_000, 512);
+            record(&mut writer, true, 50_000, 512);
+        }
+        let mut all = AgentRaw::default();
+        all.merge_except_busy(&reader);
+        assert!(all.by_direction.is_none(), "one direction: nothing to keep apart");
+        all.merge_except_busy(&writer);
+        all.merge_except_busy(&r);
+        let f = all.figures(512);
+        let (rd, wr) = (f.read.unwrap(), f.write.unwrap());
+        assert_eq!((rd.ops, wr.ops), (210, 110));
+        assert!(close(rd.lat_ns.min, 5_000) && close(rd.lat_ns.max, 10_000));
+        assert!(close(wr.lat_ns.min, 50_000) && close(wr.lat_ns.max, 1_000_000));
+
+        // Single-direction runs carry no split.
+        let f = reader.figures(512);
+        assert!(f.read.is_none() && f.write.is_none());
     }
 
     #[test]

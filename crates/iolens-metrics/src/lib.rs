@@ -14,7 +14,8 @@ mod warnings;
 
 pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
-    AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
+    AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, DirectionFigures, DirectionLatency, Figures,
+    OpCounters, RunResult, SCHEMA_VERSION,
 };
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use verify::{BlockFields, VerifyFailure, VerifyReport};

@@ -20,6 +20,15 @@ pub enum WarningCode {
     BelowCacheRule,
     /// Repetitions of the same run vary more than the threshold (coefficient of variation).
     HighVariation,
+    /// A read target iolens did not lay out has holes: reads of holes return zeros without
+    /// touching the device.
+    SparseTarget,
+    /// `--size` asked for more than an existing file (or device) holds; the region is what is.
+    SizeClamped,
+    /// The target lives in RAM (tmpfs, ramfs): the figures measure memory, not storage.
+    MemoryBackedTarget,
+    /// The device counters show I/O this run cannot explain: other processes share the device.
+    DeviceShared,
 }
 
 impl Serialize for WarningCode {
@@ -45,6 +54,10 @@ impl WarningCode {
             WarningCode::BusyLogIncomplete => "busy_log_incomplete",
             WarningCode::BelowCacheRule => "below_cache_rule",
             WarningCode::HighVariation => "high_variation",
+            WarningCode::SparseTarget => "sparse_target",
+            WarningCode::SizeClamped => "size_clamped",
+            WarningCode::MemoryBackedTarget => "memory_backed_target",
+            WarningCode::DeviceShared => "device_shared",
         }
     }
 }
@@ -77,6 +90,15 @@ pub struct RunFacts<'a> {
     pub null_only: bool,
     pub interrupted: bool,
     pub trace_dropped: u64,
+    /// Some agent reads / writes (real I/O, not the null engine).
+    pub reads: bool,
+    pub writes: bool,
+    /// Every reading agent uses O_DIRECT: nothing (no read-ahead) makes the device read more.
+    pub reads_direct_only: bool,
+    /// Every writing agent uses O_DIRECT: only file-system metadata makes the device write more.
+    pub writes_direct_only: bool,
+    /// Why the targets live in RAM (e.g. "/dev/shm/x is on tmpfs"), when they do.
+    pub memory_backed: Option<String>,
 }
 
 impl<'a> RunFacts<'a> {
@@ -91,6 +113,11 @@ impl<'a> RunFacts<'a> {
             null_only: false,
             interrupted: false,
             trace_dropped: 0,
+            reads: false,
+            writes: false,
+            reads_direct_only: false,
+            writes_direct_only: false,
+            memory_backed: None,
         }
     }
 }
@@ -103,9 +130,60 @@ pub const MIN_TRUSTED_OPS: u64 = 1000;
 const CACHE_SHARE: f64 = 0.5;
 /// Below this many application bytes, cache comparisons drown in device noise.
 const MIN_BYTES_FOR_CACHE_CHECK: u64 = 1 << 20;
+/// Device bytes the run cannot explain below this are noise (journal commits, atime, metadata).
+const DEVICE_NOISE_BYTES: u64 = 1 << 20;
+/// O_DIRECT reads reach the device as asked; beyond this share more, someone else read too.
+const DIRECT_READ_SLACK: f64 = 1.1;
+/// O_DIRECT writes add metadata and journal writes, but not as much again as the data.
+const DIRECT_WRITE_SLACK: f64 = 2.0;
+const DIRECT_WRITE_NOISE_BYTES: u64 = 4 << 20;
 
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// Why the device counters cannot be this run's alone, if they cannot.
+fn device_shared(facts: &RunFacts, dev: &DeviceReport) -> Option<String> {
+    let f = facts.aggregate;
+    if !facts.writes && dev.write_bytes >= DEVICE_NOISE_BYTES {
+        return Some(format!("the device wrote {} during a run that wrote nothing", mib(dev.write_bytes)));
+    }
+    // Buffered writes of partial pages read the rest of the page: at most what was written.
+    if !facts.reads && dev.read_bytes >= DEVICE_NOISE_BYTES.max(f.write_bytes) {
+        return Some(format!(
+            "the device read {} during a run that read nothing (and wrote {})",
+            mib(dev.read_bytes),
+            mib(f.write_bytes)
+        ));
+    }
+    // What the read calls moved (data sieving moves more than the application asked for).
+    let moved_reads = f.moved_bytes.saturating_sub(f.write_bytes).max(f.read_bytes);
+    if facts.reads
+        && facts.reads_direct_only
+        && dev.read_bytes as f64 > DIRECT_READ_SLACK * moved_reads as f64 + DEVICE_NOISE_BYTES as f64
+    {
+        return Some(format!(
+            "the device read {} while this run's O_DIRECT reads moved {} ({:.2}x), and no read-ahead \
+             or cache explains the difference",
+            mib(dev.read_bytes),
+            mib(moved_reads),
+            dev.read_bytes as f64 / moved_reads.max(1) as f64
+        ));
+    }
+    if facts.writes
+        && facts.writes_direct_only
+        && dev.write_bytes as f64
+            > DIRECT_WRITE_SLACK * f.write_bytes as f64 + DIRECT_WRITE_NOISE_BYTES as f64
+    {
+        return Some(format!(
+            "the device wrote {} while this run's O_DIRECT writes asked for {} ({:.2}x), more than \
+             file-system metadata explains",
+            mib(dev.write_bytes),
+            mib(f.write_bytes),
+            dev.write_bytes as f64 / f.write_bytes.max(1) as f64
+        ));
+    }
+    None
 }
 
 /// Applies the honesty rules to a finished run.
@@ -118,7 +196,27 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
             "run interrupted: the figures cover only the part that ran",
         ));
     }
+    if let (Some(why), false) = (&facts.memory_backed, facts.null_only) {
+        out.push(Warning::new(
+            WarningCode::MemoryBackedTarget,
+            format!(
+                "{why}: the target lives in RAM, so these figures measure memory, not storage \
+                 (O_DIRECT, where accepted, bypasses no device here)"
+            ),
+        ));
+    }
     if !facts.null_only {
+        if let Some(dev) = facts.device {
+            if let Some(why) = device_shared(facts, dev) {
+                out.push(Warning::new(
+                    WarningCode::DeviceShared,
+                    format!(
+                        "{why}: device counters are whole-device and include other processes' I/O \
+                         (and the file system's own); the device figures are not this run's alone"
+                    ),
+                ));
+            }
+        }
         match facts.device {
             Some(dev) => {
                 if facts.buffered_reads
@@ -224,8 +322,14 @@ mod tests {
     fn cached_reads_and_unsynced_writes_are_flagged() {
         let f = figures(100 << 20, 100 << 20, 5.0, 10_000);
         let dev = DeviceReport { read_bytes: 1 << 20, write_bytes: 2 << 20, ..Default::default() };
-        let facts =
-            RunFacts { device: Some(&dev), buffered_reads: true, unsynced_writes: true, ..RunFacts::new(&f) };
+        let facts = RunFacts {
+            device: Some(&dev),
+            buffered_reads: true,
+            unsynced_writes: true,
+            reads: true,
+            writes: true,
+            ..RunFacts::new(&f)
+        };
         assert_eq!(
             codes(&evaluate_warnings(&facts)),
             vec![WarningCode::PageCacheReads, WarningCode::WritesNotDurable]
@@ -236,8 +340,55 @@ mod tests {
     fn direct_io_reaching_the_device_is_not_flagged() {
         let f = figures(100 << 20, 0, 5.0, 10_000);
         let dev = DeviceReport { read_bytes: 100 << 20, ..Default::default() };
-        let facts = RunFacts { device: Some(&dev), buffered_reads: true, ..RunFacts::new(&f) };
+        let facts = RunFacts { device: Some(&dev), buffered_reads: true, reads: true, ..RunFacts::new(&f) };
         assert!(evaluate_warnings(&facts).is_empty());
+    }
+
+    #[test]
+    fn memory_backed_targets_are_named() {
+        let f = figures(100 << 20, 0, 5.0, 10_000);
+        let facts = RunFacts { memory_backed: Some("/dev/shm/x is on tmpfs".into()), ..RunFacts::new(&f) };
+        let w = evaluate_warnings(&facts);
+        assert_eq!(codes(&w), vec![WarningCode::MemoryBackedTarget]);
+        assert!(w[0].message.contains("tmpfs") && w[0].message.contains("RAM"));
+        let null = RunFacts { null_only: true, ..facts };
+        assert!(evaluate_warnings(&null).is_empty(), "the null engine touches no target");
+    }
+
+    #[test]
+    fn device_io_the_run_cannot_explain_is_blamed_on_others() {
+        let f = figures(100 << 20, 0, 5.0, 10_000);
+        let f = Figures { moved_bytes: 100 << 20, ..f };
+        let read_only = RunFacts { reads: true, reads_direct_only: true, ..RunFacts::new(&f) };
+        // Writes during a read-only run.
+        let dev = DeviceReport { read_bytes: 100 << 20, write_bytes: 8 << 20, ..Default::default() };
+        let w = evaluate_warnings(&RunFacts { device: Some(&dev), ..read_only.clone() });
+        assert_eq!(codes(&w), vec![WarningCode::DeviceShared]);
+        assert!(w[0].message.contains("wrote 8.0 MiB") && w[0].message.contains("whole-device"));
+        // Twice the bytes O_DIRECT reads asked for.
+        let dev = DeviceReport { read_bytes: 200 << 20, ..Default::default() };
+        let w = evaluate_warnings(&RunFacts { device: Some(&dev), ..read_only.clone() });
+        assert_eq!(codes(&w), vec![WarningCode::DeviceShared]);
+        // Buffered reads may read ahead: not blamed on others.
+        let buffered = RunFacts { device: Some(&dev), reads_direct_only: false, ..read_only.clone() };
+        assert!(evaluate_warnings(&buffered).is_empty());
+        // Journal-sized noise is not flagged.
+        let dev = DeviceReport { read_bytes: 100 << 20, write_bytes: 64 << 10, ..Default::default() };
+        assert!(evaluate_warnings(&RunFacts { device: Some(&dev), ..read_only.clone() }).is_empty());
+        // Reads during a write-only run, beyond what partial pages explain.
+        let w_only = figures(0, 4 << 20, 5.0, 10_000);
+        let dev = DeviceReport { read_bytes: 50 << 20, write_bytes: 4 << 20, ..Default::default() };
+        let facts = RunFacts { device: Some(&dev), writes: true, ..RunFacts::new(&w_only) };
+        assert_eq!(codes(&evaluate_warnings(&facts)), vec![WarningCode::DeviceShared]);
+        // O_DIRECT writes: metadata on top is fine, three times the data is not.
+        let direct = RunFacts { writes: true, writes_direct_only: true, ..RunFacts::new(&w_only) };
+        let dev = DeviceReport { write_bytes: 5 << 20, ..Default::default() };
+        assert!(evaluate_warnings(&RunFacts { device: Some(&dev), ..direct.clone() }).is_empty());
+        let dev = DeviceReport { write_bytes: 40 << 20, ..Default::default() };
+        assert_eq!(
+            codes(&evaluate_warnings(&RunFacts { device: Some(&dev), ..direct })),
+            vec![WarningCode::DeviceShared]
+        );
     }
 
     #[test]

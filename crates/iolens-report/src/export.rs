@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use iolens_metrics::{Figures, RunResult, SCHEMA_VERSION};
+use iolens_metrics::{DirectionFigures, Figures, RunResult, SCHEMA_VERSION};
 use serde::Serialize;
 
 /// Writes `value` as pretty JSON to `path` (`-` for stdout).
@@ -80,7 +80,41 @@ const CSV_COLUMNS: &[&str] = &[
     "cpu_sys_s",
     "cpu_per_op_ns",
     "io_wait_fraction",
+    // Reads and writes apart (empty unless the row has both).
+    "read_iops",
+    "read_bw_bytes_s",
+    "read_arpt_s",
+    "read_lat_mean_ns",
+    "read_lat_p50_ns",
+    "read_lat_p99_ns",
+    "read_lat_p99.9_ns",
+    "read_lat_max_ns",
+    "write_iops",
+    "write_bw_bytes_s",
+    "write_arpt_s",
+    "write_lat_mean_ns",
+    "write_lat_p50_ns",
+    "write_lat_p99_ns",
+    "write_lat_p99.9_ns",
+    "write_lat_max_ns",
 ];
+
+/// One direction's CSV fields, empty when the row does not have both directions.
+fn direction_fields(d: Option<&DirectionFigures>) -> Vec<String> {
+    match d {
+        Some(d) => vec![
+            d.iops.to_string(),
+            d.bw_bytes_s.to_string(),
+            d.arpt_s.to_string(),
+            d.lat_ns.mean.to_string(),
+            d.lat_ns.p50.to_string(),
+            d.lat_ns.p99.to_string(),
+            d.lat_ns.p99_9.to_string(),
+            d.lat_ns.max.to_string(),
+        ],
+        None => vec![String::new(); 8],
+    }
+}
 
 /// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote or newline.
 pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
@@ -126,6 +160,10 @@ fn figure_fields(f: &Figures) -> Vec<String> {
         f.cpu.per_op_ns.to_string(),
         f.io_wait_fraction.to_string(),
     ]
+    .into_iter()
+    .chain(direction_fields(f.read.as_ref()))
+    .chain(direction_fields(f.write.as_ref()))
+    .collect()
 }
 
 /// One row per agent plus an `aggregate` row, with a header.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use iolens_metrics::{DeviceReport, Figures, RunResult};
+use iolens_metrics::{DeviceReport, DirectionFigures, Figures, RunResult};
 
 /// A count per second in a short form: `812`, `45.2k`, `1.23M`.
 pub fn fmt_rate(v: f64) -> String {
@@ -95,6 +95,35 @@ fn figure_cells(f: &Figures) -> Vec<String> {
     ]
 }
 
+/// The cells of one direction of a mixed row: what is measured per direction, blanks for the
+/// rest (busy time and CPU belong to the agent, not to a direction).
+fn direction_cells(d: &DirectionFigures) -> Vec<String> {
+    vec![
+        d.ops.to_string(),
+        fmt_rate(d.iops),
+        fmt_mib(d.bw_bytes_s),
+        String::new(),
+        String::new(),
+        String::new(),
+        fmt_ns(d.arpt_s * 1e9),
+        fmt_ns(d.lat_ns.p50 as f64),
+        fmt_ns(d.lat_ns.p99 as f64),
+        fmt_ns(d.lat_ns.p99_9 as f64),
+        String::new(),
+    ]
+}
+
+/// A row's reads and writes apart, under it, when it has both.
+fn direction_rows(f: &Figures, rows: &mut Vec<Vec<String>>) {
+    for (label, d) in [("  read", &f.read), ("  write", &f.write)] {
+        if let Some(d) = d {
+            let mut row = vec![label.to_string(), String::new(), String::new(), String::new(), String::new()];
+            row.extend(direction_cells(d));
+            rows.push(row);
+        }
+    }
+}
+
 const FIGURE_HEADER: [&str; 11] =
     ["ops", "IOPS", "MiB/s", "BPS", "busy_s", "io_wait", "ARPT", "p50", "p99", "p99.9", "cpu/op"];
 
@@ -102,9 +131,10 @@ fn device_lines(d: &DeviceReport, out: &mut String) {
     let amp = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}x"));
     let _ = writeln!(
         out,
-        "device {} ({}), over the same window:  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
+        "device {} ({}), whole device (other processes' I/O included), over the measurement window ({:.3} s):  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
         d.device,
         d.filesystem,
+        d.window_s,
         fmt_mib(d.read_bytes as f64),
         d.read_ops,
         amp(d.read_amplification),
@@ -128,11 +158,13 @@ pub fn render_run(run: &RunResult) -> String {
         let mut row = vec![i.name.clone(), i.rw.clone(), i.bs.clone(), engine, i.target.clone()];
         row.extend(figure_cells(&a.figures));
         rows.push(row);
+        direction_rows(&a.figures, &mut rows);
     }
     if run.agents.len() != 1 {
         let mut row = vec!["all".to_string(), String::new(), String::new(), String::new(), String::new()];
         row.extend(figure_cells(&run.aggregate));
         rows.push(row);
+        direction_rows(&run.aggregate, &mut rows);
     }
     let mut out = String::new();
     let _ = writeln!(
@@ -152,8 +184,9 @@ pub fn render_run(run: &RunResult) -> String {
     Table { header, rows, left_aligned: vec![] }.render(&mut out);
     let _ = writeln!(
         out,
-        "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second; latency = submission to completion",
-        run.aggregate.block_unit
+        "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second; latency = submission to completion{}",
+        run.aggregate.block_unit,
+        if run.aggregate.read.is_some() { "; read/write rows: each direction alone" } else { "" }
     );
     if let Some(d) = &run.device {
         device_lines(d, &mut out);
@@ -242,5 +275,32 @@ mod tests {
         assert!(lines[2].starts_with("a0"));
         assert!(lines[4].starts_with("all") && lines[4].contains("20"));
         assert!(text.contains("warning[short_run]: too short"));
+    }
+
+    #[test]
+    fn mixed_rows_show_reads_and_writes_apart() {
+        let mut run = RunResult { job: "mix".into(), ..Default::default() };
+        let dir = |ops: u64, p99: u64| DirectionFigures {
+            ops,
+            lat_ns: iolens_metrics::LatencySummary { p99, ..Default::default() },
+            ..Default::default()
+        };
+        let figures = Figures {
+            ops: 30,
+            read: Some(dir(20, 10_000)),
+            write: Some(dir(10, 3_100_000)),
+            ..Default::default()
+        };
+        run.agents.push(AgentResult {
+            info: AgentInfo { name: "a0".into(), rw: "randrw 70% read".into(), ..Default::default() },
+            figures: figures.clone(),
+        });
+        run.aggregate = figures;
+        let text = render_run(&run);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].starts_with("a0"));
+        assert!(lines[3].starts_with("  read") && lines[3].contains("20") && lines[3].contains("10.0us"));
+        assert!(lines[4].starts_with("  write") && lines[4].contains("3.10ms"), "{text}");
+        assert!(!text.contains("\nall"), "one agent: no aggregate row");
     }
 }

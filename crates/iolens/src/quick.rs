@@ -51,6 +51,8 @@ struct QuickReport {
     command: String,
     directory: String,
     filesystem: String,
+    /// The directory is on tmpfs or ramfs: every figure measures RAM, not storage.
+    memory_backed: bool,
     device: Option<String>,
     direct_supported: bool,
     memory: u64,
@@ -257,8 +259,9 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     })?;
     let dir = scratch.path().to_path_buf();
     let direct = direct_supported(&dir);
-    let filesystem =
-        iolens_device::filesystem_type(&dir).map(|f| f.name.to_string()).unwrap_or_else(|_| "unknown".into());
+    let fs_type = iolens_device::filesystem_type(&dir).ok();
+    let memory_backed = fs_type.is_some_and(|f| f.memory_backed());
+    let filesystem = fs_type.map_or_else(|| "unknown".to_string(), |f| f.name.to_string());
     let device = iolens_device::device_for_path(&dir).ok().flatten().map(|d| d.name);
     let memory = iolens_device::memory_total().unwrap_or(1 << 30);
     sayln!(
@@ -279,7 +282,8 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
             tool_version: env!("CARGO_PKG_VERSION"),
             command: command.clone(),
             directory: dir.display().to_string(),
-            filesystem,
+            filesystem: filesystem.clone(),
+            memory_backed,
             device,
             direct_supported: direct,
             memory,
@@ -325,6 +329,9 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     q.part("beff-io", move |_| beff_io::run(&beff_cfg, &stop_flag), summarize_beff_io);
 
     let mut report = q.report;
+    if memory_backed {
+        say_memory_backed(&mut report);
+    }
     report.interrupted = stop.load(Ordering::SeqCst);
     report.elapsed_s = started.elapsed().as_secs_f64();
     say!("{}", render(&report));
@@ -342,6 +349,25 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
         }
         Err(EXIT_FAILED)
     }
+}
+
+/// On tmpfs or ramfs every headline measures RAM: each says so, and one warning says it first
+/// (instead of once per point of every part).
+fn say_memory_backed(r: &mut QuickReport) {
+    let note = format!("target in RAM ({}), not storage", r.filesystem);
+    for h in &mut r.headlines {
+        h.measured = format!("{}; {note}", h.measured);
+    }
+    r.warnings.retain(|w| !w.contains("memory_backed_target"));
+    r.warnings.insert(
+        0,
+        format!(
+            "memory_backed_target: {} is on {}: every figure here measures memory, not storage{}",
+            r.directory,
+            r.filesystem,
+            if r.direct_supported { " (O_DIRECT is accepted but bypasses no device)" } else { "" }
+        ),
+    );
 }
 
 fn render(r: &QuickReport) -> String {
