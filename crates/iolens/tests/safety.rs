@@ -5,39 +5,14 @@
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A per-test registry, so tests neither see nor disturb each other's (or the user's) records.
-struct Env {
-    dir: tempfile::TempDir,
-    state: PathBuf,
-}
+mod common;
+use common::Env;
 
 impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let state = dir.path().join("state");
-        Env { dir, state }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn mkdir(&self, name: &str) -> PathBuf {
-        let p = self.path(name);
-        std::fs::create_dir(&p).unwrap();
-        p
-    }
-
-    fn iolens(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_iolens"));
-        c.env("IOLENS_STATE_DIR", &self.state).stdin(Stdio::null());
-        c
-    }
-
     fn run(&self, args: &[&str]) -> Output {
         self.iolens().args(args).output().unwrap()
     }

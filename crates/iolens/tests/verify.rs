@@ -3,8 +3,7 @@
 //! behind), then read with `--verify`.
 
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -13,30 +12,16 @@ const BLOCKS: u64 = 64;
 /// Exit code of a run whose verification found bad blocks.
 const EXIT_VERIFY: i32 = 3;
 
-/// A scratch directory on the real disk with its own ownership registry.
-struct Env {
-    dir: tempfile::TempDir,
-    state: PathBuf,
-}
+mod common;
+use common::Env;
 
 impl Env {
-    fn new() -> Env {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let state = dir.path().join("state");
-        Env { dir, state }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
     /// Runs `iolens run --quiet ARGS --json J` and returns the exit code, the JSON and the
     /// text output (stdout, then stderr).
     fn run(&self, name: &str, args: &[&str]) -> (i32, Value, String) {
         let json = self.path(&format!("{name}.json"));
-        let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
-            .env("IOLENS_STATE_DIR", &self.state)
-            .stdin(Stdio::null())
+        let out = self
+            .iolens()
             .args(["run", "--quiet"])
             .args(args)
             .args(["--json", json.to_str().unwrap()])
@@ -119,9 +104,9 @@ fn uring_unavailable(err: &str) -> bool {
     missing
 }
 
-fn clean_file_passes(engine: &str) {
-    let env = Env::new();
-    let file = env.path("data");
+/// Whether `engine` can run here (io_uring may be unavailable, e.g. in a sandbox): a small
+/// unverified write to `file`.
+fn engine_available(env: &Env, file: &Path, engine: &str) -> bool {
     let (code, _, err) = env.run(
         "probe",
         &[
@@ -137,7 +122,13 @@ fn clean_file_passes(engine: &str) {
             "2",
         ],
     );
-    if engine == "io_uring" && code != 0 && uring_unavailable(&err) {
+    !(engine == "io_uring" && code != 0 && uring_unavailable(&err))
+}
+
+fn clean_file_passes(engine: &str) {
+    let env = Env::new();
+    let file = env.path("data");
+    if !engine_available(&env, &file, engine) {
         return;
     }
     env.write(&file, engine, &[]);
@@ -154,22 +145,7 @@ fn clean_file_passes(engine: &str) {
 fn flipped_byte_is_corrupt(engine: &str) {
     let env = Env::new();
     let file = env.path("data");
-    let (code, _, err) = env.run(
-        "probe",
-        &[
-            "--target",
-            file.to_str().unwrap(),
-            "--rw",
-            "write",
-            "--size",
-            "8k",
-            "--engine",
-            engine,
-            "--qd",
-            "2",
-        ],
-    );
-    if engine == "io_uring" && code != 0 && uring_unavailable(&err) {
+    if !engine_available(&env, &file, engine) {
         return;
     }
     let generation = env.write(&file, engine, &[]);
