@@ -3,34 +3,18 @@
 //! reads and writes apart.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
-/// A scratch directory on the real disk (not tmpfs) with a registry of its own.
-struct Env {
-    dir: tempfile::TempDir,
-}
+mod common;
+use common::Env;
 
 impl Env {
-    fn new() -> Env {
-        Env { dir: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap() }
-    }
-
-    fn path(&self, name: &str) -> std::path::PathBuf {
-        self.dir.path().join(name)
-    }
-
     fn run_ok(&self, args: &[&str]) -> (Value, String) {
         let json = self.path("out.json");
         let _ = std::fs::remove_file(&json);
-        let out: Output = Command::new(env!("CARGO_BIN_EXE_iolens"))
-            .env("IOLENS_STATE_DIR", self.path("state"))
-            .stdin(Stdio::null())
-            .args(args)
-            .args(["--json", json.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out: Output = self.iolens().args(args).args(["--json", json.to_str().unwrap()]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
@@ -120,8 +104,7 @@ fn memory_backed_target_is_said() {
 #[test]
 fn mixed_jobs_report_reads_and_writes_apart() {
     let env = Env::new();
-    let data = env.path("data");
-    std::fs::create_dir(&data).unwrap();
+    let data = env.mkdir("data");
     let (v, stdout) = env.run_ok(&[
         "run",
         "--quiet",
@@ -186,8 +169,7 @@ fn mixed_jobs_report_reads_and_writes_apart() {
 #[test]
 fn device_window_excludes_the_ramp() {
     let env = Env::new();
-    let data = env.path("data");
-    std::fs::create_dir(&data).unwrap();
+    let data = env.mkdir("data");
     // The ramp reads the 8 MiB file from the device (buffered) and then from the cache; the
     // measured 32 MiB all come from the cache: the device window must see (almost) nothing.
     let (v, _) = env.run_ok(&[
@@ -231,9 +213,8 @@ fn quick_on_tmpfs_says_it_measured_ram() {
     let env = Env::new();
     let work = tempfile::tempdir_in(shm).unwrap();
     let json = env.path("quick.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
-        .env("IOLENS_STATE_DIR", env.path("state"))
-        .stdin(Stdio::null())
+    let out = env
+        .iolens()
         .args(["quick", s(work.path()), "--time", "100ms", "--size", "4m", "-q", "--results"])
         .arg(env.path("results"))
         .arg("--json")

@@ -70,24 +70,30 @@ fn an_interrupted_study_resumes_without_losing_or_repeating_runs() {
     assert_eq!(rows(&csv), after);
 }
 
-#[test]
-fn doe_analyze_writes_the_anova_table_as_json() {
-    let dir = scratch();
-    // A 2×2 design with 3 replicates: A has a large effect, B none, no interaction.
+/// `DIR/d.csv`: factors A (lo, hi) and B (x, y), `reps` runs per cell, response y = 10 (A=lo)
+/// or 20 (A=hi) plus `noise[k]` for the k-th row.
+fn two_by_two_csv(dir: &Path, reps: usize, noise: &[f64]) -> std::path::PathBuf {
     let mut text = String::from("A,B,y\n");
-    let noise = [0.1, -0.2, 0.1, 0.05, -0.05, 0.0, 0.2, -0.1, -0.1, 0.15, -0.15, 0.0];
     let mut k = 0;
     for a in ["lo", "hi"] {
         for b in ["x", "y"] {
-            for _ in 0..3 {
-                let y = if a == "hi" { 20.0 } else { 10.0 } + noise[k];
-                text.push_str(&format!("{a},{b},{y}\n"));
+            for _ in 0..reps {
+                text.push_str(&format!("{a},{b},{}\n", if a == "hi" { 20.0 } else { 10.0 } + noise[k]));
                 k += 1;
             }
         }
     }
-    let csv = dir.path().join("d.csv");
+    let csv = dir.join("d.csv");
     std::fs::write(&csv, text).unwrap();
+    csv
+}
+
+#[test]
+fn doe_analyze_writes_the_anova_table_as_json() {
+    let dir = scratch();
+    // A 2×2 design with 3 replicates: A has a large effect, B none, no interaction.
+    let noise = [0.1, -0.2, 0.1, 0.05, -0.05, 0.0, 0.2, -0.1, -0.1, 0.15, -0.15, 0.0];
+    let csv = two_by_two_csv(dir.path(), 3, &noise);
     let json = dir.path().join("a.json");
     let out = iolens()
         .args(["doe", "analyze"])
@@ -134,19 +140,7 @@ fn doe_analyze_writes_the_anova_table_as_json() {
 #[test]
 fn doe_analyze_with_two_replicates_tests_normality_and_says_why_brown_forsythe_cannot_run() {
     let dir = scratch();
-    let mut text = String::from("A,B,y\n");
-    let noise = [0.3, -0.1, 0.2, -0.4, 0.05, 0.15, -0.25, 0.1];
-    let mut k = 0;
-    for a in ["lo", "hi"] {
-        for b in ["x", "y"] {
-            for _ in 0..2 {
-                text.push_str(&format!("{a},{b},{}\n", if a == "hi" { 20.0 } else { 10.0 } + noise[k]));
-                k += 1;
-            }
-        }
-    }
-    let csv = dir.path().join("d.csv");
-    std::fs::write(&csv, text).unwrap();
+    let csv = two_by_two_csv(dir.path(), 2, &[0.3, -0.1, 0.2, -0.4, 0.05, 0.15, -0.25, 0.1]);
     let json = dir.path().join("a.json");
     let out = iolens()
         .args(["doe", "analyze"])
