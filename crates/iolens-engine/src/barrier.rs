@@ -13,6 +13,9 @@ pub trait PhaseBarrier: Sync {
     fn rank(&self) -> usize {
         0
     }
+    /// Replaces `values` on every participant with rank 0's (a broadcast); called by all
+    /// participants at the same point. Alone, the values are already rank 0's.
+    fn share(&self, _values: &mut [u64]) {}
 }
 
 /// The barrier of a single process: there is no one else to wait for.

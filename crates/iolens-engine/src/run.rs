@@ -17,7 +17,10 @@ use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSe
 use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceWatch};
-use crate::target::{open_for_agent, prepare_targets, TargetKind, TargetPolicy, Targets};
+use crate::placement::Placement;
+use crate::target::{
+    attach_shared, open_for_agent, prepare_targets_placed, shared_identity, TargetKind, TargetPolicy, Targets,
+};
 use crate::{EngineError, PhaseBarrier};
 
 /// Capacity of each agent's busy-period ring (16 bytes an entry).
@@ -41,6 +44,18 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// The command line, recorded in the result.
     pub command: String,
+    /// This process's place when several processes (MPI ranks) run the job; `None` alone.
+    pub placement: Option<Placement>,
+}
+
+/// A run's result with the mergeable data behind its aggregate, for combining processes.
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    pub result: RunResult,
+    /// Counters, histogram, CPU and window of all agents, and their busy-time union.
+    pub total: AgentRaw,
+    /// The files (or devices) the agents used.
+    pub files: Vec<PathBuf>,
 }
 
 /// Progress of a running job.
@@ -104,18 +119,24 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
     }
 }
 
-fn open_backend(spec: &AgentSpec, targets: &Targets, index: usize) -> Result<AnyBackend, EngineError> {
+fn open_backend(
+    spec: &AgentSpec,
+    targets: &Targets,
+    index: usize,
+    agents: usize,
+) -> Result<AnyBackend, EngineError> {
     let depth = if spec.engine == EngineKind::IoUring { spec.queue_depth.max(1) as usize } else { 1 };
     if spec.engine == EngineKind::Null {
         return Ok(AnyBackend::Null(NullBackend::new(depth)));
     }
     let target = targets.for_agent(index);
-    if spec.sizes.max() > target.region {
+    let region = targets.agent_region(index, agents, alignment(&spec.sizes));
+    if spec.sizes.max() > region {
         return Err(EngineError::BadTarget {
             path: target.path.clone(),
             reason: format!(
-                "holds {} but agent {} asks for requests of {}; give a larger --size",
-                format_bytes(target.region),
+                "holds {} for agent {} but it asks for requests of {}; give a larger --size",
+                format_bytes(region),
                 spec.name,
                 format_bytes(spec.sizes.max())
             ),
@@ -198,8 +219,38 @@ pub fn run_job(
     observer: &dyn RunObserver,
     barrier: &dyn PhaseBarrier,
 ) -> Result<RunResult, EngineError> {
+    run_job_detailed(job, opts, observer, barrier).map(|d| d.result)
+}
+
+/// Prepares the targets of this process. With one file shared by all processes, rank 0 creates
+/// and lays it out, then tells the others which file it is; they open that same file.
+fn prepare(job: &Job, opts: &RunOptions, barrier: &dyn PhaseBarrier) -> Result<Targets, EngineError> {
+    match &opts.placement {
+        Some(p) if p.shared_file && p.ranks > 1 => {
+            if p.rank == 0 {
+                let targets = prepare_targets_placed(job, opts.policy, &opts.stop, Some(p))?;
+                barrier.share(&mut shared_identity(&targets));
+                Ok(targets)
+            } else {
+                let mut id = [0u64; 2];
+                barrier.share(&mut id);
+                attach_shared(job, p, id[0], id[1])
+            }
+        }
+        p => prepare_targets_placed(job, opts.policy, &opts.stop, p.as_ref()),
+    }
+}
+
+/// [`run_job`], also giving the raw data behind the aggregate and the files used.
+pub fn run_job_detailed(
+    job: &Job,
+    opts: &RunOptions,
+    observer: &dyn RunObserver,
+    barrier: &dyn PhaseBarrier,
+) -> Result<RunDetail, EngineError> {
     observer.phase("preparing targets");
-    let targets = prepare_targets(job, opts.policy, &opts.stop)?;
+    let targets = prepare(job, opts, barrier)?;
+    let files = targets.targets.iter().map(|t| t.path.clone()).collect();
     let mut result = measure(job, opts, observer, barrier, &targets);
     let mut cleanup_failures = Vec::new();
     if !opts.keep {
@@ -208,7 +259,7 @@ pub fn run_job(
     // What stays (kept, or owned from an earlier run) is recorded with its identity now.
     let keep_record =
         targets.record_kept(!opts.keep, opts.scratch).err().map(|e| (PathBuf::from("ownership registry"), e));
-    if let Ok(r) = &mut result {
+    if let Ok((r, _)) = &mut result {
         for (path, e) in cleanup_failures.into_iter().chain(keep_record) {
             r.warnings.push(Warning::new(
                 WarningCode::CleanupFailed,
@@ -216,7 +267,7 @@ pub fn run_job(
             ));
         }
     }
-    result
+    result.map(|(result, total)| RunDetail { result, total, files })
 }
 
 fn measure(
@@ -225,13 +276,13 @@ fn measure(
     observer: &dyn RunObserver,
     barrier: &dyn PhaseBarrier,
     targets: &Targets,
-) -> Result<RunResult, EngineError> {
+) -> Result<(RunResult, AgentRaw), EngineError> {
     let n = job.agents.len();
     let backends: Vec<AnyBackend> = job
         .agents
         .iter()
         .enumerate()
-        .map(|(i, spec)| open_backend(spec, targets, i))
+        .map(|(i, spec)| open_backend(spec, targets, i, n))
         .collect::<Result<_, _>>()?;
     let trace = match &opts.trace {
         Some(path) => {
@@ -279,7 +330,8 @@ fn measure(
                 let setup = AgentSetup {
                     index: i as u16,
                     spec,
-                    region: targets.for_agent(i).region,
+                    region: targets.agent_region(i, n, alignment(&spec.sizes)),
+                    map: targets.offset_map(i, n, spec.sizes.max()),
                     align: alignment(&spec.sizes),
                     stop: &halt,
                     start: &start,
@@ -398,7 +450,7 @@ fn measure(
             ));
         }
     }
-    Ok(RunResult {
+    let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool: "iolens".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -414,7 +466,8 @@ fn measure(
         trace_file,
         trace_dropped_records: trace_dropped,
         union_ring_stalls: ring_stalls,
-    })
+    };
+    Ok((result, total))
 }
 
 /// Length of a time-driven job (ramp included), if every agent is time-driven.
@@ -431,7 +484,9 @@ fn expected_bytes(job: &Job, targets: &Targets) -> Option<u64> {
         .enumerate()
         .map(|(i, a)| match a.termination {
             iolens_workload::Termination { time: None, bytes: Some(b) } => Some(b),
-            iolens_workload::Termination { time: None, bytes: None } => Some(targets.for_agent(i).region),
+            iolens_workload::Termination { time: None, bytes: None } => {
+                Some(targets.agent_region(i, job.agents.len(), alignment(&a.sizes)))
+            }
             _ => None,
         })
         .sum()

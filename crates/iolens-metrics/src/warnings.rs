@@ -20,6 +20,10 @@ pub enum WarningCode {
     BelowCacheRule,
     /// Repetitions of the same run vary more than the threshold (coefficient of variation).
     HighVariation,
+    /// Across MPI ranks: the clock offsets' total uncertainty exceeds 1% of the busy time.
+    ClockUncertain,
+    /// Across MPI ranks: a rank's warning, carried into the combined result.
+    RankWarning,
 }
 
 impl Serialize for WarningCode {
@@ -45,6 +49,8 @@ impl WarningCode {
             WarningCode::BusyLogIncomplete => "busy_log_incomplete",
             WarningCode::BelowCacheRule => "below_cache_rule",
             WarningCode::HighVariation => "high_variation",
+            WarningCode::ClockUncertain => "clock_uncertain",
+            WarningCode::RankWarning => "rank_warning",
         }
     }
 }
