@@ -69,7 +69,7 @@ impl World {
     /// The MPI library and version (`MPI_Get_library_version`), first line.
     pub fn library(&self) -> String {
         mpi::environment::library_version()
-            .map(|v| v.lines().next().unwrap_or_default().trim().trim_end_matches(',').to_string())
+            .map(|v| v.split([',', '\n']).next().unwrap_or_default().trim().to_string())
             .unwrap_or_default()
     }
 
