@@ -338,14 +338,14 @@ fn resolve_placed_path(
         (true, true) => Ok((shared_file_in_dir(&agent.target, &job.name), true)),
         (false, true) => resolve_path(job, agent),
         (false, false) if agent.engine == iolens_workload::EngineKind::Null => resolve_path(job, agent),
-        (false, false) => Err(EngineError::BadTarget {
+        (false, false) => Err(resolve_path(job, agent).err().unwrap_or_else(|| EngineError::BadTarget {
             path: agent.target.clone(),
             reason: format!(
                 "is not a directory, so all {} ranks would use this one file as their own; give a \
                  directory (each rank gets its own files in it) or pass --shared-file",
                 p.ranks
             ),
-        }),
+        })),
     }
 }
 

@@ -123,6 +123,7 @@ fn under_mpi(
     #[cfg(feature = "mpi")]
     match args.command {
         cli::Command::Run(a) => {
+            clean_cmd::remove_leftovers_quietly();
             let code = mpi_cmd::run(*a, stop, command).err().unwrap_or(0);
             if code == 0 && output::write_failed() {
                 return output::EXIT_FAILED;
