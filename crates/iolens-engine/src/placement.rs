@@ -82,10 +82,9 @@ impl OffsetMap {
 
     #[inline(always)]
     pub fn apply(&self, offset: u64) -> u64 {
-        if self.block == 0 {
-            self.base + offset
-        } else {
-            ((offset / self.block) * self.participants + self.index) * self.block + offset % self.block
+        match offset.checked_div(self.block) {
+            None => self.base + offset,
+            Some(k) => (k * self.participants + self.index) * self.block + offset % self.block,
         }
     }
 }

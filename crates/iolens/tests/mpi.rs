@@ -7,7 +7,9 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use iolens_record::busy::{read_period_log, union_of};
+use iolens_record::trace::TraceReader;
 use iolens_record::Interval;
+use iolens_record::OpKind;
 use serde_json::Value;
 
 const RANKS: usize = 4;
@@ -61,8 +63,21 @@ fn file_per_process_one_table_one_json_aggregate_is_the_sum_of_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
     let out = mpirun(&[
-        "run", "--target", dir.path().to_str().unwrap(), "--rw", "write", "--bs", "64k", "--size", "4m",
-        "--bytes", "4m", "--keep", "-q", "--json", json.to_str().unwrap(),
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "4m",
+        "--bytes",
+        "4m",
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.matches("ranks: 4 on").count(), 1, "one table, from rank 0:\n{stdout}");
@@ -96,10 +111,47 @@ fn shared_file_segmented_and_strided_use_one_file() {
     for layout in ["segmented", "strided"] {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("result.json");
+        let trace = dir.path().join("ops.trace");
         mpirun(&[
-            "run", "--target", dir.path().to_str().unwrap(), "--rw", "write", "--bs", "64k", "--size", "2m",
-            "--bytes", "2m", "--shared-file", "--layout", layout, "--keep", "-q", "--json", json.to_str().unwrap(),
+            "run",
+            "--target",
+            dir.path().to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--size",
+            "2m",
+            "--bytes",
+            "2m",
+            "--shared-file",
+            "--layout",
+            layout,
+            "--keep",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
         ]);
+        // Every rank's operations land in its own share of the file, and the shares cover it.
+        let (region, block) = (2u64 << 20, 64u64 << 10);
+        let mut covered = std::collections::BTreeSet::new();
+        for r in 0..RANKS as u64 {
+            let mut reader = TraceReader::open(&dir.path().join(format!("ops.r{r}.trace"))).unwrap();
+            while let Some(op) = reader.next_record().unwrap() {
+                if op.kind != OpKind::Write {
+                    continue;
+                }
+                let owner = match layout {
+                    "segmented" => op.offset / region,
+                    _ => op.offset / block % RANKS as u64,
+                };
+                assert_eq!(owner, r, "{layout}: rank {r} wrote at {}", op.offset);
+                assert!(covered.insert(op.offset), "{layout}: offset {} written twice", op.offset);
+            }
+        }
+        assert_eq!(covered.len() as u64, RANKS as u64 * region / block, "{layout}");
         let files = data_files(dir.path());
         assert_eq!(files.len(), 1, "{layout}: {files:?}");
         assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), RANKS as u64 * (2 << 20), "{layout}");
