@@ -320,6 +320,7 @@ fn measure(
 
     barrier.wait("start");
     observer.phase("running");
+    let peer_failed = AtomicBool::new(false);
     let (outcomes, collected, dev_before, dev_after) = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
             .into_iter()
@@ -365,6 +366,10 @@ fn measure(
             if opts.stop.load(Ordering::Relaxed) {
                 halt.store(true, Ordering::Relaxed);
             }
+            if !peer_failed.load(Ordering::Relaxed) && barrier.peer_failed() {
+                peer_failed.store(true, Ordering::Relaxed);
+                halt.store(true, Ordering::Relaxed);
+            }
             let ops = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
             let bytes = progress.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
             let elapsed_s = (now_ns() - t_start) as f64 / 1e9;
@@ -385,6 +390,9 @@ fn measure(
         let dev_after = watch.as_ref().and_then(|w| w.read());
         (outcomes, collected, dev_before, dev_after)
     });
+    if outcomes.iter().any(|o| o.failure.is_some()) {
+        barrier.announce_failure();
+    }
     barrier.wait("end");
 
     let mut total = AgentRaw::default();
@@ -433,6 +441,15 @@ fn measure(
         trace_dropped,
     };
     let mut warnings = evaluate_warnings(&facts);
+    if peer_failed.load(Ordering::Relaxed) {
+        warnings.push(Warning::new(
+            WarningCode::Interrupted,
+            format!(
+                "stopped early: the run of another of the {} processes failed; the figures cover what ran",
+                barrier.size()
+            ),
+        ));
+    }
     if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {
         warnings.push(Warning::new(
             WarningCode::BusyLogIncomplete,
@@ -490,4 +507,56 @@ fn expected_bytes(job: &Job, targets: &Targets) -> Option<u64> {
             _ => None,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use iolens_workload::FlagWorkload;
+
+    use super::*;
+
+    /// A process among others whose peer fails after a few polls.
+    struct FailingPeer {
+        polls: AtomicUsize,
+        announced: AtomicBool,
+    }
+
+    impl PhaseBarrier for FailingPeer {
+        fn wait(&self, _phase: &str) {}
+        fn size(&self) -> usize {
+            2
+        }
+        fn peer_failed(&self) -> bool {
+            self.polls.fetch_add(1, Ordering::Relaxed) >= 3
+        }
+        fn announce_failure(&self) {
+            self.announced.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_peer_failure_ends_the_phase_early_with_valid_partial_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = FlagWorkload {
+            target: dir.path().to_path_buf(),
+            engine: "null".into(),
+            time: Some("30s".into()),
+            ..FlagWorkload::default()
+        }
+        .to_job()
+        .unwrap();
+        let peer = FailingPeer { polls: AtomicUsize::new(0), announced: AtomicBool::new(false) };
+        let t = std::time::Instant::now();
+        let r = run_job(&job, &RunOptions::default(), &(), &peer).unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert!(r.error.is_none(), "the failure was the peer's: {:?}", r.error);
+        assert!(r.aggregate.ops > 0);
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.code == WarningCode::Interrupted && w.message.contains("another")));
+        assert!(!peer.announced.load(Ordering::Relaxed), "this process did not fail");
+    }
 }

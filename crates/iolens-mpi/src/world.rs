@@ -2,6 +2,10 @@
 //! ping-pong, and moving reports and busy periods to rank 0. Every call here is made by the
 //! main thread, before or after the measured phase; agent threads never touch MPI.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -22,6 +26,10 @@ const TAG_PING: i32 = 101;
 const TAG_PONG: i32 = 102;
 const TAG_REPORT: i32 = 103;
 const TAG_CHUNK: i32 = 104;
+const TAG_STOP: i32 = 105;
+
+/// The word a failing rank sends to the others (a static: its non-blocking sends outlive calls).
+static STOP_WORD: u64 = 1;
 
 /// `MPI_COMM_WORLD` and this process's place in it.
 pub struct World {
@@ -29,6 +37,12 @@ pub struct World {
     rank: usize,
     size: usize,
     host: String,
+    /// This rank announced a failure (sent a stop to every other rank).
+    announced: AtomicBool,
+    /// Stop messages received from other ranks.
+    stops_received: AtomicU64,
+    /// The non-blocking stop sends, completed at the next barrier.
+    stop_sends: Mutex<Vec<mpi::ffi::MPI_Request>>,
     // Dropped last: finalizes MPI.
     _universe: Universe,
 }
@@ -53,7 +67,16 @@ impl World {
         }
         let comm = universe.world();
         let host = mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into());
-        Ok(World { rank: comm.rank() as usize, size: comm.size() as usize, comm, host, _universe: universe })
+        Ok(World {
+            rank: comm.rank() as usize,
+            size: comm.size() as usize,
+            comm,
+            host,
+            announced: AtomicBool::new(false),
+            stops_received: AtomicU64::new(0),
+            stop_sends: Mutex::new(Vec::new()),
+            _universe: universe,
+        })
     }
 
     pub fn rank(&self) -> usize {
@@ -155,9 +178,67 @@ impl World {
 }
 
 impl PhaseBarrier for World {
+    /// A barrier that also settles failure announcements: the ranks agree (all-reduce) on how
+    /// many announced a failure, each receives every stop meant for it, and completes its own
+    /// stop sends — so no message is left pending, whoever failed when.
     fn wait(&self, _phase: &str) {
-        self.comm.barrier();
+        let mine = self.announced.load(Ordering::Relaxed) as u64;
+        let mut total = 0u64;
+        self.comm.all_reduce_into(&mine, &mut total, SystemOperation::sum());
+        let expected = total - mine;
+        while self.stops_received.load(Ordering::Relaxed) < expected {
+            let (_stop, _) = self.comm.any_process().receive_with_tag::<u64>(TAG_STOP);
+            self.stops_received.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut sends = self.stop_sends.lock().unwrap_or_else(|e| e.into_inner());
+        if !sends.is_empty() {
+            // SAFETY: the requests come from MPI_Isend below and are waited for exactly once;
+            // their buffer is a static.
+            unsafe {
+                mpi::ffi::MPI_Waitall(
+                    sends.len() as i32,
+                    sends.as_mut_ptr(),
+                    mpi::ffi::RSMPI_STATUSES_IGNORE,
+                );
+            }
+            sends.clear();
+        }
     }
+
+    fn announce_failure(&self) {
+        if self.announced.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let mut sends = self.stop_sends.lock().unwrap_or_else(|e| e.into_inner());
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            // SAFETY: a non-blocking send of one u64 from a static, on this communicator; the
+            // request is completed in `wait`.
+            unsafe {
+                let mut req = std::mem::MaybeUninit::uninit();
+                mpi::ffi::MPI_Isend(
+                    &STOP_WORD as *const u64 as *const std::ffi::c_void,
+                    1,
+                    u64::equivalent_datatype().as_raw(),
+                    r as i32,
+                    TAG_STOP,
+                    self.comm.as_raw(),
+                    req.as_mut_ptr(),
+                );
+                sends.push(req.assume_init());
+            }
+        }
+    }
+
+    fn peer_failed(&self) -> bool {
+        let mut failed = self.stops_received.load(Ordering::Relaxed) > 0;
+        while self.comm.any_process().immediate_probe_with_tag(TAG_STOP).is_some() {
+            let (_stop, _) = self.comm.any_process().receive_with_tag::<u64>(TAG_STOP);
+            self.stops_received.fetch_add(1, Ordering::Relaxed);
+            failed = true;
+        }
+        failed
+    }
+
     fn size(&self) -> usize {
         self.size
     }

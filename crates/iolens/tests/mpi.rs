@@ -221,3 +221,22 @@ fn a_failing_rank_ends_the_whole_job_within_10_s_naming_the_rank() {
     assert!(err.contains("rank 2 on "), "{err}");
     assert!(err.contains("/nonexistent/iolens/dir"), "{err}");
 }
+
+/// A rank killed mid-run (SIGKILL: no chance to say anything) ends the job on every rank
+/// within 10 s; mpirun names the rank and its host.
+#[test]
+fn a_rank_killed_mid_run_ends_the_whole_job_within_10_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; \
+         exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 64k --size 4m --time 30s -q",
+        dir.path().display()
+    );
+    let t = Instant::now();
+    let out = mpirun_sh(&script);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(took < Duration::from_secs(12), "took {took:?} (2 s before the kill)");
+    assert!(err.contains("rank 1"), "{err}");
+}
