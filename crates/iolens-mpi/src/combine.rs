@@ -101,16 +101,21 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
                 ));
             }
         }
+        // The row shows the rank's first agent's settings (ranks usually run the same job).
         let first = r.get("agents").and_then(|a| a.get(0)).cloned().unwrap_or_default();
         let agents = r.get("agents").and_then(|a| a.as_array()).map_or(0, |a| a.len());
         rows.push(AgentResult {
             info: AgentInfo {
-                name: format!("rank {}", report.rank),
+                name: if agents > 1 {
+                    format!("rank {} ({agents} agents)", report.rank)
+                } else {
+                    format!("rank {}", report.rank)
+                },
                 target: format!("{}:{}", report.host, report.files.join(",")),
                 rw: text(&first, "rw"),
                 bs: text(&first, "bs"),
                 engine: text(&first, "engine"),
-                qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32 * agents.max(1) as u32,
+                qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
                 direct: first.get("direct").and_then(|v| v.as_bool()).unwrap_or(false),
             },
             figures: figures.clone(),
