@@ -41,6 +41,8 @@ pub(crate) struct AgentSetup<'a> {
     pub index: u16,
     pub spec: &'a AgentSpec,
     pub region: u64,
+    /// Moves offsets into this agent's share of a file shared with other processes.
+    pub map: crate::placement::OffsetMap,
     pub align: u64,
     pub stop: &'a AtomicBool,
     pub start: &'a Barrier,
@@ -215,7 +217,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                 }
             }
             let call = calls.next(&mut rng);
-            let (offset, len) = (call.offset, call.len);
+            let (offset, len) = (setup.map.apply(call.offset), call.len);
             let write = !mix.is_read(&mut rng);
             let slot = free_slots.pop().expect("a free slot while below depth");
             let dir = if write { Direction::Write } else { Direction::Read };

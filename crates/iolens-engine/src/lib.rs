@@ -14,6 +14,7 @@ pub mod buffers;
 pub mod offsets;
 pub mod ownership;
 pub mod pacing;
+pub mod placement;
 pub mod target;
 pub mod verify;
 
@@ -24,7 +25,8 @@ mod run;
 use std::path::PathBuf;
 
 pub use barrier::{LocalBarrier, PhaseBarrier};
-pub use run::{run_job, Progress, RunObserver, RunOptions};
+pub use placement::{Layout, OffsetMap, Placement};
+pub use run::{run_job, run_job_detailed, Progress, RunDetail, RunObserver, RunOptions};
 pub use target::{TargetPolicy, Targets};
 
 /// Why a run could not start, or ended early.

@@ -17,7 +17,10 @@ use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSe
 use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceTimeline, DeviceWatch};
-use crate::target::{open_for_agent, prepare_targets, TargetKind, TargetPolicy, Targets};
+use crate::placement::Placement;
+use crate::target::{
+    attach_shared, open_for_agent, prepare_targets_placed, shared_identity, TargetKind, TargetPolicy, Targets,
+};
 use crate::verify::{read_back, AgentVerify, Expect, Fields};
 use crate::{EngineError, PhaseBarrier};
 
@@ -42,6 +45,18 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// The command line, recorded in the result.
     pub command: String,
+    /// This process's place when several processes (MPI ranks) run the job; `None` alone.
+    pub placement: Option<Placement>,
+}
+
+/// A run's result with the mergeable data behind its aggregate, for combining processes.
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    pub result: RunResult,
+    /// Counters, histogram, CPU and window of all agents, and their busy-time union.
+    pub total: AgentRaw,
+    /// The files (or devices) the agents used.
+    pub files: Vec<PathBuf>,
 }
 
 /// Progress of a running job.
@@ -111,18 +126,20 @@ fn open_backend(
     spec: &AgentSpec,
     targets: &Targets,
     index: usize,
+    agents: usize,
 ) -> Result<(AnyBackend, Option<std::fs::File>), EngineError> {
     let depth = if spec.engine == EngineKind::IoUring { spec.queue_depth.max(1) as usize } else { 1 };
     if spec.engine == EngineKind::Null {
         return Ok((AnyBackend::Null(NullBackend::new(depth)), None));
     }
     let target = targets.for_agent(index);
-    if spec.sizes.max() > target.region {
+    let region = targets.agent_region(index, agents, alignment(&spec.sizes));
+    if spec.sizes.max() > region {
         return Err(EngineError::BadTarget {
             path: target.path.clone(),
             reason: format!(
-                "holds {} but agent {} asks for requests of {}; give a larger --size",
-                format_bytes(target.region),
+                "holds {} for agent {} but it asks for requests of {}; give a larger --size",
+                format_bytes(region),
                 spec.name,
                 format_bytes(spec.sizes.max())
             ),
@@ -226,8 +243,38 @@ pub fn run_job(
     observer: &dyn RunObserver,
     barrier: &dyn PhaseBarrier,
 ) -> Result<RunResult, EngineError> {
+    run_job_detailed(job, opts, observer, barrier).map(|d| d.result)
+}
+
+/// Prepares the targets of this process. With one file shared by all processes, rank 0 creates
+/// and lays it out, then tells the others which file it is; they open that same file.
+fn prepare(job: &Job, opts: &RunOptions, barrier: &dyn PhaseBarrier) -> Result<Targets, EngineError> {
+    match &opts.placement {
+        Some(p) if p.shared_file && p.ranks > 1 => {
+            if p.rank == 0 {
+                let targets = prepare_targets_placed(job, opts.policy, &opts.stop, Some(p))?;
+                barrier.share(&mut shared_identity(&targets));
+                Ok(targets)
+            } else {
+                let mut id = [0u64; 2];
+                barrier.share(&mut id);
+                attach_shared(job, p, id[0], id[1])
+            }
+        }
+        p => prepare_targets_placed(job, opts.policy, &opts.stop, p.as_ref()),
+    }
+}
+
+/// [`run_job`], also giving the raw data behind the aggregate and the files used.
+pub fn run_job_detailed(
+    job: &Job,
+    opts: &RunOptions,
+    observer: &dyn RunObserver,
+    barrier: &dyn PhaseBarrier,
+) -> Result<RunDetail, EngineError> {
     observer.phase("preparing targets");
-    let targets = prepare_targets(job, opts.policy, &opts.stop)?;
+    let targets = prepare(job, opts, barrier)?;
+    let files = targets.targets.iter().map(|t| t.path.clone()).collect();
     let mut result = measure(job, opts, observer, barrier, &targets);
     let mut cleanup_failures = Vec::new();
     if !opts.keep {
@@ -236,7 +283,7 @@ pub fn run_job(
     // What stays (kept, or owned from an earlier run) is recorded with its identity now.
     let keep_record =
         targets.record_kept(!opts.keep, opts.scratch).err().map(|e| (PathBuf::from("ownership registry"), e));
-    if let Ok(r) = &mut result {
+    if let Ok((r, _)) = &mut result {
         for (path, e) in cleanup_failures.into_iter().chain(keep_record) {
             r.warnings.push(Warning::new(
                 WarningCode::CleanupFailed,
@@ -244,7 +291,7 @@ pub fn run_job(
             ));
         }
     }
-    result
+    result.map(|(result, total)| RunDetail { result, total, files })
 }
 
 fn measure(
@@ -253,13 +300,13 @@ fn measure(
     observer: &dyn RunObserver,
     barrier: &dyn PhaseBarrier,
     targets: &Targets,
-) -> Result<RunResult, EngineError> {
+) -> Result<(RunResult, AgentRaw), EngineError> {
     let n = job.agents.len();
     let (backends, read_back_files): (Vec<AnyBackend>, Vec<Option<std::fs::File>>) = job
         .agents
         .iter()
         .enumerate()
-        .map(|(i, spec)| open_backend(spec, targets, i))
+        .map(|(i, spec)| open_backend(spec, targets, i, n))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .unzip();
@@ -301,6 +348,7 @@ fn measure(
     barrier.wait("start");
     observer.phase("running");
     let min_ramp = job.agents.iter().map(|a| a.ramp).min().unwrap_or_default();
+    let peer_failed = AtomicBool::new(false);
     let (outcomes, mut collected, dev_after) = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
             .into_iter()
@@ -311,7 +359,8 @@ fn measure(
                 let setup = AgentSetup {
                     index: i as u16,
                     spec,
-                    region: targets.for_agent(i).region,
+                    region: targets.agent_region(i, n, alignment(&spec.sizes)),
+                    map: targets.offset_map(i, n, spec.sizes.max()),
                     align: alignment(&spec.sizes),
                     stop: &halt,
                     start: &start,
@@ -354,6 +403,10 @@ fn measure(
             if opts.stop.load(Ordering::Relaxed) {
                 halt.store(true, Ordering::Relaxed);
             }
+            if !peer_failed.load(Ordering::Relaxed) && barrier.peer_failed() {
+                peer_failed.store(true, Ordering::Relaxed);
+                halt.store(true, Ordering::Relaxed);
+            }
             let ops = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
             let bytes = progress.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
             let elapsed_s = (now_ns() - t_start) as f64 / 1e9;
@@ -374,6 +427,9 @@ fn measure(
         let dev_after = watch.as_ref().and_then(|w| w.read()).map(|d| (now_ns(), d));
         (outcomes, collected, dev_after)
     });
+    if outcomes.iter().any(|o| o.failure.is_some()) {
+        barrier.announce_failure();
+    }
     barrier.wait("end");
     let mut outcomes = outcomes;
     let read_back_error = read_back_all(&mut outcomes, read_back_files, &opts.stop, job, targets);
@@ -451,6 +507,15 @@ fn measure(
     };
     let mut warnings = targets.warnings.clone();
     warnings.extend(evaluate_warnings(&facts));
+    if peer_failed.load(Ordering::Relaxed) {
+        warnings.push(Warning::new(
+            WarningCode::Interrupted,
+            format!(
+                "stopped early: the run of another of the {} processes failed; the figures cover what ran",
+                barrier.size()
+            ),
+        ));
+    }
     if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {
         warnings.push(Warning::new(
             WarningCode::BusyLogIncomplete,
@@ -468,7 +533,7 @@ fn measure(
             ));
         }
     }
-    Ok(RunResult {
+    let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool: "iolens".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -485,7 +550,8 @@ fn measure(
         trace_dropped_records: trace_dropped,
         union_ring_stalls: ring_stalls,
         verify,
-    })
+    };
+    Ok((result, total))
 }
 
 /// A generation for this run's verified writes: the time in nanoseconds since the epoch, so a
@@ -607,8 +673,62 @@ fn expected_bytes(job: &Job, targets: &Targets) -> Option<u64> {
         .enumerate()
         .map(|(i, a)| match a.termination {
             iolens_workload::Termination { time: None, bytes: Some(b) } => Some(b),
-            iolens_workload::Termination { time: None, bytes: None } => Some(targets.for_agent(i).region),
+            iolens_workload::Termination { time: None, bytes: None } => {
+                Some(targets.agent_region(i, job.agents.len(), alignment(&a.sizes)))
+            }
             _ => None,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use iolens_workload::FlagWorkload;
+
+    use super::*;
+
+    /// A process among others whose peer fails after a few polls.
+    struct FailingPeer {
+        polls: AtomicUsize,
+        announced: AtomicBool,
+    }
+
+    impl PhaseBarrier for FailingPeer {
+        fn wait(&self, _phase: &str) {}
+        fn size(&self) -> usize {
+            2
+        }
+        fn peer_failed(&self) -> bool {
+            self.polls.fetch_add(1, Ordering::Relaxed) >= 3
+        }
+        fn announce_failure(&self) {
+            self.announced.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_peer_failure_ends_the_phase_early_with_valid_partial_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = FlagWorkload {
+            target: dir.path().to_path_buf(),
+            engine: "null".into(),
+            time: Some("30s".into()),
+            ..FlagWorkload::default()
+        }
+        .to_job()
+        .unwrap();
+        let peer = FailingPeer { polls: AtomicUsize::new(0), announced: AtomicBool::new(false) };
+        let t = std::time::Instant::now();
+        let r = run_job(&job, &RunOptions::default(), &(), &peer).unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert!(r.error.is_none(), "the failure was the peer's: {:?}", r.error);
+        assert!(r.aggregate.ops > 0);
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.code == WarningCode::Interrupted && w.message.contains("another")));
+        assert!(!peer.announced.load(Ordering::Relaxed), "this process did not fail");
+    }
 }

@@ -29,6 +29,7 @@ use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
 use crate::ownership::{remove_if_same_object, EntryKind, Holder, Identity, Registry};
+use crate::placement::{Layout, OffsetMap, Placement};
 use crate::EngineError;
 
 const LAYOUT_CHUNK: usize = 1 << 20;
@@ -74,11 +75,37 @@ pub struct Targets {
     pub laid_out_bytes: u64,
     /// What preparation found that the figures depend on (clamped sizes, sparse files).
     pub warnings: Vec<Warning>,
+    /// Set when processes share one file: each agent addresses its share of it.
+    pub shared: Option<Placement>,
 }
 
 impl Targets {
     pub fn for_agent(&self, agent: usize) -> &Target {
         &self.targets[self.agent_target[agent]]
+    }
+
+    /// Bytes agent `agent` (of `agents`) addresses: its target's region, or in a shared file its
+    /// share of it (a multiple of `align`).
+    pub fn agent_region(&self, agent: usize, agents: usize, align: u64) -> u64 {
+        let region = self.for_agent(agent).region;
+        match &self.shared {
+            Some(p) => region / p.participants(agents) / align.max(1) * align.max(1),
+            None => region,
+        }
+    }
+
+    /// Where agent `agent` (of `agents`, with requests of `block` bytes) puts its offsets.
+    pub fn offset_map(&self, agent: usize, agents: usize, block: u64) -> OffsetMap {
+        match &self.shared {
+            None => OffsetMap::IDENTITY,
+            Some(p) => {
+                let index = p.participant(agent, agents);
+                match p.layout {
+                    Layout::Segmented => OffsetMap::segmented(index, self.agent_region(agent, agents, 1)),
+                    Layout::Strided => OffsetMap::strided(index, p.participants(agents), block),
+                }
+            }
+        }
     }
 
     /// Removes the files this run created — each only if its path still names the very file
@@ -152,6 +179,16 @@ pub fn agent_file_in_dir(dir: &Path, job: &str, agent: &str) -> PathBuf {
     dir.join(format!("iolens-{}-{}.dat", sanitize(job), sanitize(agent)))
 }
 
+/// The file an agent of MPI rank `rank` uses when its target is a directory (file per process).
+pub fn rank_file_in_dir(dir: &Path, job: &str, agent: &str, rank: usize) -> PathBuf {
+    dir.join(format!("iolens-{}-{}-r{rank}.dat", sanitize(job), sanitize(agent)))
+}
+
+/// The one file every rank's agents share when their target is a directory.
+pub fn shared_file_in_dir(dir: &Path, job: &str) -> PathBuf {
+    dir.join(format!("iolens-{}-shared.dat", sanitize(job)))
+}
+
 /// Whether `path` is a regular file the registry says iolens created and nobody changed since.
 pub fn is_own_file(path: &Path) -> bool {
     let Ok(f) = crate::ownership::open_nofollow(path, false) else { return false };
@@ -174,10 +211,26 @@ struct Use {
 /// Resolves every agent's target, checks safety, and lays out data. Stops early (removing what
 /// it created) when `stop` is set.
 pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Result<Targets, EngineError> {
+    prepare_targets_placed(job, policy, stop, None)
+}
+
+/// [`prepare_targets`] for one of several processes. File per process: names in a directory
+/// carry the rank, and a file or device target is refused (every rank would write the same
+/// bytes). Shared file (called on rank 0 only; the others [`attach_shared`]): one file for all
+/// agents of all ranks, sized for all of them.
+pub fn prepare_targets_placed(
+    job: &Job,
+    policy: TargetPolicy,
+    stop: &AtomicBool,
+    placement: Option<&Placement>,
+) -> Result<Targets, EngineError> {
+    if let Some(p) = placement.filter(|p| p.shared_file) {
+        check_shared_job(job, p)?;
+    }
     let mut by_path: BTreeMap<PathBuf, Use> = BTreeMap::new();
     let mut agent_path = Vec::with_capacity(job.agents.len());
     for agent in &job.agents {
-        let (path, own_name) = resolve_path(job, agent)?;
+        let (path, own_name) = resolve_placed_path(job, agent, placement)?;
         let usage = by_path.entry(path.clone()).or_insert(Use {
             reads: false,
             writes: false,
@@ -196,9 +249,17 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
         }
         agent_path.push(path);
     }
+    let shared = placement.filter(|p| p.shared_file).copied();
+    if let Some(p) = &shared {
+        // The one file holds every participant's share.
+        for usage in by_path.values_mut() {
+            let per = usage.region.unwrap_or(DEFAULT_REGION_SIZE);
+            usage.region = Some(per.saturating_mul(p.participants(job.agents.len())));
+        }
+    }
     let null_only = job.agents.iter().all(|a| a.engine == iolens_workload::EngineKind::Null);
 
-    let mut targets = Targets::default();
+    let mut targets = Targets { shared, ..Targets::default() };
     let mut index = BTreeMap::new();
     for (i, (path, usage)) in by_path.iter().enumerate() {
         index.insert(path.clone(), i);
@@ -264,6 +325,130 @@ pub fn prepare_targets(job: &Job, policy: TargetPolicy, stop: &AtomicBool) -> Re
     }
     targets.warnings.extend(sparse);
     Ok(targets)
+}
+
+/// A shared file needs one target for every agent, and strided blocks of one request size.
+fn check_shared_job(job: &Job, p: &Placement) -> Result<(), EngineError> {
+    let first = &job.agents[0];
+    if let Some(other) = job.agents.iter().find(|a| a.target != first.target) {
+        return Err(EngineError::BadTarget {
+            path: other.target.clone(),
+            reason: format!(
+                "differs from agent {}'s target {}; with --shared-file every agent uses one target",
+                first.name,
+                first.target.display()
+            ),
+        });
+    }
+    if p.layout == Layout::Strided {
+        for a in &job.agents {
+            let fixed = matches!(a.sizes, iolens_workload::SizeSpec::Fixed(_));
+            let contiguous = !matches!(a.pattern, iolens_workload::Pattern::Noncontiguous(_));
+            if !fixed || !contiguous || a.sizes.max() != first.sizes.max() {
+                return Err(EngineError::BadTarget {
+                    path: a.target.clone(),
+                    reason: format!(
+                        "cannot be laid out strided for agent {}: the strided layout interleaves blocks of one \
+                         request size, so every agent needs the same fixed --bs and a contiguous pattern",
+                        a.name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where an agent's I/O goes when it is one of several processes' (see [`prepare_targets_placed`]).
+fn resolve_placed_path(
+    job: &Job,
+    agent: &AgentSpec,
+    placement: Option<&Placement>,
+) -> Result<(PathBuf, bool), EngineError> {
+    let Some(p) = placement else { return resolve_path(job, agent) };
+    let is_dir = std::fs::metadata(&agent.target).is_ok_and(|m| m.is_dir());
+    match (is_dir, p.shared_file) {
+        (true, false) => Ok((rank_file_in_dir(&agent.target, &job.name, &agent.name, p.rank), true)),
+        (true, true) => Ok((shared_file_in_dir(&agent.target, &job.name), true)),
+        (false, true) => resolve_path(job, agent),
+        (false, false) if agent.engine == iolens_workload::EngineKind::Null => resolve_path(job, agent),
+        (false, false) => Err(resolve_path(job, agent).err().unwrap_or_else(|| EngineError::BadTarget {
+            path: agent.target.clone(),
+            reason: format!(
+                "is not a directory, so all {} ranks would use this one file as their own; give a \
+                 directory (each rank gets its own files in it) or pass --shared-file",
+                p.ranks
+            ),
+        })),
+    }
+}
+
+/// The shared file rank 0 prepared, for another rank: opened by the same path, checked to be
+/// the very file rank 0 has open (its inode, `ino`) and of the size rank 0 laid out (`region`).
+/// This rank neither created nor owns it: it never removes or records it.
+pub fn attach_shared(
+    job: &Job,
+    placement: &Placement,
+    ino: u64,
+    region: u64,
+) -> Result<Targets, EngineError> {
+    check_shared_job(job, placement)?;
+    let (path, own_name) = resolve_placed_path(job, &job.agents[0], Some(placement))?;
+    let null_only = job.agents.iter().all(|a| a.engine == iolens_workload::EngineKind::Null);
+    let handle = if null_only {
+        None
+    } else {
+        let writes = job.agents.iter().any(|a| a.op.writes());
+        let nofollow = if own_name { libc::O_NOFOLLOW } else { 0 };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(writes)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | nofollow)
+            .open(&path)
+            .map_err(io_err(&path, "open the shared file"))?;
+        let meta = file.metadata().map_err(io_err(&path, "inspect"))?;
+        if meta.ino() != ino || !(meta.is_file() || meta.file_type().is_block_device()) || meta.len() < region
+        {
+            return Err(EngineError::Refused {
+                path: path.clone(),
+                reason: format!(
+                    "is not the file rank 0 prepared (inode {} size {}, expected inode {ino} size at least {region})",
+                    meta.ino(),
+                    meta.len()
+                ),
+                hint: "every rank must see the same file system at the target path".into(),
+            });
+        }
+        Some(file)
+    };
+    let kind = match &handle {
+        Some(f) if f.metadata().is_ok_and(|m| m.file_type().is_block_device()) => TargetKind::BlockDevice,
+        _ => TargetKind::File,
+    };
+    let writes = job.agents.iter().any(|a| a.op.writes());
+    Ok(Targets {
+        targets: vec![Target {
+            path,
+            kind,
+            region,
+            created: false,
+            owned: false,
+            written: writes,
+            handle,
+            laid_out: region,
+        }],
+        agent_target: vec![0; job.agents.len()],
+        laid_out_bytes: 0,
+        warnings: Vec::new(),
+        shared: Some(*placement),
+    })
+}
+
+/// The identity rank 0 shares with the other ranks: the shared file's inode and region.
+pub fn shared_identity(targets: &Targets) -> [u64; 2] {
+    let t = &targets.targets[0];
+    let ino = t.handle.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.ino());
+    [ino, t.region]
 }
 
 /// The path an agent addresses, and whether iolens chose its last component.

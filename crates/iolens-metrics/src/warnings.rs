@@ -29,6 +29,10 @@ pub enum WarningCode {
     MemoryBackedTarget,
     /// The device counters show I/O this run cannot explain: other processes share the device.
     DeviceShared,
+    /// Across MPI ranks: the clock offsets' total uncertainty exceeds 1% of the busy time.
+    ClockUncertain,
+    /// Across MPI ranks: a rank's warning, carried into the combined result.
+    RankWarning,
 }
 
 impl Serialize for WarningCode {
@@ -58,6 +62,8 @@ impl WarningCode {
             WarningCode::SizeClamped => "size_clamped",
             WarningCode::MemoryBackedTarget => "memory_backed_target",
             WarningCode::DeviceShared => "device_shared",
+            WarningCode::ClockUncertain => "clock_uncertain",
+            WarningCode::RankWarning => "rank_warning",
         }
     }
 }

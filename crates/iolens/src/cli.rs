@@ -186,6 +186,18 @@ pub struct RunArgs {
     /// Allow writing to an existing file iolens did not create, or to an unmounted block device.
     #[arg(long)]
     pub allow_overwrite: bool,
+    /// Run as an MPI program even when no MPI launcher is detected in the environment (needs a
+    /// build with `--features mpi`). Under `mpirun`, MPI is used without this flag.
+    #[arg(long)]
+    pub mpi: bool,
+    /// Under MPI: every rank's agents share one file (in a directory target:
+    /// iolens-JOB-shared.dat) instead of each rank its own files.
+    #[arg(long)]
+    pub shared_file: bool,
+    /// With --shared-file: segmented (each agent of each rank its contiguous segment) or
+    /// strided (interleaved blocks of the request size).
+    #[arg(long, default_value = "segmented", requires = "shared_file")]
+    pub layout: String,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -6,6 +6,8 @@ mod output;
 mod clean_cmd;
 mod cli;
 mod monitor;
+#[cfg(feature = "mpi")]
+mod mpi_cmd;
 mod quick;
 mod run_cmd;
 mod signals;
@@ -40,6 +42,15 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return ExitCode::from(usage_error(&e, &argv, &command)),
     };
+    if let Err(e) = iolens_record::clock::apply_test_skew_from_env() {
+        errln!("iolens: error: {e}");
+        return ExitCode::from(output::EXIT_USAGE);
+    }
+    let launch = iolens_mpi::detect().filter(|l| l.many());
+    let asked_mpi = matches!(&args.command, cli::Command::Run(a) if a.mpi);
+    if launch.is_some() || asked_mpi {
+        return ExitCode::from(under_mpi(args, launch, &stop, command));
+    }
     let is_trace = matches!(args.command, cli::Command::Trace(_));
     if !matches!(
         args.command,
@@ -80,6 +91,53 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// Started by an MPI launcher with more than one process, or with `run --mpi`.
+fn under_mpi(
+    args: cli::Cli,
+    launch: Option<iolens_mpi::Launch>,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> u8 {
+    let how = match &launch {
+        Some(l) => match (l.size, l.rank) {
+            (Some(n), Some(r)) => {
+                format!("started by an MPI launcher as rank {r} of {n} ({}={n})", l.variable)
+            }
+            (_, Some(r)) => format!("started by an MPI launcher as rank {r} ({} is set)", l.variable),
+            _ => format!("started by an MPI launcher ({} is set)", l.variable),
+        },
+        None => "asked to run under MPI (--mpi)".into(),
+    };
+    #[cfg(not(feature = "mpi"))]
+    {
+        // Every rank refuses: run alone, each would write the same files and the same JSON.
+        let _ = (args, stop, command);
+        errln!(
+            "iolens: error: {how}, but this iolens was built without MPI support; build with \
+             `cargo build --release --features mpi` (needs an MPI library such as Open MPI, and libclang)"
+        );
+        output::EXIT_USAGE
+    }
+    #[cfg(feature = "mpi")]
+    match args.command {
+        cli::Command::Run(a) => {
+            clean_cmd::remove_leftovers_quietly();
+            let code = mpi_cmd::run(*a, stop, command).err().unwrap_or(0);
+            if code == 0 && output::write_failed() {
+                return output::EXIT_FAILED;
+            }
+            code
+        }
+        _ => {
+            errln!(
+                "iolens: error: {how}; only `iolens run` runs across MPI ranks so far (sweep, saturate, \
+                 write-modes, quick and beff-io over MPI are not done yet); run other commands without mpirun"
+            );
+            output::EXIT_USAGE
+        }
+    }
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

@@ -22,7 +22,7 @@ fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
     ))
 }
 
-fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
+pub(crate) fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
     let flags = FlagWorkload {
         target: a.target.clone().unwrap_or_default(),
         rw: a.rw.clone(),
@@ -73,7 +73,17 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         busy_log: a.busy_log.clone(),
         stop: Arc::clone(stop),
         command: command.clone(),
+        placement: None,
     };
+    if a.shared_file {
+        return Err(fail(
+            &a.output,
+            &command,
+            "--shared-file: only under MPI (mpirun … iolens run)",
+            false,
+            EXIT_USAGE,
+        ));
+    }
     if a.repeat == 0 {
         return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
     }

@@ -697,3 +697,63 @@ fn repeated_runs_keep_every_value_and_summarize_them() {
     assert_eq!(text.lines().count(), 4, "a header and one row per repetition:\n{text}");
     assert!(text.starts_with("repetition,"));
 }
+
+/// Started by mpirun (here: its environment) without MPI support built in, every rank refuses
+/// before touching the target: alone, each would write the same file and the same JSON.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn an_mpi_launch_is_refused_by_a_build_without_mpi() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    for rank in ["0", "1"] {
+        let out = iolens()
+            .args([
+                "run",
+                "--target",
+                dir.path().to_str().unwrap(),
+                "--rw",
+                "write",
+                "--size",
+                "1m",
+                "--bytes",
+                "1m",
+            ])
+            .args(["--json", json.to_str().unwrap()])
+            .env("OMPI_COMM_WORLD_SIZE", "2")
+            .env("OMPI_COMM_WORLD_RANK", rank)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "rank {rank}: {err}");
+        assert!(err.contains("rank") && err.contains("built without MPI support"), "{err}");
+        assert!(err.contains("cargo build --release --features mpi"), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            dir_entries(dir.path()).is_empty(),
+            "rank {rank} touched the target: {:?}",
+            dir_entries(dir.path())
+        );
+    }
+    // PMI (MPICH, Intel MPI) and an explicit --mpi are refused the same way.
+    let out = iolens()
+        .args(["run", "--target", dir.path().to_str().unwrap(), "--engine", "null", "--bytes", "1m"])
+        .env("PMI_SIZE", "4")
+        .env("PMI_RANK", "3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = iolens()
+        .args(["run", "--mpi", "--target", dir.path().to_str().unwrap(), "--engine", "null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without MPI support"));
+    // A launcher's single process runs as today.
+    let out = iolens()
+        .args(["run", "--target", dir.path().to_str().unwrap(), "--engine", "null", "--bytes", "1m", "-q"])
+        .env("OMPI_COMM_WORLD_SIZE", "1")
+        .env("OMPI_COMM_WORLD_RANK", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,130 @@
+//! Where a process's agents do their I/O when several processes (MPI ranks) run one job.
+//!
+//! File per process (the default): every rank's agents get their own files in a directory
+//! target, named with the rank. One shared file (`shared_file`): every agent of every rank is a
+//! *participant* with index `rank × agents + agent`, addressing its own share of the file:
+//! - segmented: participant `p` owns the contiguous segment `[p × R, (p + 1) × R)`, where `R` is
+//!   the file size divided by the participants (IOR's `-s 1 -b R`);
+//! - strided: the file is a sequence of blocks of the request size; participant `p` owns blocks
+//!   `p, p + P, p + 2P, …` (IOR's interleaved `-t` transfers).
+//!
+//! Agents generate offsets in `[0, R)` as always; an [`OffsetMap`] moves each into the file.
+
+/// How participants share one file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    #[default]
+    Segmented,
+    Strided,
+}
+
+impl Layout {
+    pub fn parse(s: &str) -> Result<Layout, String> {
+        match s {
+            "segmented" => Ok(Layout::Segmented),
+            "strided" => Ok(Layout::Strided),
+            _ => Err(format!("unknown layout {s:?}: give segmented or strided")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Segmented => "segmented",
+            Layout::Strided => "strided",
+        }
+    }
+}
+
+/// This process's place among the processes running one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub rank: usize,
+    pub ranks: usize,
+    /// All processes' agents use one file (else each process its own files).
+    pub shared_file: bool,
+    pub layout: Layout,
+}
+
+impl Placement {
+    /// Participants of a shared file: every agent of every rank.
+    pub fn participants(&self, agents: usize) -> u64 {
+        (self.ranks.max(1) * agents.max(1)) as u64
+    }
+
+    /// The participant index of this rank's `agent`.
+    pub fn participant(&self, agent: usize, agents: usize) -> u64 {
+        (self.rank * agents.max(1) + agent) as u64
+    }
+}
+
+/// Moves an agent's offsets (in `[0, region)`) into its share of a file. Plain arithmetic: it
+/// runs once per request on the agent's hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetMap {
+    base: u64,
+    /// Strided: the block size (0 = contiguous, offset + base).
+    block: u64,
+    participants: u64,
+    index: u64,
+}
+
+impl OffsetMap {
+    pub const IDENTITY: OffsetMap = OffsetMap { base: 0, block: 0, participants: 1, index: 0 };
+
+    /// Participant `index` of `participants`, each addressing `region` bytes.
+    pub fn segmented(index: u64, region: u64) -> OffsetMap {
+        OffsetMap { base: index * region, block: 0, participants: 1, index: 0 }
+    }
+
+    /// Participant `index` of `participants`, owning every `participants`-th block of `block` bytes.
+    pub fn strided(index: u64, participants: u64, block: u64) -> OffsetMap {
+        OffsetMap { base: 0, block: block.max(1), participants: participants.max(1), index }
+    }
+
+    #[inline(always)]
+    pub fn apply(&self, offset: u64) -> u64 {
+        match offset.checked_div(self.block) {
+            None => self.base + offset,
+            Some(k) => (k * self.participants + self.index) * self.block + offset % self.block,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_contiguous_and_disjoint() {
+        let region = 1 << 20;
+        for p in 0..4u64 {
+            let m = OffsetMap::segmented(p, region);
+            assert_eq!(m.apply(0), p * region);
+            assert_eq!(m.apply(region - 1), (p + 1) * region - 1);
+        }
+    }
+
+    #[test]
+    fn strided_blocks_interleave_and_cover_the_file_once() {
+        let (block, parts, region) = (4096u64, 4u64, 4 * 4096u64);
+        let mut seen = std::collections::BTreeSet::new();
+        for p in 0..parts {
+            let m = OffsetMap::strided(p, parts, block);
+            assert_eq!(m.apply(0), p * block);
+            assert_eq!(m.apply(block), (parts + p) * block, "the next block is a whole stride further");
+            for k in 0..region / block {
+                assert!(seen.insert(m.apply(k * block)));
+            }
+            assert_eq!(m.apply(100), p * block + 100);
+        }
+        let all: Vec<u64> = seen.into_iter().collect();
+        let want: Vec<u64> = (0..parts * region / block).map(|k| k * block).collect();
+        assert_eq!(all, want);
+    }
+
+    #[test]
+    fn participants_number_agents_rank_major() {
+        let p = Placement { rank: 2, ranks: 4, shared_file: true, layout: Layout::Strided };
+        assert_eq!(p.participants(3), 12);
+        assert_eq!(p.participant(1, 3), 7);
+    }
+}

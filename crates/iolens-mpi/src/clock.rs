@@ -1,0 +1,167 @@
+//! Clock offsets between ranks, as NTP and Cristian's algorithm estimate them.
+//!
+//! Rank 0 sends a ping at `sent` (its clock), the rank answers with its clock reading `remote`,
+//! rank 0 receives the answer at `received`. If the reply was read halfway through the round
+//! trip, the rank's clock is ahead of rank 0's by `remote − (sent + received) / 2`; the reading
+//! lies somewhere inside the round trip, so the estimate is wrong by at most half of it
+//! (`rtt / 2`, the uncertainty). Of many rounds the one with the smallest round trip is kept:
+//! it had the least queueing, so its midpoint assumption is the tightest.
+//!
+//! Offsets measured before and after the run give the drift (the two clocks' rate difference);
+//! a rank's timestamp `t` becomes rank 0's time as `t − offset(t)`, the offset interpolated
+//! linearly between the two estimates.
+
+use serde::Serialize;
+
+/// One ping-pong round: rank 0's send and receive times, and the rank's reading between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PingSample {
+    pub sent: u64,
+    pub remote: u64,
+    pub received: u64,
+}
+
+impl PingSample {
+    pub fn rtt(&self) -> u64 {
+        self.received.saturating_sub(self.sent)
+    }
+    /// The rank's clock minus rank 0's, assuming the reading was taken mid-round-trip.
+    pub fn offset(&self) -> i64 {
+        let mid = (self.sent as i128 + self.received as i128) / 2;
+        (self.remote as i128 - mid) as i64
+    }
+}
+
+/// The estimate of one rank's offset at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OffsetEstimate {
+    /// The rank's clock minus rank 0's.
+    pub offset_ns: i64,
+    /// Half the round trip of the sample used: the estimate is within this of the truth.
+    pub uncertainty_ns: u64,
+    pub rtt_ns: u64,
+    /// Rank 0's time at the sample's midpoint.
+    pub at_ns: u64,
+}
+
+/// The minimum-round-trip sample's estimate; `None` without samples.
+pub fn estimate(samples: &[PingSample]) -> Option<OffsetEstimate> {
+    let best = samples.iter().min_by_key(|s| s.rtt())?;
+    Some(OffsetEstimate {
+        offset_ns: best.offset(),
+        uncertainty_ns: best.rtt().div_ceil(2),
+        rtt_ns: best.rtt(),
+        at_ns: best.sent + best.rtt() / 2,
+    })
+}
+
+/// A rank's clock relative to rank 0's over the run: estimates before and after, and the drift.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ClockCorrection {
+    pub before: OffsetEstimate,
+    pub after: OffsetEstimate,
+    /// Change of the offset per nanosecond of rank 0's time (after − before over elapsed):
+    /// the rate difference of the two clocks, e.g. 1e-6 for 1 ppm.
+    pub drift: f64,
+}
+
+impl ClockCorrection {
+    /// The clock of rank 0 itself: no offset, no uncertainty.
+    pub fn identity() -> ClockCorrection {
+        ClockCorrection::default()
+    }
+
+    pub fn new(before: OffsetEstimate, after: OffsetEstimate) -> ClockCorrection {
+        let elapsed = after.at_ns.saturating_sub(before.at_ns);
+        let drift = if elapsed > 0 {
+            (after.offset_ns as f64 - before.offset_ns as f64) / elapsed as f64
+        } else {
+            0.0
+        };
+        ClockCorrection { before, after, drift }
+    }
+
+    /// The offset (reported): the mean of the two estimates.
+    pub fn offset_ns(&self) -> i64 {
+        ((self.before.offset_ns as i128 + self.after.offset_ns as i128) / 2) as i64
+    }
+
+    /// The larger of the two estimates' uncertainties.
+    pub fn uncertainty_ns(&self) -> u64 {
+        self.before.uncertainty_ns.max(self.after.uncertainty_ns)
+    }
+
+    /// The offset at the rank's time `t`, interpolated along the drift.
+    pub fn offset_at(&self, t: u64) -> f64 {
+        let root_t = t as f64 - self.before.offset_ns as f64;
+        self.before.offset_ns as f64 + self.drift * (root_t - self.before.at_ns as f64)
+    }
+
+    /// The rank's timestamp `t` in rank 0's time. Monotone in `t` (|drift| < 1), so sorted
+    /// periods stay sorted.
+    pub fn to_root(&self, t: u64) -> u64 {
+        if t == 0 {
+            return 0;
+        }
+        (t as i128 - self.offset_at(t).round() as i128).max(0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimum_rtt_sample_wins_and_recovers_the_offset() {
+        // The rank is 5 ms ahead; round trips of 40, 10 and 90 µs, replies not always mid-way.
+        let skew = 5_000_000u64;
+        let samples = [
+            PingSample { sent: 1_000, remote: 1_000 + 30_000 + skew, received: 41_000 },
+            PingSample { sent: 100_000, remote: 100_000 + 5_000 + skew, received: 110_000 },
+            PingSample { sent: 200_000, remote: 200_000 + 10_000 + skew, received: 290_000 },
+        ];
+        let e = estimate(&samples).unwrap();
+        assert_eq!(e.rtt_ns, 10_000);
+        assert_eq!(e.uncertainty_ns, 5_000);
+        assert_eq!(e.offset_ns, skew as i64);
+        assert_eq!(e.at_ns, 105_000);
+        assert_eq!(estimate(&[]), None);
+    }
+
+    #[test]
+    fn a_reading_anywhere_in_the_round_trip_is_within_the_uncertainty() {
+        for at in [0u64, 3_000, 10_000] {
+            let s = PingSample { sent: 50, remote: 50 + at + 777, received: 10_050 };
+            let e = estimate(&[s]).unwrap();
+            assert!((e.offset_ns - 777).unsigned_abs() <= e.uncertainty_ns, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn drift_is_interpolated_and_corrections_keep_order() {
+        let before = OffsetEstimate { offset_ns: 1_000, uncertainty_ns: 10, rtt_ns: 20, at_ns: 1_000_000 };
+        let after = OffsetEstimate { offset_ns: 3_000, uncertainty_ns: 30, rtt_ns: 60, at_ns: 2_001_000_000 };
+        let c = ClockCorrection::new(before, after);
+        assert!((c.drift - 1e-6).abs() < 1e-12);
+        assert_eq!(c.uncertainty_ns(), 30);
+        assert_eq!(c.offset_ns(), 2_000);
+        // Halfway (rank 0 time 1.001 s) the offset is halfway.
+        let t = 1_001_000_000 + 2_000;
+        assert_eq!(c.to_root(t), 1_001_000_000);
+        let mut last = 0;
+        for t in (1_000_000u64..3_000_000_000).step_by(7_777_777) {
+            let r = c.to_root(t);
+            assert!(r >= last);
+            last = r;
+        }
+    }
+
+    #[test]
+    fn negative_offsets_and_rank_zero() {
+        let e = estimate(&[PingSample { sent: 10_000, remote: 4_000, received: 12_000 }]).unwrap();
+        assert_eq!(e.offset_ns, -7_000);
+        let c = ClockCorrection::new(e, e);
+        assert_eq!(c.to_root(4_000), 11_000);
+        assert_eq!(ClockCorrection::identity().to_root(123), 123);
+    }
+}

@@ -1,0 +1,265 @@
+//! `iolens run` under `mpirun -np 4` (feature `mpi`; run by `scripts/test-mpi`). Each test
+//! launches the built binary with mpirun and checks the one JSON rank 0 writes.
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use iolens_mpi::clock::{ClockCorrection, OffsetEstimate};
+use iolens_record::busy::{read_period_log, union_of};
+use iolens_record::trace::TraceReader;
+use iolens_record::Interval;
+use iolens_record::OpKind;
+use serde_json::Value;
+
+const RANKS: usize = 4;
+const SKEW_NS: i64 = 5_000_000;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_iolens")
+}
+
+/// `mpirun … -np 4 sh -c SCRIPT`: SCRIPT runs once per rank, `$OMPI_COMM_WORLD_RANK` set.
+fn mpirun_sh(script: &str) -> Output {
+    let mut c = Command::new("mpirun");
+    // Root in CI containers; more ranks than cores on small machines.
+    c.args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string(), "sh", "-c", script]);
+    c.env("IOLENS_BIN", bin());
+    c.output().expect("mpirun (install openmpi-bin)")
+}
+
+fn mpirun(args: &[&str]) -> Output {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let out = mpirun_sh(&format!("exec \"$IOLENS_BIN\" {}", quoted.join(" ")));
+    assert!(
+        out.status.success(),
+        "mpirun iolens {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+fn data_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dat"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn file_per_process_one_table_one_json_aggregate_is_the_sum_of_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let out = mpirun(&[
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "4m",
+        "--bytes",
+        "4m",
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("ranks: 4 on").count(), 1, "one table, from rank 0:\n{stdout}");
+    let files = data_files(dir.path());
+    assert_eq!(files.len(), RANKS, "{files:?}");
+    for r in 0..RANKS {
+        assert!(files.iter().any(|f| f.to_string_lossy().ends_with(&format!("-r{r}.dat"))), "{files:?}");
+    }
+    let d = read_json(&json);
+    assert_eq!(u(&d["ranks"]), RANKS as u64);
+    assert_eq!(d["layout"], "file-per-process");
+    assert!(!d["hosts"].as_array().unwrap().is_empty());
+    let per_rank = d["per_rank"].as_array().unwrap();
+    assert_eq!(per_rank.len(), RANKS);
+    let sum: u64 = per_rank.iter().map(|r| u(&r["figures"]["bytes"])).sum();
+    let ops: u64 = per_rank.iter().map(|r| u(&r["figures"]["ops"])).sum();
+    assert_eq!(u(&d["aggregate"]["bytes"]), sum);
+    assert_eq!(sum, RANKS as u64 * (4 << 20));
+    assert_eq!(u(&d["aggregate"]["ops"]), ops);
+    let distinct: std::collections::BTreeSet<&str> =
+        per_rank.iter().map(|r| r["files"][0].as_str().unwrap()).collect();
+    assert_eq!(distinct.len(), RANKS);
+    // The global busy time is a union: no more than the wall, no less than any rank's own.
+    let busy = d["aggregate"]["busy_s"].as_f64().unwrap();
+    assert!(per_rank.iter().all(|r| r["figures"]["busy_s"].as_f64().unwrap() <= busy + 1e-9));
+    assert!(busy <= d["aggregate"]["wall_s"].as_f64().unwrap() + 1e-3);
+}
+
+#[test]
+fn shared_file_segmented_and_strided_use_one_file() {
+    for layout in ["segmented", "strided"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("result.json");
+        let trace = dir.path().join("ops.trace");
+        mpirun(&[
+            "run",
+            "--target",
+            dir.path().to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--size",
+            "2m",
+            "--bytes",
+            "2m",
+            "--shared-file",
+            "--layout",
+            layout,
+            "--keep",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ]);
+        // Every rank's operations land in its own share of the file, and the shares cover it.
+        let (region, block) = (2u64 << 20, 64u64 << 10);
+        let mut covered = std::collections::BTreeSet::new();
+        for r in 0..RANKS as u64 {
+            let mut reader = TraceReader::open(&dir.path().join(format!("ops.r{r}.trace"))).unwrap();
+            while let Some(op) = reader.next_record().unwrap() {
+                if op.kind != OpKind::Write {
+                    continue;
+                }
+                let owner = match layout {
+                    "segmented" => op.offset / region,
+                    _ => op.offset / block % RANKS as u64,
+                };
+                assert_eq!(owner, r, "{layout}: rank {r} wrote at {}", op.offset);
+                assert!(covered.insert(op.offset), "{layout}: offset {} written twice", op.offset);
+            }
+        }
+        assert_eq!(covered.len() as u64, RANKS as u64 * region / block, "{layout}");
+        let files = data_files(dir.path());
+        assert_eq!(files.len(), 1, "{layout}: {files:?}");
+        assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), RANKS as u64 * (2 << 20), "{layout}");
+        let d = read_json(&json);
+        assert_eq!(d["layout"], format!("shared-{layout}"));
+        assert_eq!(u(&d["aggregate"]["write_bytes"]), RANKS as u64 * (2 << 20), "{layout}");
+    }
+}
+
+/// Rank 1's clock runs 5 ms ahead (`IOLENS_CLOCK_SKEW_NS`): the ping-pong estimate recovers it
+/// within 50 µs, and the global busy time equals the offline union of the four ranks' busy
+/// logs with rank 1's moved back by the true skew.
+#[test]
+fn injected_clock_skew_is_recovered_and_the_union_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let log = dir.path().join("busy.log");
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then export IOLENS_CLOCK_SKEW_NS={SKEW_NS}; fi; \
+         exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 16k --size 8m --time 1s --rate 2000 \
+         --busy-log '{}' -q --json '{}'",
+        dir.path().display(),
+        log.display(),
+        json.display()
+    );
+    let out = mpirun_sh(&script);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d = read_json(&json);
+    let per_rank = d["per_rank"].as_array().unwrap();
+    let offset = |r: usize| per_rank[r]["offset_ns"].as_i64().unwrap();
+    let error = (offset(1) - SKEW_NS).abs();
+    println!("skew {SKEW_NS} ns estimated as {} ns: error {error} ns", offset(1));
+    assert!(error <= 50_000, "skew {SKEW_NS} estimated as {}", offset(1));
+    for r in [0, 2, 3] {
+        assert!(offset(r).abs() <= 50_000, "rank {r} has no skew but an offset of {}", offset(r));
+        assert!(u(&per_rank[r]["uncertainty_ns"]) < 1_000_000);
+    }
+    // The offline union of the four logs corrected by the *reported* clocks (both estimates and
+    // the drift, as rank 0 applied them) equals the global busy time.
+    let estimate = |v: &Value| OffsetEstimate {
+        offset_ns: v["offset_ns"].as_i64().unwrap(),
+        uncertainty_ns: u(&v["uncertainty_ns"]),
+        rtt_ns: u(&v["rtt_ns"]),
+        at_ns: u(&v["at_ns"]),
+    };
+    let mut reported: Vec<Interval> = Vec::new();
+    for (r, entry) in per_rank.iter().enumerate() {
+        let c = ClockCorrection::new(estimate(&entry["clock"]["before"]), estimate(&entry["clock"]["after"]));
+        let path = dir.path().join(format!("busy.r{r}.log"));
+        reported.extend(read_period_log(&path).unwrap().map(|p| {
+            let start = c.to_root(p.start);
+            Interval::new(start, c.to_root(p.end).max(start))
+        }));
+    }
+    let with_reported = union_of(&mut reported).busy_ns;
+    let mut all: Vec<Interval> = Vec::new();
+    for r in 0..RANKS {
+        let path = dir.path().join(format!("busy.r{r}.log"));
+        let shift = if r == 1 { SKEW_NS as u64 } else { 0 };
+        all.extend(read_period_log(&path).unwrap().map(|p| Interval::new(p.start - shift, p.end - shift)));
+    }
+    let periods = all.len() as u64;
+    let offline = union_of(&mut all).busy_ns;
+    let global = (d["aggregate"]["busy_s"].as_f64().unwrap() * 1e9).round() as u64;
+    // Each period's ends move by at most the estimate's error (plus drift rounding).
+    let tolerance = 2 * periods * (error as u64 + 1_000) + 1_000;
+    println!(
+        "global busy {global} ns; offline union {with_reported} ns with the reported clocks, {offline} ns with \
+         the true skew, over {periods} periods"
+    );
+    assert!(global.abs_diff(with_reported) <= 1_000, "global {global} vs offline {with_reported}");
+    assert!(global.abs_diff(offline) <= tolerance, "global {global} vs offline {offline} (±{tolerance})");
+}
+
+#[test]
+fn a_failing_rank_ends_the_whole_job_within_10_s_naming_the_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "T='{}'; if [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then T=/nonexistent/iolens/dir; fi; \
+         exec \"$IOLENS_BIN\" run --target \"$T\" --rw write --bs 64k --size 4m --time 30s -q",
+        dir.path().display()
+    );
+    let t = Instant::now();
+    let out = mpirun_sh(&script);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(err.contains("rank 2 on "), "{err}");
+    assert!(err.contains("/nonexistent/iolens/dir"), "{err}");
+}
+
+/// A rank killed mid-run (SIGKILL: no chance to say anything) ends the job on every rank
+/// within 10 s; mpirun names the rank and its host.
+#[test]
+fn a_rank_killed_mid_run_ends_the_whole_job_within_10_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; \
+         exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 64k --size 4m --time 30s -q",
+        dir.path().display()
+    );
+    let t = Instant::now();
+    let out = mpirun_sh(&script);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(took < Duration::from_secs(12), "took {took:?} (2 s before the kill)");
+    assert!(err.contains("rank 1"), "{err}");
+}
