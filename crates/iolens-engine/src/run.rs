@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RunFacts, RunResult, Warning,
-    WarningCode, SCHEMA_VERSION,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, DeviceReport, RateCheck, RunFacts, RunResult,
+    Warning, WarningCode, SCHEMA_VERSION,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -101,6 +101,8 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
         engine: spec.engine.name().to_string(),
         qd: if spec.engine == EngineKind::IoUring { spec.queue_depth } else { 1 },
         direct: spec.direct,
+        random_map: spec.random_map,
+        rate: spec.rate.ops_per_s,
     }
 }
 
@@ -379,6 +381,19 @@ fn measure(
         null_only,
         interrupted,
         trace_dropped,
+        rates: job
+            .agents
+            .iter()
+            .zip(&agents)
+            .filter(|(spec, _)| spec.rate.ops_per_s > 0.0)
+            .map(|(spec, a)| RateCheck {
+                agent: spec.name.clone(),
+                asked: spec.rate.ops_per_s,
+                ops: a.figures.ops,
+                wall_s: a.figures.wall_s,
+                poisson: spec.rate.arrival == iolens_workload::Arrival::Poisson,
+            })
+            .collect(),
     };
     let mut warnings = evaluate_warnings(&facts);
     if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {

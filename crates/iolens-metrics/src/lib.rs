@@ -16,4 +16,6 @@ pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, Figures, OpCounters, RunResult, SCHEMA_VERSION,
 };
 pub use histogram::{LatencyHistogram, LatencySummary};
-pub use warnings::{evaluate_warnings, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S};
+pub use warnings::{
+    evaluate_warnings, RateCheck, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S,
+};

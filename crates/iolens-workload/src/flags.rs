@@ -37,6 +37,9 @@ pub struct FlagWorkload {
     pub spacing: Option<String>,
     pub sieve: bool,
     pub sieve_buffer: Option<String>,
+    /// `--random-map true|false`: random offsets without replacement (default: true for
+    /// uniform random writes).
+    pub random_map: Option<bool>,
     pub block_unit: Option<String>,
     pub seed: Option<u64>,
 }
@@ -71,6 +74,7 @@ impl Default for FlagWorkload {
             spacing: None,
             sieve: false,
             sieve_buffer: None,
+            random_map: None,
             block_unit: None,
             seed: None,
         }
@@ -101,6 +105,7 @@ impl FlagWorkload {
         if self.sieve {
             v.push(("sieve", Raw::Bool(true)));
         }
+        v.extend(self.random_map.map(|m| ("random_map", Raw::Bool(m))));
         let strings = [
             ("size", &self.size),
             ("time", &self.time),

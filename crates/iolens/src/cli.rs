@@ -149,6 +149,11 @@ pub struct RunArgs {
     /// noncontig with --sieve: the sieve buffer (default 4m, as ROMIO).
     #[arg(long)]
     pub sieve_buffer: Option<String>,
+    /// Random offsets without replacement: true visits every block once per pass in random
+    /// order (fio's random map, IOR -z); false draws each offset independently. Default: true
+    /// for uniform random writes, false otherwise.
+    #[arg(long, value_name = "BOOL")]
+    pub random_map: Option<bool>,
     /// BPS block unit (default 512).
     #[arg(long)]
     pub block_unit: Option<String>,

@@ -39,6 +39,7 @@ fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
         spacing: a.spacing.clone(),
         sieve: a.sieve,
         sieve_buffer: a.sieve_buffer.clone(),
+        random_map: a.random_map,
         block_unit: a.block_unit.clone(),
         seed: a.seed,
     };
