@@ -110,19 +110,55 @@ fn saturate_finds_a_point_on_its_curve() {
 #[test]
 fn write_modes_break_the_phase_down() {
     let dir = scratch();
+    let target = dir.path().join("d");
+    std::fs::create_dir(&target).unwrap();
     let (v, table) =
-        run_json(&["write-modes", dir.path().to_str().unwrap(), "--time", "300ms", "--size", "16m"], &dir);
+        run_json(&["write-modes", target.to_str().unwrap(), "--bytes", "8m", "--threads", "2"], &dir);
     let modes = v["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
     assert_eq!(names, ["naive", "fsync", "direct"]);
+    // Size-driven: every mode writes exactly what was asked, each 4 KiB block once (a random
+    // permutation per thread), on fresh files.
+    assert_eq!(v["bytes_per_mode"].as_u64(), Some(8 << 20));
+    assert_eq!(v["threads"].as_u64(), Some(2));
+    assert_eq!(v["region_per_thread"].as_u64(), Some(4 << 20));
+    assert_eq!(v["random_map"].as_bool(), Some(true));
+    assert_eq!(v["fresh_files"].as_bool(), Some(true));
+    assert!(v["sizing"]["reason"].as_str().unwrap().contains("--bytes"), "{}", v["sizing"]);
+    assert!(v["sizing"]["dirty_limit_bytes"].as_u64().unwrap() > 0, "the dirty limit is reported");
     for m in modes {
+        assert_eq!(m["bytes"].as_u64(), Some(8 << 20), "{}", m["mode"]);
+        assert_eq!(m["ops"].as_u64(), Some(2048));
+        assert_eq!(m["capped_by_time"].as_bool(), Some(false));
         let parts = f(&m["write_s"]) + f(&m["fsync_s"]) + f(&m["close_s"]);
-        assert!(parts <= f(&m["phase_s"]) + 1e-6, "the parts fit in the phase");
+        assert!(parts <= f(&m["phase_s"]) * 2.0 + 1e-6, "the parts fit in the threads' phases");
         assert!(f(&m["effective_iops"]) <= f(&m["apparent_iops"]) + 1e-6);
     }
     assert_eq!(modes[0]["fsync_s"].as_f64(), Some(0.0));
     assert!(f(&modes[1]["fsync_s"]) > 0.0, "the fsync mode times its fsync");
     assert!(table.contains("apparent"));
+    assert!(table.contains("8MiB per mode"), "{table}");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "each mode's files are removed");
+}
+
+#[test]
+fn write_modes_default_size_follows_the_dirty_limit() {
+    // Without --bytes the size comes from the dirty-page limit; a time cap keeps the test short
+    // and is reported as such.
+    let dir = scratch();
+    let target = dir.path().join("d");
+    std::fs::create_dir(&target).unwrap();
+    let (v, table) =
+        run_json(&["write-modes", target.to_str().unwrap(), "--time", "200ms", "--size", "16m"], &dir);
+    let sizing = &v["sizing"];
+    let limit = sizing["dirty_limit_bytes"].as_u64().unwrap();
+    let want = sizing["multiple"].as_u64().unwrap() * limit;
+    let bytes = v["bytes_per_mode"].as_u64().unwrap();
+    let free = sizing["free_bytes"].as_u64();
+    assert!(bytes == want - want % 4096 || free.is_some_and(|fr| bytes < fr), "{sizing}");
+    assert!(sizing["reason"].as_str().unwrap().contains("dirty"), "{sizing}");
+    assert!(v["modes"].as_array().unwrap().iter().all(|m| m["capped_by_time"].as_bool() == Some(true)));
+    assert!(table.contains("stopped by --time"), "{table}");
 }
 
 #[test]
