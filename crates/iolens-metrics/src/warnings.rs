@@ -22,6 +22,8 @@ pub enum WarningCode {
     HighVariation,
     /// An agent achieved less than [`RATE_SHORTFALL`] of the rate it asked for.
     RateNotReached,
+    /// A suite's schedule did not hold its scheduled time (b_eff_io's T).
+    ScheduleOverrun,
 }
 
 impl Serialize for WarningCode {
@@ -48,6 +50,7 @@ impl WarningCode {
             WarningCode::BelowCacheRule => "below_cache_rule",
             WarningCode::HighVariation => "high_variation",
             WarningCode::RateNotReached => "rate_not_reached",
+            WarningCode::ScheduleOverrun => "schedule_overrun",
         }
     }
 }

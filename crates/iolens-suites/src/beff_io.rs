@@ -134,6 +134,13 @@ pub fn table2(mpart: u64) -> Vec<PatternDef> {
     out
 }
 
+/// A pattern's share of the scheduled time T: `T/3 · U/ΣU` (each access method gets a third).
+/// Types 3 and 4 are size-driven, but their units are part of ΣU: their share is the time the
+/// schedule expects them to take.
+pub fn share(t: Duration, def: &PatternDef) -> Duration {
+    t.mul_f64(def.units as f64 / TOTAL_UNITS as f64 / 3.0)
+}
+
 /// MPART for a node with `memory` bytes.
 pub fn mpart_for(memory: u64) -> u64 {
     (2 * MIB).max(memory / 128)
@@ -253,6 +260,14 @@ pub struct PatternRecord {
     /// From the first call to the end of the sync (writes), slowest rank.
     pub time_s: f64,
     pub mb_s: f64,
+    /// The pattern's share of T (`T/3 · U/ΣU`).
+    pub scheduled_s: f64,
+    /// Time-driven patterns: what the running schedule left the pattern when it started.
+    pub budget_s: Option<f64>,
+    /// The closing sync of a write pattern, slowest rank (part of `time_s`).
+    pub sync_s: f64,
+    /// Why the pattern's time differs from what the schedule gave it, when it does.
+    pub note: Option<String>,
 }
 
 /// One pattern type of one access method: bytes over open-to-close time.
@@ -283,7 +298,17 @@ pub struct Partition {
     pub patterns: Vec<PatternRecord>,
     /// Segment size per rank of types 3 and 4.
     pub segment_bytes: u64,
+    /// The scheduled time T.
+    pub scheduled_s: f64,
+    /// From the start of the first pattern to the end of the last, by the partition's clock.
     pub elapsed_s: f64,
+    /// `elapsed_s` at most 10% over T. A partition may end well before T, and then says why:
+    /// rewrite and read repeat the write's calls (they only touch written data), so where they
+    /// are faster than the write they end early, as the benchmark defines them.
+    pub schedule_held: bool,
+    /// Why the partition ran more than 10% over T, or ended more than 10% before it (the
+    /// patterns' notes say which and why).
+    pub schedule_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -383,6 +408,12 @@ struct RankPattern {
     calls: u64,
     bytes: u64,
     ns: u64,
+    /// Time-driven patterns: the time the schedule left the pattern (agreed by all ranks).
+    budget_ns: Option<u64>,
+    /// The closing sync of a write pattern (inside `ns`).
+    sync_ns: u64,
+    /// Stopped at its call cap (rewrite and read at the write's calls) before its time was up.
+    capped: bool,
 }
 
 struct RankContext<'a> {
@@ -393,6 +424,9 @@ struct RankContext<'a> {
     /// decision without doing I/O, so the others stop at the next decision instead of waiting
     /// for it forever.
     failed: Option<std::io::Error>,
+    /// The closing sync of this rank's last write pattern: the next one keeps that much of its
+    /// time for its own sync, which the batch decisions cannot see coming.
+    last_sync_ns: u64,
 }
 
 impl RankContext<'_> {
@@ -445,6 +479,11 @@ impl RankContext<'_> {
         let mut done = 0u64;
         let mut batch = 1u64;
         let (budget_ns, cap) = match calls {
+            // Calls stop early enough for the closing sync (ranks agree on the reserve).
+            CallPlan::Timed { budget, cap } if method != Method::Read => {
+                let reserve = self.ranks.all_gather(self.last_sync_ns).into_iter().max().unwrap_or(0);
+                ((budget.as_nanos() as u64).saturating_sub(reserve), cap)
+            }
             CallPlan::Timed { budget, cap } => (budget.as_nanos() as u64, cap),
             CallPlan::Exactly(n) => (u64::MAX, n),
         };
@@ -477,11 +516,29 @@ impl RankContext<'_> {
                 None => break,
             }
         }
+        let synced = Instant::now();
         if let (Some(file), None, true) = (file, &self.failed, method != Method::Read) {
             let result = file.sync();
             self.record(result);
         }
-        RankPattern { calls: done, bytes: done * memory, ns: start.elapsed().as_nanos() as u64 }
+        let ns = start.elapsed().as_nanos() as u64;
+        if method != Method::Read {
+            self.last_sync_ns = synced.elapsed().as_nanos() as u64;
+        }
+        let (budget_ns, capped) = match calls {
+            CallPlan::Timed { budget, cap } => {
+                (Some(budget.as_nanos() as u64), done >= cap && cap < u64::MAX)
+            }
+            CallPlan::Exactly(_) => (None, false),
+        };
+        RankPattern {
+            calls: done,
+            bytes: done * memory,
+            ns,
+            budget_ns,
+            sync_ns: if method != Method::Read { self.last_sync_ns } else { 0 },
+            capped,
+        }
     }
 }
 
@@ -529,16 +586,22 @@ fn run_rank(
     table: &[PatternDef],
     cfg: &BeffIoConfig,
     stop: &AtomicBool,
+    started: Instant,
 ) -> std::io::Result<RankLog> {
     let size = ranks.size() as u64;
     let rank = ranks.rank();
     let largest = table.iter().map(|p| p.memory).max().unwrap_or(MIB);
     let mut buffer = vec![0u8; largest as usize];
     iolens_engine::buffers::fill_random(&mut buffer, 0xbeff_0000 + rank as u64);
-    let mut ctx = RankContext { ranks, stop, buffer, failed: None };
+    let mut ctx = RankContext { ranks, stop, buffer, failed: None, last_sync_ns: 0 };
     let mut log = RankLog::default();
     let mut written: Vec<u64> = vec![0; table.len()];
     let mut plan: Option<(Vec<u64>, u64)> = None;
+    // The schedule is one running clock over the partition: each pattern's share of T is added
+    // to the scheduled end, and a time-driven pattern gets what is left until then. A pattern
+    // that ran over (its one-call minimum, its sync, a slow call) shortens the ones after it;
+    // one that finished early leaves its time to them.
+    let mut scheduled_end_ns = 0u64;
     for method in [Method::Write, Method::Rewrite, Method::Read] {
         for pattern_type in 0..=4u8 {
             if pattern_type == 3 && plan.is_none() {
@@ -569,6 +632,7 @@ fn run_rank(
                 if ctx.any_stopping() {
                     break;
                 }
+                scheduled_end_ns += share(cfg.time, def).as_nanos() as u64;
                 let segment = plan.as_ref().map_or(0, |p| p.1);
                 let place = Placement { pattern_type, ranks: size, rank: rank as u64, base, segment };
                 let (calls, fill) = if pattern_type >= 3 {
@@ -581,7 +645,10 @@ fn run_rank(
                 } else if def.units == 0 {
                     (CallPlan::Exactly(1), 0)
                 } else {
-                    let budget = cfg.time.mul_f64(def.units as f64 / TOTAL_UNITS as f64 / 3.0);
+                    let left = scheduled_end_ns.saturating_sub(started.elapsed().as_nanos() as u64);
+                    // The ranks' clocks differ by their barrier skew: all take the least.
+                    let left = ranks.all_gather(left).into_iter().min().unwrap_or(0);
+                    let budget = Duration::from_nanos(left);
                     let cap = if method == Method::Write { u64::MAX } else { written[index] };
                     (CallPlan::Timed { budget, cap }, 0)
                 };
@@ -613,6 +680,10 @@ fn run_rank(
 fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: u64) -> PatternRecord {
     let time_s = ns as f64 / 1e9;
     PatternRecord {
+        scheduled_s: 0.0,
+        budget_s: None,
+        sync_s: 0.0,
+        note: None,
         method,
         number: def.number,
         pattern_type: def.pattern_type,
@@ -623,6 +694,44 @@ fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: 
         bytes,
         time_s,
         mb_s: mb_s(bytes, time_s),
+    }
+}
+
+/// A partition holds T when it runs at most this share of T over it.
+pub const SCHEDULE_TOLERANCE: f64 = 0.1;
+
+/// Why a pattern's time differs from what the schedule gave it: only deviations above 10% of
+/// its time, and above 0.5% of T (tiny shares jitter by more than 10%), are explained.
+fn schedule_note(p: &PatternRecord, capped: bool, t: f64) -> Option<String> {
+    let given = p.budget_s.unwrap_or(p.scheduled_s);
+    let slack = (SCHEDULE_TOLERANCE * given).max(0.005 * t);
+    let over = p.time_s > given + slack;
+    let under = p.time_s < given - slack;
+    let sync = if p.sync_s > 0.0 { format!(" (sync {:.3} s)", p.sync_s) } else { String::new() };
+    match p.budget_s {
+        Some(b) if over && p.calls <= 1 => Some(format!(
+            "one call is the minimum: a call of {} took {:.3} s{sync}, the schedule left {b:.3} s",
+            format_bytes(p.memory),
+            p.time_s
+        )),
+        Some(b) if over && p.sync_s > p.time_s - b => Some(format!(
+            "the closing sync took {:.3} s: {:.3} s against {b:.3} s left",
+            p.sync_s, p.time_s
+        )),
+        Some(b) if over => Some(format!("{:.3} s against {b:.3} s left: calls slower than the estimate", p.time_s)),
+        Some(b) if under && capped => Some(format!(
+            "stopped at the write's {} calls (rewrite and read only touch written data): {:.3} s of {b:.3} s",
+            p.calls, p.time_s
+        )),
+        Some(_) => None,
+        None if p.units == 0 && over => {
+            Some(format!("U = 0: one call outside the schedule, {:.3} s{sync}", p.time_s))
+        }
+        None if over || under => Some(format!(
+            "size-driven (moves what types 0–2 moved with this chunk): {:.3} s against a share of {:.3} s{sync}",
+            p.time_s, p.scheduled_s
+        )),
+        None => None,
     }
 }
 
@@ -641,7 +750,7 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             .into_iter()
             .map(|ranks| {
                 let (dir, table) = (&dir, &table);
-                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop))
+                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop, started))
             })
             .collect();
         handles
@@ -661,7 +770,13 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         let all: Vec<RankPattern> = logs.iter().map(|l| l.patterns[k].2).collect();
         let bytes = all.iter().map(|p| p.bytes).sum();
         let ns = all.iter().map(|p| p.ns).max().unwrap_or(0);
-        patterns.push(pattern_record(*method, &table[*index], first.calls, bytes, ns));
+        let def = &table[*index];
+        let mut record = pattern_record(*method, def, first.calls, bytes, ns);
+        record.scheduled_s = share(cfg.time, def).as_secs_f64();
+        record.budget_s = first.budget_ns.map(|b| b as f64 / 1e9);
+        record.sync_s = all.iter().map(|p| p.sync_ns).max().unwrap_or(0) as f64 / 1e9;
+        record.note = schedule_note(&record, first.capped, cfg.time.as_secs_f64());
+        patterns.push(record);
     }
     let mut types = Vec::new();
     for (k, (method, pattern_type, _)) in logs[0].types.iter().enumerate() {
@@ -692,6 +807,24 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             }
         })
         .collect();
+    let t = cfg.time.as_secs_f64();
+    let schedule_held = elapsed_s <= (1.0 + SCHEDULE_TOLERANCE) * t;
+    let early = elapsed_s < (1.0 - SCHEDULE_TOLERANCE) * t;
+    let schedule_note = (!schedule_held || early).then(|| {
+        let noted = patterns.iter().filter(|p| p.note.is_some()).count();
+        if !schedule_held {
+            format!(
+                "ran {elapsed_s:.2} s for T = {t:.2} s: {noted} pattern(s) took longer than the schedule left them \
+                 (each runs at least one call, and types 3 and 4 move what types 0–2 moved); \
+                 a smaller --mpart or a longer --time holds T"
+            )
+        } else {
+            format!(
+                "ran {elapsed_s:.2} s for T = {t:.2} s: {noted} pattern(s) finished early (rewrite and read stop at \
+                 the calls the write made, so they only touch written data)"
+            )
+        }
+    });
     Ok(Partition {
         ranks: n,
         b_eff_io: partition_value(&methods),
@@ -699,7 +832,10 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         types,
         patterns,
         segment_bytes: logs[0].segment,
+        scheduled_s: t,
         elapsed_s,
+        schedule_held,
+        schedule_note,
     })
 }
 
@@ -734,6 +870,11 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
     let interrupted = stop.load(Ordering::SeqCst);
     let best = partitions.iter().max_by(|a, b| a.b_eff_io.total_cmp(&b.b_eff_io));
     let (b_eff_io, best_ranks) = best.map_or((0.0, 0), |p| (p.b_eff_io, p.ranks));
+    for p in partitions.iter().filter(|p| !p.schedule_held) {
+        if let Some(note) = &p.schedule_note {
+            warnings.push(Warning::new(WarningCode::ScheduleOverrun, format!("{} ranks: {note}", p.ranks)));
+        }
+    }
     for p in &partitions {
         let least = p.methods.iter().map(|m| m.bytes).min().unwrap_or(0);
         if least < 20 * cfg.cache {
@@ -775,9 +916,22 @@ pub fn render(r: &BeffIoResult) -> String {
     );
     for p in &r.partitions {
         out.push_str(&format!(
-            "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s)\n",
-            p.ranks, p.b_eff_io, p.elapsed_s
+            "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s for T = {:.1} s: {})\n",
+            p.ranks,
+            p.b_eff_io,
+            p.elapsed_s,
+            p.scheduled_s,
+            if !p.schedule_held {
+                "T not held"
+            } else if p.elapsed_s < (1.0 - SCHEDULE_TOLERANCE) * p.scheduled_s {
+                "T held, ended early"
+            } else {
+                "T held"
+            }
         ));
+        if let Some(note) = &p.schedule_note {
+            out.push_str(&format!("  {note}\n"));
+        }
         let mut t = Table::new(vec![
             "method", "weight", "type 0", "type 1", "type 2", "type 3", "type 4", "MB/s", "moved",
         ]);
@@ -821,6 +975,15 @@ pub fn render(r: &BeffIoResult) -> String {
             ]);
         }
         t.render(&mut out);
+        let notes: Vec<String> = p
+            .patterns
+            .iter()
+            .filter_map(|x| x.note.as_ref().map(|n| format!("  {} {}: {n}\n", x.method.name(), x.number)))
+            .collect();
+        if !notes.is_empty() {
+            out.push_str("schedule (pattern number: why its time differs from its share of T):\n");
+            out.extend(notes);
+        }
     }
     out.push_str(&format!(
         "\nb_eff_io = {:.1} MB/s (max over partitions, best at {} ranks; MB = 10^6 bytes)\n\

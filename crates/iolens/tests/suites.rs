@@ -241,6 +241,67 @@ fn beff_io_value_is_recomputed_from_its_protocol() {
 }
 
 #[test]
+fn beff_io_holds_its_scheduled_time_or_says_why() {
+    let dir = scratch();
+    let target = dir.path().to_str().unwrap().to_string();
+    // A small T with small chunks. Checked on the protocol's own clock: the suite's adherence to
+    // its schedule, not the storage's speed.
+    let (v, table) = run_json(
+        &["beff-io", &target, "--time", "3s", "--mpart", "2m", "--ranks", "2", "--memory", "64m"],
+        &dir,
+    );
+    let t = 3.0;
+    for p in v["partitions"].as_array().unwrap() {
+        assert_eq!(f(&p["scheduled_s"]), t);
+        let patterns = p["patterns"].as_array().unwrap();
+        let shares: f64 = patterns.iter().map(|x| f(&x["scheduled_s"])).sum();
+        assert!((shares - t).abs() < 1e-6, "the patterns' shares add up to T: {shares}");
+        // What the scheduler decides: how many calls past the first a time-driven pattern makes.
+        // Those must end within what the running schedule left (the closing sync aside).
+        let overshoot: f64 = patterns
+            .iter()
+            .filter(|x| !x["budget_s"].is_null() && x["calls"].as_u64().unwrap() > 1)
+            .map(|x| (f(&x["time_s"]) - f(&x["sync_s"]) - f(&x["budget_s"])).max(0.0))
+            .sum();
+        assert!(overshoot <= 0.1 * t, "time-driven patterns ran {overshoot:.3} s past their budgets");
+        let elapsed = f(&p["elapsed_s"]);
+        let held = p["schedule_held"].as_bool().unwrap();
+        assert_eq!(held, elapsed <= 1.1 * t, "{elapsed}");
+        if !held {
+            // Only the minimum work (one call and one sync per pattern, the size-driven types)
+            // may overrun, and the protocol says which pattern and why.
+            let note = p["schedule_note"].as_str().unwrap();
+            assert!(note.contains("took longer"), "{note}");
+            let late =
+                patterns.iter().filter(|x| x["note"].as_str().is_some_and(|n| !n.contains("stopped at")));
+            assert!(late.count() > 0);
+            let codes: Vec<&str> =
+                v["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+            assert!(codes.contains(&"schedule_overrun"), "{codes:?}");
+        } else if elapsed < 0.9 * t {
+            // Rewrite and read repeat the write's calls: faster than the write, they end early.
+            let note = p["schedule_note"].as_str().unwrap();
+            assert!(note.contains("finished early"), "{note}");
+        }
+        assert!(table.contains("T held") || table.contains("T not held"), "{table}");
+    }
+    // Chunks too large for T: one call per pattern is the minimum, and the protocol says so.
+    let (v, table) = run_json(
+        &["beff-io", &target, "--time", "500ms", "--mpart", "128m", "--ranks", "1", "--memory", "64m"],
+        &dir,
+    );
+    let p = &v["partitions"][0];
+    if p["schedule_held"].as_bool() == Some(false) {
+        let noted: Vec<&Value> =
+            p["patterns"].as_array().unwrap().iter().filter(|x| !x["note"].is_null()).collect();
+        assert!(noted.iter().any(|x| x["note"].as_str().unwrap().contains("one call")), "{noted:?}");
+        assert!(table.contains("T not held"), "{table}");
+    } else {
+        assert!(f(&p["elapsed_s"]) <= 0.22);
+    }
+}
+
+#[test]
 fn beff_io_rejects_a_file_target() {
     let dir = scratch();
     let file = dir.path().join("f");
