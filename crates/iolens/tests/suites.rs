@@ -287,7 +287,7 @@ fn beff_io_holds_its_scheduled_time_or_says_why() {
     }
     // Chunks too large for T: one call per pattern is the minimum, and the protocol says so.
     let (v, table) = run_json(
-        &["beff-io", &target, "--time", "500ms", "--mpart", "128m", "--ranks", "1", "--memory", "64m"],
+        &["beff-io", &target, "--time", "200ms", "--mpart", "32m", "--ranks", "1", "--memory", "64m"],
         &dir,
     );
     let p = &v["partitions"][0];
