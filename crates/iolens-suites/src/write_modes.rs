@@ -33,7 +33,8 @@ pub struct WriteModesConfig {
     pub bytes: Option<u64>,
     /// Writers (threads) per mode; in a directory each has its own file (file per process).
     pub threads: u32,
-    /// Region (file size) per thread; `None`: the bytes each thread writes (one pass).
+    /// Region (file size) per thread; `None`: the bytes each thread writes (one pass), or for a
+    /// file target, which all threads share, the bytes of all threads.
     pub region: Option<u64>,
     /// Stops each mode after this long even if it has not written its bytes (reported).
     pub time_cap: Option<Duration>,
@@ -196,7 +197,9 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
     let free = iolens_device::free_bytes(&cfg.target).ok().flatten();
     let (bytes, reason) = choose_bytes(cfg.bytes, limit, &source, free, cfg.bs * threads as u64);
     let per_thread = bytes / threads as u64;
-    let region = cfg.region.unwrap_or(per_thread);
+    // Own files: each thread's file is what it writes, once. A shared file: every thread
+    // addresses all of it (their permutations are independent, so blocks may be written twice).
+    let region = cfg.region.unwrap_or(if fresh { per_thread } else { per_thread * threads as u64 });
     let sizing = Sizing {
         dirty_limit_bytes: limit,
         dirty_source: source,
