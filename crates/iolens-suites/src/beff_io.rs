@@ -579,6 +579,101 @@ fn open_type_file(dir: &Path, pattern_type: u8, rank: usize, method: Method) -> 
     o.open(&path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
+/// The partition's schedule. A time-driven pattern (types 0–2, U > 0) gets its share of the
+/// time left: `(T − elapsed − reserve) · share / (shares of the time-driven patterns left)`. On
+/// schedule that is its share `T/3 · U/ΣU`; behind (a one-call minimum, a sync, a slow call ran
+/// over) every pattern after shrinks alike, instead of the next ones starving; ahead (a capped
+/// rewrite or read ended early) they get the time. The reserve is what the size-driven
+/// patterns still to come (types 3 and 4, and the U = 0 and fill-up calls) are expected to take:
+/// in the write, [`SIZE_DRIVEN_ESTIMATE`] × their shares; in rewrite and read, the same
+/// pattern's write time scaled by how much faster or slower the method's time-driven patterns
+/// moved their bytes than the write's.
+struct Schedule {
+    /// (method, table index, share in ns, time-driven) in the order the patterns run.
+    order: Vec<(Method, usize, u64, bool)>,
+    t_ns: u64,
+    /// Time of each finished pattern, by position in `order`.
+    took: Vec<Option<u64>>,
+    /// ns and bytes of each method's finished time-driven patterns.
+    moved: [(u64, u64); 3],
+}
+
+/// How much longer than their shares the write's size-driven patterns are expected to take:
+/// types 3 and 4 repeat, per chunk size, the mean of what types 0–2 moved, about 2/3 of the time
+/// of types 0–2 at equal bandwidth where their 20 of 64 units give them 20/44 of it.
+pub const SIZE_DRIVEN_ESTIMATE: f64 = 1.5;
+
+fn method_slot(m: Method) -> usize {
+    match m {
+        Method::Write => 0,
+        Method::Rewrite => 1,
+        Method::Read => 2,
+    }
+}
+
+impl Schedule {
+    fn new(table: &[PatternDef], t: Duration) -> Schedule {
+        let mut order = Vec::new();
+        for method in [Method::Write, Method::Rewrite, Method::Read] {
+            for pattern_type in 0..=4u8 {
+                for (index, def) in table.iter().enumerate().filter(|(_, p)| p.pattern_type == pattern_type) {
+                    let timed = pattern_type <= 2 && def.units > 0;
+                    order.push((method, index, share(t, def).as_nanos() as u64, timed));
+                }
+            }
+        }
+        let took = vec![None; order.len()];
+        Schedule { order, t_ns: t.as_nanos() as u64, took, moved: [(0, 0); 3] }
+    }
+
+    fn position(&self, method: Method, index: usize) -> usize {
+        self.order
+            .iter()
+            .position(|(m, i, _, _)| *m == method && *i == index)
+            .expect("every pattern is scheduled")
+    }
+
+    fn done(&mut self, step: usize, r: &RankPattern) {
+        self.took[step] = Some(r.ns);
+        let (method, _, _, timed) = self.order[step];
+        if timed && r.bytes > 0 {
+            let m = &mut self.moved[method_slot(method)];
+            m.0 += r.ns;
+            m.1 += r.bytes;
+        }
+    }
+
+    /// Time per byte of `method`'s time-driven patterns against the write's (1 until known).
+    fn speed_factor(&self, method: Method) -> f64 {
+        let per_byte = |(ns, bytes): (u64, u64)| (bytes > 0).then(|| ns as f64 / bytes as f64);
+        match (per_byte(self.moved[method_slot(method)]), per_byte(self.moved[0])) {
+            (Some(m), Some(w)) if w > 0.0 => (m / w).clamp(0.01, 100.0),
+            _ => 1.0,
+        }
+    }
+
+    /// What the size-driven pattern at `step` is expected to take.
+    fn expected_ns(&self, step: usize) -> f64 {
+        let (method, index, share_ns, _) = self.order[step];
+        if method != Method::Write {
+            let write = self.order.iter().position(|(m, i, _, _)| *m == Method::Write && *i == index);
+            if let Some(ns) = write.and_then(|w| self.took[w]) {
+                return ns as f64 * self.speed_factor(method);
+            }
+        }
+        share_ns as f64 * SIZE_DRIVEN_ESTIMATE
+    }
+
+    fn budget_ns(&self, step: usize, elapsed_ns: u64) -> u64 {
+        let later = &self.order[step..];
+        let shares: u64 = later.iter().filter(|p| p.3).map(|p| p.2).sum();
+        let reserve: f64 =
+            (step + 1..self.order.len()).filter(|&j| !self.order[j].3).map(|j| self.expected_ns(j)).sum();
+        let left = (self.t_ns.saturating_sub(elapsed_ns) as f64 - reserve).max(0.0);
+        (left * self.order[step].2 as f64 / shares.max(1) as f64) as u64
+    }
+}
+
 /// One rank's part of a partition.
 fn run_rank(
     ranks: &dyn Ranks,
@@ -597,11 +692,8 @@ fn run_rank(
     let mut log = RankLog::default();
     let mut written: Vec<u64> = vec![0; table.len()];
     let mut plan: Option<(Vec<u64>, u64)> = None;
-    // The schedule is one running clock over the partition: each pattern's share of T is added
-    // to the scheduled end, and a time-driven pattern gets what is left until then. A pattern
-    // that ran over (its one-call minimum, its sync, a slow call) shortens the ones after it;
-    // one that finished early leaves its time to them.
-    let mut scheduled_end_ns = 0u64;
+    // The schedule is one clock over the partition (see `Schedule`).
+    let mut schedule = Schedule::new(table, cfg.time);
     for method in [Method::Write, Method::Rewrite, Method::Read] {
         for pattern_type in 0..=4u8 {
             if pattern_type == 3 && plan.is_none() {
@@ -632,7 +724,7 @@ fn run_rank(
                 if ctx.any_stopping() {
                     break;
                 }
-                scheduled_end_ns += share(cfg.time, def).as_nanos() as u64;
+                let step = schedule.position(method, index);
                 let segment = plan.as_ref().map_or(0, |p| p.1);
                 let place = Placement { pattern_type, ranks: size, rank: rank as u64, base, segment };
                 let (calls, fill) = if pattern_type >= 3 {
@@ -645,10 +737,10 @@ fn run_rank(
                 } else if def.units == 0 {
                     (CallPlan::Exactly(1), 0)
                 } else {
-                    let left = scheduled_end_ns.saturating_sub(started.elapsed().as_nanos() as u64);
-                    // The ranks' clocks differ by their barrier skew: all take the least.
-                    let left = ranks.all_gather(left).into_iter().min().unwrap_or(0);
-                    let budget = Duration::from_nanos(left);
+                    let mine = schedule.budget_ns(step, started.elapsed().as_nanos() as u64);
+                    // The ranks' clocks and logs differ a little: all take the least.
+                    let budget = ranks.all_gather(mine).into_iter().min().unwrap_or(0);
+                    let budget = Duration::from_nanos(budget);
                     let cap = if method == Method::Write { u64::MAX } else { written[index] };
                     (CallPlan::Timed { budget, cap }, 0)
                 };
@@ -664,6 +756,7 @@ fn run_rank(
                     written[index] = result.calls;
                 }
                 base += place.advance(result.calls, if def.fill { fill } else { def.memory });
+                schedule.done(step, &result);
                 log.patterns.push((method, index, result));
             }
             drop(file);
@@ -1066,6 +1159,36 @@ mod tests {
         assert_eq!(segment % MIB, 0);
         let sum: u64 = calls.iter().zip(listed_chunks(2 * MIB)).map(|(c, (l, _, _))| c * l).sum();
         assert!(segment >= sum && segment - sum < MIB);
+    }
+
+    #[test]
+    fn the_schedule_spreads_delays_and_reserves_for_size_driven_patterns() {
+        let table = table2(2 * MIB);
+        let t = Duration::from_secs(64 * 3);
+        let mut s = Schedule::new(&table, t);
+        // Pattern 1 (type 0, MPART, U = 4): a share of T/3 · 4/64 = 4 s.
+        let first = s.position(Method::Write, 1);
+        let on_time = s.budget_ns(first, 0);
+        assert_eq!(s.order[first].2, 4_000_000_000);
+        // Less than the share: the write's types 3 and 4 are expected to take longer than theirs.
+        assert!(on_time < 4_000_000_000 && on_time > 3_000_000_000, "{on_time}");
+        // 10 s behind: the delay is spread over all time-driven patterns left, by their shares,
+        // rather than taken from this one alone.
+        let behind = s.budget_ns(first, 10_000_000_000);
+        let shares_left: u64 = s.order[first..].iter().filter(|p| p.3).map(|p| p.2).sum();
+        let expected = on_time as f64 - 10e9 * 4e9 / shares_left as f64;
+        assert!((behind as f64 - expected).abs() < 10.0, "{behind} vs {expected}");
+        let later = s.position(Method::Read, 1);
+        // Once the write's size-driven patterns have run, rewrite and read reserve their times.
+        for step in 0..s.position(Method::Rewrite, 0) {
+            let (_, _, share_ns, timed) = s.order[step];
+            let ns = if timed { share_ns } else { 20_000_000_000 };
+            s.done(step, &RankPattern { ns, bytes: if timed { ns } else { 0 }, ..RankPattern::default() });
+        }
+        let rewrite = s.position(Method::Rewrite, 1);
+        assert_eq!(s.budget_ns(rewrite, 128_000_000_000), 0, "the reserve exceeds the time left");
+        // Past T entirely: nothing but the one-call minimum.
+        assert_eq!(s.budget_ns(later, 300_000_000_000), 0);
     }
 
     #[test]
