@@ -11,9 +11,11 @@
 //! discarded instead of landing in the next one's window).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use iolens_engine::ownership::ScratchDir;
+use iolens_engine::TargetPolicy;
 use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
@@ -240,7 +242,18 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             random_map: Some(true),
             ..FlagWorkload::default()
         };
-        let r = run_point(&flags, ctx)?;
+        // New files as a program writes them (IOR, a checkpoint): not preallocated, so the
+        // cache allocates blocks as it writes back. Random writes into preallocated (unwritten)
+        // extents split them one block at a time, which costs the write-back and, with online
+        // discard, minutes to remove a file of several GiB.
+        let sparse = SuiteContext {
+            stop: Arc::clone(&ctx.stop),
+            observer: ctx.observer,
+            policy: TargetPolicy { sparse: fresh, ..ctx.policy },
+            keep: ctx.keep,
+            command: ctx.command.clone(),
+        };
+        let r = run_point(&flags, &sparse)?;
         if let Some(e) = r.error {
             return Err(SuiteError::Config(e));
         }

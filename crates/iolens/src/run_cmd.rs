@@ -53,7 +53,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     };
     let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
     let opts = RunOptions {
-        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache },
+        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.clone(),

@@ -58,7 +58,7 @@ pub fn context<'a>(
     SuiteContext {
         stop: Arc::clone(stop),
         observer: progress,
-        policy: TargetPolicy { allow_overwrite, keep_cache: false },
+        policy: TargetPolicy { allow_overwrite, keep_cache: false, sparse: false },
         keep,
         command: command.to_string(),
     }
