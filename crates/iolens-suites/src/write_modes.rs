@@ -117,11 +117,16 @@ pub fn choose_bytes(
             (
                 room,
                 format!(
-                    "{why} would be {}, but the file system has {} free: clamped to {}; \
-                     below the dirty limit the cache can absorb the writes, pass --bytes on a larger file system",
+                    "{why} would be {}, but the file system has {} free: clamped to {}{}",
                     format_bytes(want),
                     format_bytes(free),
-                    format_bytes(room)
+                    format_bytes(room),
+                    if room < limit {
+                        "; that is below the dirty limit, so the cache can absorb the writes: \
+                         the naive figure stays a memory figure (use a larger file system)"
+                    } else {
+                        ""
+                    }
                 ),
             )
         }
@@ -377,7 +382,10 @@ mod tests {
         assert!(why.contains("2 × the dirty limit"), "{why}");
         let (b, why) = choose_bytes(None, 1 << 30, "x", Some(1 << 30), 4096);
         assert!(b < 1 << 30 && b % 4096 == 0 && b > 0, "{b}");
-        assert!(why.contains("clamped"), "{why}");
+        assert!(why.contains("clamped") && why.contains("below the dirty limit"), "{why}");
+        let (b, why) = choose_bytes(None, 1 << 30, "x", Some(2 << 30), 4096);
+        assert!(b > 1 << 30 && b < 2 << 30, "{b}");
+        assert!(why.contains("clamped") && !why.contains("below"), "{why}");
         let (b, why) = choose_bytes(Some(10_000), 1 << 30, "x", Some(1 << 20), 4096);
         assert_eq!(b, 8192, "--bytes wins, in whole requests per thread");
         assert!(why.contains("--bytes"));
