@@ -16,6 +16,12 @@
 //!   weighs write 25%, rewrite 25%, read 50%; the system's b_eff_io is the maximum over the
 //!   partitions (rank counts) run.
 //!
+//! The partition holds its scheduled time T on one clock (see `Schedule`): a pattern's time is
+//! its share of what is left of T, so overruns (a pattern's one-call minimum, its sync, the
+//! size-driven types) shrink every later time-driven pattern alike. The protocol gives each
+//! pattern's share, budget and sync, and says why a pattern, or the partition, did not keep to
+//! them.
+//!
 //! Rewrite and read repeat at most as many calls as the initial write made, so they always
 //! touch written data. Collective access (types 0, 1 and 4) synchronizes the ranks after
 //! every call, as a collective MPI-IO call does. Ranks are threads of this process here; the
