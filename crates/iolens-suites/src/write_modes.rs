@@ -248,9 +248,7 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             ..FlagWorkload::default()
         };
         // New files as a program writes them (IOR, a checkpoint): not preallocated, so the
-        // cache allocates blocks as it writes back. Random writes into preallocated (unwritten)
-        // extents split them one block at a time, which costs the write-back and, with online
-        // discard, minutes to remove a file of several GiB.
+        // cache allocates blocks as it writes back, as it would for the program.
         let sparse = SuiteContext {
             stop: Arc::clone(&ctx.stop),
             observer: ctx.observer,
