@@ -23,7 +23,7 @@ pub fn exercise(job: &Job) {
             SizeSpec::Fixed(s) => *s,
             SizeSpec::Weighted(_) => a.sizes.min(),
         };
-        let mut offsets = OffsetGen::new(&a.pattern, region, align, a.sizes.max());
+        let mut offsets = OffsetGen::new(&a.pattern, region, align, a.sizes.max(), a.random_map, &mut rng);
         for _ in 0..8 {
             let len = sizes.pick(&mut rng);
             let _ = mix.is_read(&mut rng);

@@ -47,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
         spacing: get(23),
         sieve: get(24).is_some(),
         sieve_buffer: get(25),
+        random_map: get(28).and_then(|v| v.parse::<bool>().ok()),
         block_unit: get(26),
         seed: num(27),
         verify: get(28),

@@ -182,6 +182,8 @@ fn emitted_workload_is_a_valid_job() {
     assert_eq!(job.agents[1].fsync, iolens_workload::FsyncPolicy::EveryN(2));
     assert_eq!(job.agents[0].target, std::path::PathBuf::from("/scratch/replay"));
     assert!(matches!(job.agents[0].pattern, iolens_workload::Pattern::Random(_)), "40% sequential: random");
+    assert!(!job.agents[0].random_map && job.agents[1].random_map, "random writes say so: {text}");
+    assert!(text.contains("random_map = true"), "{text}");
     let empty = analyze(&[], AnalyzeOptions::default());
     assert!(emit_workload(&empty, "/x").is_err());
     assert_eq!(empty.figures.ops, 0);

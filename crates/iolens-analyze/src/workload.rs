@@ -164,6 +164,13 @@ pub fn emit_workload(s: &TraceSummary, target: &str) -> Result<String, String> {
             (true, true) => "randwrite",
         };
         let _ = writeln!(out, "rw = \"{rw}\"");
+        if write && random {
+            let _ = writeln!(
+                out,
+                "# each block once per pass, in random order (fio's random map); false draws offsets with replacement"
+            );
+            let _ = writeln!(out, "random_map = true");
+        }
         let _ = writeln!(out, "# request sizes (rounded up to 512 B) weighted by how often they were seen");
         if capped {
             let _ = writeln!(

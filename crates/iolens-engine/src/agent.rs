@@ -157,7 +157,8 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let depth = backend.depth();
     let mut rng = agent_rng(spec.seed);
     let mix = MixPicker::new(spec.op);
-    let mut calls = Calls::new(&spec.pattern, &spec.sizes, setup.region, setup.align);
+    let mut calls =
+        Calls::new(&spec.pattern, &spec.sizes, setup.region, setup.align, spec.random_map, &mut rng);
     let mut free_slots: Vec<u16> = (0..depth as u16).rev().collect();
     let mut slots = vec![InFlight::default(); depth];
     let mut done: Vec<Completion> = Vec::with_capacity(depth);

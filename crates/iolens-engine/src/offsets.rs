@@ -79,6 +79,8 @@ enum Placement {
         stride: u64,
     },
     Uniform,
+    /// Uniform without replacement: a permutation of the slots, renewed after each pass.
+    Map(BlockPermutation),
     Normal(Normal<f64>),
     /// Zipf ranks scattered over the region by a bijection so hot blocks are not all adjacent.
     Zipf {
@@ -97,6 +99,80 @@ pub struct OffsetGen {
     slots: u64,
 }
 
+/// splitmix64's finalizer: a cheap, well-mixing 64-bit hash.
+#[inline]
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A random permutation of `[0, n)` in O(1) memory, like fio's random map but without its
+/// bitmap: a 4-round Feistel network over the smallest power of two with an even number of
+/// bits that holds `n` (at most 4n values), with cycle-walking (a value ≥ n is permuted again
+/// until it lands below n, which keeps it a bijection on `[0, n)`). The i-th value of a pass is
+/// the permutation of i, so nothing is stored per block and nothing is allocated per call.
+/// After a full pass the keys are drawn again: the next pass is a new permutation.
+#[derive(Debug, Clone)]
+pub struct BlockPermutation {
+    n: u64,
+    half_bits: u32,
+    half_mask: u64,
+    keys: [u64; 4],
+    /// Position in the current pass.
+    next: u64,
+}
+
+impl BlockPermutation {
+    pub fn new(n: u64, rng: &mut SmallRng) -> BlockPermutation {
+        let n = n.max(1);
+        let bits = 64 - (n - 1).leading_zeros();
+        let half_bits = bits.div_ceil(2).max(1);
+        let half_mask = if half_bits >= 64 { u64::MAX } else { (1u64 << half_bits) - 1 };
+        let mut p = BlockPermutation { n, half_bits, half_mask, keys: [0; 4], next: 0 };
+        p.rekey(rng);
+        p
+    }
+
+    fn rekey(&mut self, rng: &mut SmallRng) {
+        for k in &mut self.keys {
+            *k = rng.random();
+        }
+    }
+
+    #[inline]
+    fn feistel(&self, x: u64) -> u64 {
+        let (mut l, mut r) = (x >> self.half_bits, x & self.half_mask);
+        for k in self.keys {
+            let f = mix64(r ^ k) & self.half_mask;
+            (l, r) = (r, l ^ f);
+        }
+        (l << self.half_bits) | r
+    }
+
+    /// The value at position `i` (< n) of the current pass.
+    #[inline]
+    pub fn at(&self, i: u64) -> u64 {
+        let mut x = self.feistel(i);
+        while x >= self.n {
+            x = self.feistel(x);
+        }
+        x
+    }
+
+    /// The next value; a new permutation starts after every `n` values.
+    #[inline]
+    pub fn next(&mut self, rng: &mut SmallRng) -> u64 {
+        if self.next == self.n {
+            self.rekey(rng);
+            self.next = 0;
+        }
+        let v = self.at(self.next);
+        self.next += 1;
+        v
+    }
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
@@ -106,13 +182,26 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 impl OffsetGen {
-    pub fn new(pattern: &Pattern, region: u64, align: u64, max_size: u64) -> OffsetGen {
+    /// `random_map` draws uniform random offsets without replacement (see [`BlockPermutation`]);
+    /// it is ignored for other patterns (the job parser only sets it for uniform ones). Its
+    /// first permutation is keyed from `rng`, so the order follows the agent's seed.
+    pub fn new(
+        pattern: &Pattern,
+        region: u64,
+        align: u64,
+        max_size: u64,
+        random_map: bool,
+        rng: &mut SmallRng,
+    ) -> OffsetGen {
         let align = align.max(1);
         let slots = (region.saturating_sub(max_size) / align + 1).max(1);
         let placement = match pattern {
             // Noncontiguous accesses place their calls themselves (see `Calls`).
             Pattern::Sequential | Pattern::Noncontiguous(_) => Placement::Sequential { cursor: 0 },
             Pattern::Strided { stride } => Placement::Strided { cursor: 0, stride: *stride },
+            Pattern::Random(Distribution::Uniform) if random_map => {
+                Placement::Map(BlockPermutation::new(slots, rng))
+            }
             Pattern::Random(Distribution::Uniform) => Placement::Uniform,
             Pattern::Random(Distribution::Normal { center, spread }) => {
                 let slots_f = slots as f64;
@@ -155,6 +244,7 @@ impl OffsetGen {
                 at
             }
             Placement::Uniform => rng.random_range(0..self.slots) * self.align,
+            Placement::Map(map) => map.next(rng) * self.align,
             Placement::Normal(normal) => {
                 let slot = normal.sample(rng).round().clamp(0.0, (self.slots - 1) as f64) as u64;
                 slot * self.align
@@ -225,12 +315,19 @@ pub enum Calls {
 }
 
 impl Calls {
-    pub fn new(pattern: &Pattern, sizes: &SizeSpec, region: u64, align: u64) -> Calls {
+    pub fn new(
+        pattern: &Pattern,
+        sizes: &SizeSpec,
+        region: u64,
+        align: u64,
+        random_map: bool,
+        rng: &mut SmallRng,
+    ) -> Calls {
         match pattern {
             Pattern::Noncontiguous(n) => Calls::Noncontiguous(NoncontigCalls::new(*n, region)),
             _ => Calls::Sized {
                 sizes: SizePicker::new(sizes),
-                offsets: OffsetGen::new(pattern, region, align, sizes.max()),
+                offsets: OffsetGen::new(pattern, region, align, sizes.max(), random_map, rng),
             },
         }
     }
@@ -258,8 +355,8 @@ mod tests {
 
     #[test]
     fn sequential_wraps_and_stays_inside() {
-        let mut g = OffsetGen::new(&Pattern::Sequential, 10 * 4096, 4096, 4096);
         let mut rng = agent_rng(1);
+        let mut g = OffsetGen::new(&Pattern::Sequential, 10 * 4096, 4096, 4096, false, &mut rng);
         let offs: Vec<u64> = (0..12).map(|_| g.next(4096, &mut rng)).collect();
         assert_eq!(&offs[..3], &[0, 4096, 8192]);
         assert_eq!(offs[10], 0, "wraps at the end of the region");
@@ -267,15 +364,16 @@ mod tests {
 
     #[test]
     fn strided_steps_by_stride() {
-        let mut g = OffsetGen::new(&Pattern::Strided { stride: 3 * 4096 }, 10 * 4096, 4096, 4096);
         let mut rng = agent_rng(1);
+        let mut g =
+            OffsetGen::new(&Pattern::Strided { stride: 3 * 4096 }, 10 * 4096, 4096, 4096, false, &mut rng);
         let offs: Vec<u64> = (0..5).map(|_| g.next(4096, &mut rng)).collect();
         assert_eq!(offs, vec![0, 12288, 24576, 36864, 0]);
     }
 
     fn histogram(pattern: Pattern, n: usize) -> Vec<u64> {
-        let mut g = OffsetGen::new(&pattern, 100 * 4096, 4096, 4096);
         let mut rng = agent_rng(42);
+        let mut g = OffsetGen::new(&pattern, 100 * 4096, 4096, 4096, false, &mut rng);
         let mut counts = vec![0u64; 100];
         for _ in 0..n {
             let off = g.next(4096, &mut rng);
@@ -310,6 +408,64 @@ mod tests {
         let hottest = c.iter().position(|&x| x == sorted[0]).unwrap();
         assert_eq!(hottest, 0, "rank 1 maps to block 0");
         assert!(c[1] < sorted[1], "rank 2 is not the adjacent block");
+    }
+
+    /// Block indices of `n` offsets from a uniform generator over `blocks` 4 KiB blocks.
+    fn uniform_blocks(blocks: u64, map: bool, seed: u64, n: usize) -> Vec<u64> {
+        let mut rng = agent_rng(seed);
+        let pattern = Pattern::Random(Distribution::Uniform);
+        let mut g = OffsetGen::new(&pattern, blocks * 4096, 4096, 4096, map, &mut rng);
+        (0..n)
+            .map(|_| {
+                let off = g.next(4096, &mut rng);
+                assert_eq!(off % 4096, 0);
+                assert!(off + 4096 <= blocks * 4096);
+                off / 4096
+            })
+            .collect()
+    }
+
+    #[test]
+    fn random_map_visits_every_block_once_per_pass() {
+        for blocks in [1u64, 2, 3, 5, 64, 100, 1000, 4097] {
+            let seen = uniform_blocks(blocks, true, 7, 2 * blocks as usize);
+            let (first, second) = seen.split_at(blocks as usize);
+            for pass in [first, second] {
+                let mut sorted = pass.to_vec();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..blocks).collect::<Vec<_>>(), "{blocks} blocks: one visit each");
+            }
+            if blocks >= 64 {
+                assert_ne!(first, second, "each pass is a new permutation");
+                assert_ne!(first, &(0..blocks).collect::<Vec<_>>()[..], "not in order");
+            }
+        }
+    }
+
+    #[test]
+    fn without_random_map_blocks_repeat() {
+        let seen = uniform_blocks(1000, false, 7, 1000);
+        let distinct: std::collections::BTreeSet<u64> = seen.iter().copied().collect();
+        // Drawn with replacement, about 1 - 1/e of the blocks are hit by 1000 draws.
+        assert!(distinct.len() < 700, "{}", distinct.len());
+    }
+
+    #[test]
+    fn random_map_follows_the_seed() {
+        assert_eq!(uniform_blocks(5000, true, 11, 6000), uniform_blocks(5000, true, 11, 6000));
+        assert_ne!(uniform_blocks(5000, true, 11, 100), uniform_blocks(5000, true, 12, 100));
+    }
+
+    #[test]
+    fn random_map_handles_huge_regions_in_constant_memory() {
+        // 2^50 slots: no bitmap could hold them; values stay inside and do not repeat early.
+        let mut rng = agent_rng(3);
+        let mut p = BlockPermutation::new(1 << 50, &mut rng);
+        let vals: std::collections::BTreeSet<u64> = (0..10_000).map(|_| p.next(&mut rng)).collect();
+        assert_eq!(vals.len(), 10_000);
+        assert!(vals.iter().all(|v| *v < 1 << 50));
+        let mut p = BlockPermutation::new(u64::MAX, &mut rng);
+        assert!((0..100).all(|_| p.next(&mut rng) < u64::MAX));
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RunFacts, RunResult,
-    VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RateCheck, RunFacts,
+    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -117,6 +117,8 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
         engine: spec.engine.name().to_string(),
         qd: if spec.engine == EngineKind::IoUring { spec.queue_depth } else { 1 },
         direct: spec.direct,
+        random_map: spec.random_map,
+        rate: spec.rate.ops_per_s,
     }
 }
 
@@ -504,6 +506,19 @@ fn measure(
             .filter(|a| a.op.writes() && a.engine != EngineKind::Null)
             .all(|a| a.direct),
         memory_backed: memory_backed(targets),
+        rates: job
+            .agents
+            .iter()
+            .zip(&agents)
+            .filter(|(spec, _)| spec.rate.ops_per_s > 0.0)
+            .map(|(spec, a)| RateCheck {
+                agent: spec.name.clone(),
+                asked: spec.rate.ops_per_s,
+                ops: a.figures.ops,
+                wall_s: a.figures.wall_s,
+                poisson: spec.rate.arrival == iolens_workload::Arrival::Poisson,
+            })
+            .collect(),
     };
     let mut warnings = targets.warnings.clone();
     warnings.extend(evaluate_warnings(&facts));

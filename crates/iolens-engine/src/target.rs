@@ -163,6 +163,10 @@ pub struct TargetPolicy {
     /// Leave the targets' cached pages in memory. By default they are dropped before the run
     /// (as fio's `invalidate=1`), so reads start from the device.
     pub keep_cache: bool,
+    /// Write-only files iolens creates are not preallocated: their blocks are allocated as the
+    /// cache writes them back, as for a program writing a new file (IOR, a checkpoint). By
+    /// default they are (posix_fallocate), so writes overwrite allocated space.
+    pub sparse: bool,
 }
 
 fn io_err(path: &Path, action: &'static str) -> impl FnOnce(io::Error) -> EngineError {
@@ -303,7 +307,7 @@ pub fn prepare_targets_placed(
     }
     let mut sparse = Vec::new();
     for (t, usage) in targets.targets.iter_mut().zip(by_path.values()) {
-        let step = materialize(t, usage, stop).and_then(|bytes| {
+        let step = materialize(t, usage, policy.sparse, stop).and_then(|bytes| {
             if t.kind == TargetKind::File && usage.direct {
                 check_direct(t)?;
             }
@@ -740,7 +744,7 @@ fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
 }
 
 /// Lays out an owned file target; returns the bytes of data written.
-fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, EngineError> {
+fn materialize(t: &mut Target, usage: &Use, sparse: bool, stop: &AtomicBool) -> Result<u64, EngineError> {
     if t.kind != TargetKind::File || !t.owned {
         return Ok(0); // foreign files and devices are used as they are
     }
@@ -752,6 +756,11 @@ fn materialize(t: &mut Target, usage: &Use, stop: &AtomicBool) -> Result<u64, En
     } else if usage.reads && !usage.verify_reads && t.laid_out < t.region {
         written = lay_out(file, &path, t.laid_out, t.region, stop)?;
         t.laid_out = t.region;
+    } else if sparse {
+        // Sized, not allocated: reads past the written blocks see zeros, as in any new file.
+        if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
+            file.set_len(t.region).map_err(io_err(&path, "size"))?;
+        }
     } else if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
         // Write-only: reserve the blocks so writes overwrite allocated space, as on a
         // laid-out file; fall back to a sparse size where fallocate is unsupported.

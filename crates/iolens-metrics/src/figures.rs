@@ -318,6 +318,10 @@ pub struct AgentInfo {
     pub engine: String,
     pub qd: u32,
     pub direct: bool,
+    /// Random offsets drawn without replacement (a permutation of the blocks per pass).
+    pub random_map: bool,
+    /// The rate the agent asked for, operations per second; 0 = as fast as possible.
+    pub rate: f64,
 }
 
 /// One agent's result line.

@@ -19,4 +19,6 @@ pub use figures::{
 };
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use verify::{BlockFields, VerifyFailure, VerifyReport};
-pub use warnings::{evaluate_warnings, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S};
+pub use warnings::{
+    evaluate_warnings, RateCheck, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S,
+};

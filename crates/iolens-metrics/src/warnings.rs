@@ -33,6 +33,10 @@ pub enum WarningCode {
     ClockUncertain,
     /// Across MPI ranks: a rank's warning, carried into the combined result.
     RankWarning,
+    /// An agent achieved less than [`RATE_SHORTFALL`] of the rate it asked for.
+    RateNotReached,
+    /// A suite's schedule did not hold its scheduled time (b_eff_io's T).
+    ScheduleOverrun,
 }
 
 impl Serialize for WarningCode {
@@ -64,6 +68,8 @@ impl WarningCode {
             WarningCode::DeviceShared => "device_shared",
             WarningCode::ClockUncertain => "clock_uncertain",
             WarningCode::RankWarning => "rank_warning",
+            WarningCode::RateNotReached => "rate_not_reached",
+            WarningCode::ScheduleOverrun => "schedule_overrun",
         }
     }
 }
@@ -105,6 +111,41 @@ pub struct RunFacts<'a> {
     pub writes_direct_only: bool,
     /// Why the targets live in RAM (e.g. "/dev/shm/x is on tmpfs"), when they do.
     pub memory_backed: Option<String>,
+    /// Every rate-limited agent: what it asked for and what it did.
+    pub rates: Vec<RateCheck>,
+}
+
+/// A rate-limited agent's asked rate against its operations over its measurement window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateCheck {
+    pub agent: String,
+    /// Operations per second asked for.
+    pub asked: f64,
+    pub ops: u64,
+    pub wall_s: f64,
+    /// Poisson arrivals: the count itself is random, so chance shortfalls are allowed for.
+    pub poisson: bool,
+}
+
+impl RateCheck {
+    pub fn achieved(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.ops as f64 / self.wall_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Below [`RATE_SHORTFALL`] of the asked rate; for Poisson arrivals also more than three
+    /// standard deviations of the count below its expectation, so chance alone rarely warns.
+    pub fn short(&self) -> bool {
+        if self.wall_s <= 0.0 || self.asked <= 0.0 {
+            return false;
+        }
+        let expected = self.asked * self.wall_s;
+        let below = (self.ops as f64) < RATE_SHORTFALL * expected;
+        below && (!self.poisson || (self.ops as f64) < expected - 3.0 * expected.sqrt())
+    }
 }
 
 impl<'a> RunFacts<'a> {
@@ -124,6 +165,7 @@ impl<'a> RunFacts<'a> {
             reads_direct_only: false,
             writes_direct_only: false,
             memory_backed: None,
+            rates: Vec::new(),
         }
     }
 }
@@ -132,6 +174,8 @@ impl<'a> RunFacts<'a> {
 pub const MIN_TRUSTED_WALL_S: f64 = 1.0;
 /// Fewer data operations than this make high percentiles meaningless.
 pub const MIN_TRUSTED_OPS: u64 = 1000;
+/// An agent achieving less than this share of its asked rate is warned about.
+pub const RATE_SHORTFALL: f64 = 0.95;
 /// Device bytes below this share of application bytes mean the cache absorbed the traffic.
 const CACHE_SHARE: f64 = 0.5;
 /// Below this many application bytes, cache comparisons drown in device noise.
@@ -293,6 +337,31 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
             format!("{} operations moved fewer bytes than requested", f.short_ops),
         ));
     }
+    let short: Vec<String> = facts
+        .rates
+        .iter()
+        .filter(|r| r.short())
+        .map(|r| {
+            format!(
+                "{} asked {} ops/s, achieved {:.1} ops/s ({:.0}%)",
+                r.agent,
+                r.asked,
+                r.achieved(),
+                100.0 * r.achieved() / r.asked
+            )
+        })
+        .collect();
+    if !facts.interrupted && !short.is_empty() {
+        out.push(Warning::new(
+            WarningCode::RateNotReached,
+            format!(
+                "rate not reached (below {:.0}% of the asked rate): {}; the load was lighter than asked, \
+                 so the figures describe that lighter load",
+                RATE_SHORTFALL * 100.0,
+                short.join("; ")
+            ),
+        ));
+    }
     if facts.trace_dropped > 0 {
         out.push(Warning::new(
             WarningCode::TraceDropped,
@@ -395,6 +464,41 @@ mod tests {
             codes(&evaluate_warnings(&RunFacts { device: Some(&dev), ..direct })),
             vec![WarningCode::DeviceShared]
         );
+    }
+
+    #[test]
+    fn a_rate_shortfall_is_flagged_per_agent() {
+        let f = figures(0, 100 << 20, 5.0, 10_000);
+        let check = |asked: f64, ops: u64, poisson: bool| RateCheck {
+            agent: format!("a{asked}"),
+            asked,
+            ops,
+            wall_s: 2.0,
+            poisson,
+        };
+        // 5000/s asked, 2801/s achieved: the issue's case.
+        let facts = RunFacts {
+            rates: vec![check(5000.0, 5602, false), check(100.0, 200, false)],
+            ..RunFacts::new(&f)
+        };
+        let w = evaluate_warnings(&facts);
+        assert_eq!(codes(&w), vec![WarningCode::RateNotReached]);
+        assert!(
+            w[0].message.contains("a5000 asked 5000 ops/s, achieved 2801.0 ops/s (56%)"),
+            "{}",
+            w[0].message
+        );
+        assert!(!w[0].message.contains("a100"), "only the agent that fell short");
+        // 95% is enough; 94% is not.
+        assert!(!check(1000.0, 1900, false).short());
+        assert!(check(1000.0, 1880, false).short());
+        // Poisson counts vary: 40 of 50 expected is within chance, 20 is not.
+        assert!(!check(25.0, 40, true).short());
+        assert!(check(25.0, 20, true).short());
+        // Interrupted runs stopped early by design.
+        let facts =
+            RunFacts { rates: vec![check(5000.0, 10, false)], interrupted: true, ..RunFacts::new(&f) };
+        assert!(!codes(&evaluate_warnings(&facts)).contains(&WarningCode::RateNotReached));
     }
 
     #[test]

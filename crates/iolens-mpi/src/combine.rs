@@ -117,6 +117,8 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
                 engine: text(&first, "engine"),
                 qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
                 direct: first.get("direct").and_then(|v| v.as_bool()).unwrap_or(false),
+                random_map: first.get("random_map").and_then(|v| v.as_bool()).unwrap_or(false),
+                rate: first.get("rate").and_then(|v| v.as_f64()).unwrap_or(0.0),
             },
             figures: figures.clone(),
         });

@@ -16,6 +16,12 @@
 //!   weighs write 25%, rewrite 25%, read 50%; the system's b_eff_io is the maximum over the
 //!   partitions (rank counts) run.
 //!
+//! The partition holds its scheduled time T on one clock (see `Schedule`): a pattern's time is
+//! its share of what is left of T, so overruns (a pattern's one-call minimum, its sync, the
+//! size-driven types) shrink every later time-driven pattern alike. The protocol gives each
+//! pattern's share, budget and sync, and says why a pattern, or the partition, did not keep to
+//! them.
+//!
 //! Rewrite and read repeat at most as many calls as the initial write made, so they always
 //! touch written data. Collective access (types 0, 1 and 4) synchronizes the ranks after
 //! every call, as a collective MPI-IO call does. Ranks are threads of this process here; the
@@ -132,6 +138,13 @@ pub fn table2(mpart: u64) -> Vec<PatternDef> {
         }
     }
     out
+}
+
+/// A pattern's share of the scheduled time T: `T/3 · U/ΣU` (each access method gets a third).
+/// Types 3 and 4 are size-driven, but their units are part of ΣU: their share is the time the
+/// schedule expects them to take.
+pub fn share(t: Duration, def: &PatternDef) -> Duration {
+    t.mul_f64(def.units as f64 / TOTAL_UNITS as f64 / 3.0)
 }
 
 /// MPART for a node with `memory` bytes.
@@ -253,6 +266,14 @@ pub struct PatternRecord {
     /// From the first call to the end of the sync (writes), slowest rank.
     pub time_s: f64,
     pub mb_s: f64,
+    /// The pattern's share of T (`T/3 · U/ΣU`).
+    pub scheduled_s: f64,
+    /// Time-driven patterns: what the running schedule left the pattern when it started.
+    pub budget_s: Option<f64>,
+    /// The closing sync of a write pattern, slowest rank (part of `time_s`).
+    pub sync_s: f64,
+    /// Why the pattern's time differs from what the schedule gave it, when it does.
+    pub note: Option<String>,
 }
 
 /// One pattern type of one access method: bytes over open-to-close time.
@@ -283,7 +304,17 @@ pub struct Partition {
     pub patterns: Vec<PatternRecord>,
     /// Segment size per rank of types 3 and 4.
     pub segment_bytes: u64,
+    /// The scheduled time T.
+    pub scheduled_s: f64,
+    /// From the start of the first pattern to the end of the last, by the partition's clock.
     pub elapsed_s: f64,
+    /// `elapsed_s` at most 10% over T. A partition may end well before T, and then says why:
+    /// rewrite and read repeat the write's calls (they only touch written data), so where they
+    /// are faster than the write they end early, as the benchmark defines them.
+    pub schedule_held: bool,
+    /// Why the partition ran more than 10% over T, or ended more than 10% before it (the
+    /// patterns' notes say which and why).
+    pub schedule_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -383,6 +414,12 @@ struct RankPattern {
     calls: u64,
     bytes: u64,
     ns: u64,
+    /// Time-driven patterns: the time the schedule left the pattern (agreed by all ranks).
+    budget_ns: Option<u64>,
+    /// The closing sync of a write pattern (inside `ns`).
+    sync_ns: u64,
+    /// Stopped at its call cap (rewrite and read at the write's calls) before its time was up.
+    capped: bool,
 }
 
 struct RankContext<'a> {
@@ -393,6 +430,9 @@ struct RankContext<'a> {
     /// decision without doing I/O, so the others stop at the next decision instead of waiting
     /// for it forever.
     failed: Option<std::io::Error>,
+    /// The closing sync of this rank's last write pattern: the next one keeps that much of its
+    /// time for its own sync, which the batch decisions cannot see coming.
+    last_sync_ns: u64,
 }
 
 impl RankContext<'_> {
@@ -445,6 +485,11 @@ impl RankContext<'_> {
         let mut done = 0u64;
         let mut batch = 1u64;
         let (budget_ns, cap) = match calls {
+            // Calls stop early enough for the closing sync (ranks agree on the reserve).
+            CallPlan::Timed { budget, cap } if method != Method::Read => {
+                let reserve = self.ranks.all_gather(self.last_sync_ns).into_iter().max().unwrap_or(0);
+                ((budget.as_nanos() as u64).saturating_sub(reserve), cap)
+            }
             CallPlan::Timed { budget, cap } => (budget.as_nanos() as u64, cap),
             CallPlan::Exactly(n) => (u64::MAX, n),
         };
@@ -477,11 +522,29 @@ impl RankContext<'_> {
                 None => break,
             }
         }
+        let synced = Instant::now();
         if let (Some(file), None, true) = (file, &self.failed, method != Method::Read) {
             let result = file.sync();
             self.record(result);
         }
-        RankPattern { calls: done, bytes: done * memory, ns: start.elapsed().as_nanos() as u64 }
+        let ns = start.elapsed().as_nanos() as u64;
+        if method != Method::Read {
+            self.last_sync_ns = synced.elapsed().as_nanos() as u64;
+        }
+        let (budget_ns, capped) = match calls {
+            CallPlan::Timed { budget, cap } => {
+                (Some(budget.as_nanos() as u64), done >= cap && cap < u64::MAX)
+            }
+            CallPlan::Exactly(_) => (None, false),
+        };
+        RankPattern {
+            calls: done,
+            bytes: done * memory,
+            ns,
+            budget_ns,
+            sync_ns: if method != Method::Read { self.last_sync_ns } else { 0 },
+            capped,
+        }
     }
 }
 
@@ -522,6 +585,101 @@ fn open_type_file(dir: &Path, pattern_type: u8, rank: usize, method: Method) -> 
     o.open(&path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
+/// The partition's schedule. A time-driven pattern (types 0–2, U > 0) gets its share of the
+/// time left: `(T − elapsed − reserve) · share / (shares of the time-driven patterns left)`. On
+/// schedule that is its share `T/3 · U/ΣU`; behind (a one-call minimum, a sync, a slow call ran
+/// over) every pattern after shrinks alike, instead of the next ones starving; ahead (a capped
+/// rewrite or read ended early) they get the time. The reserve is what the size-driven
+/// patterns still to come (types 3 and 4, and the U = 0 and fill-up calls) are expected to take:
+/// in the write, [`SIZE_DRIVEN_ESTIMATE`] × their shares; in rewrite and read, the same
+/// pattern's write time scaled by how much faster or slower the method's time-driven patterns
+/// moved their bytes than the write's.
+struct Schedule {
+    /// (method, table index, share in ns, time-driven) in the order the patterns run.
+    order: Vec<(Method, usize, u64, bool)>,
+    t_ns: u64,
+    /// Time of each finished pattern, by position in `order`.
+    took: Vec<Option<u64>>,
+    /// ns and bytes of each method's finished time-driven patterns.
+    moved: [(u64, u64); 3],
+}
+
+/// How much longer than their shares the write's size-driven patterns are expected to take:
+/// types 3 and 4 repeat, per chunk size, the mean of what types 0–2 moved, about 2/3 of the time
+/// of types 0–2 at equal bandwidth where their 20 of 64 units give them 20/44 of it.
+pub const SIZE_DRIVEN_ESTIMATE: f64 = 1.5;
+
+fn method_slot(m: Method) -> usize {
+    match m {
+        Method::Write => 0,
+        Method::Rewrite => 1,
+        Method::Read => 2,
+    }
+}
+
+impl Schedule {
+    fn new(table: &[PatternDef], t: Duration) -> Schedule {
+        let mut order = Vec::new();
+        for method in [Method::Write, Method::Rewrite, Method::Read] {
+            for pattern_type in 0..=4u8 {
+                for (index, def) in table.iter().enumerate().filter(|(_, p)| p.pattern_type == pattern_type) {
+                    let timed = pattern_type <= 2 && def.units > 0;
+                    order.push((method, index, share(t, def).as_nanos() as u64, timed));
+                }
+            }
+        }
+        let took = vec![None; order.len()];
+        Schedule { order, t_ns: t.as_nanos() as u64, took, moved: [(0, 0); 3] }
+    }
+
+    fn position(&self, method: Method, index: usize) -> usize {
+        self.order
+            .iter()
+            .position(|(m, i, _, _)| *m == method && *i == index)
+            .expect("every pattern is scheduled")
+    }
+
+    fn done(&mut self, step: usize, r: &RankPattern) {
+        self.took[step] = Some(r.ns);
+        let (method, _, _, timed) = self.order[step];
+        if timed && r.bytes > 0 {
+            let m = &mut self.moved[method_slot(method)];
+            m.0 += r.ns;
+            m.1 += r.bytes;
+        }
+    }
+
+    /// Time per byte of `method`'s time-driven patterns against the write's (1 until known).
+    fn speed_factor(&self, method: Method) -> f64 {
+        let per_byte = |(ns, bytes): (u64, u64)| (bytes > 0).then(|| ns as f64 / bytes as f64);
+        match (per_byte(self.moved[method_slot(method)]), per_byte(self.moved[0])) {
+            (Some(m), Some(w)) if w > 0.0 => (m / w).clamp(0.01, 100.0),
+            _ => 1.0,
+        }
+    }
+
+    /// What the size-driven pattern at `step` is expected to take.
+    fn expected_ns(&self, step: usize) -> f64 {
+        let (method, index, share_ns, _) = self.order[step];
+        if method != Method::Write {
+            let write = self.order.iter().position(|(m, i, _, _)| *m == Method::Write && *i == index);
+            if let Some(ns) = write.and_then(|w| self.took[w]) {
+                return ns as f64 * self.speed_factor(method);
+            }
+        }
+        share_ns as f64 * SIZE_DRIVEN_ESTIMATE
+    }
+
+    fn budget_ns(&self, step: usize, elapsed_ns: u64) -> u64 {
+        let later = &self.order[step..];
+        let shares: u64 = later.iter().filter(|p| p.3).map(|p| p.2).sum();
+        let reserve: f64 =
+            (step + 1..self.order.len()).filter(|&j| !self.order[j].3).map(|j| self.expected_ns(j)).sum();
+        let left = (self.t_ns.saturating_sub(elapsed_ns) as f64 - reserve).max(0.0);
+        (left * self.order[step].2 as f64 / shares.max(1) as f64) as u64
+    }
+}
+
 /// One rank's part of a partition.
 fn run_rank(
     ranks: &dyn Ranks,
@@ -529,16 +687,19 @@ fn run_rank(
     table: &[PatternDef],
     cfg: &BeffIoConfig,
     stop: &AtomicBool,
+    started: Instant,
 ) -> std::io::Result<RankLog> {
     let size = ranks.size() as u64;
     let rank = ranks.rank();
     let largest = table.iter().map(|p| p.memory).max().unwrap_or(MIB);
     let mut buffer = vec![0u8; largest as usize];
     iolens_engine::buffers::fill_random(&mut buffer, 0xbeff_0000 + rank as u64);
-    let mut ctx = RankContext { ranks, stop, buffer, failed: None };
+    let mut ctx = RankContext { ranks, stop, buffer, failed: None, last_sync_ns: 0 };
     let mut log = RankLog::default();
     let mut written: Vec<u64> = vec![0; table.len()];
     let mut plan: Option<(Vec<u64>, u64)> = None;
+    // The schedule is one clock over the partition (see `Schedule`).
+    let mut schedule = Schedule::new(table, cfg.time);
     for method in [Method::Write, Method::Rewrite, Method::Read] {
         for pattern_type in 0..=4u8 {
             if pattern_type == 3 && plan.is_none() {
@@ -569,6 +730,7 @@ fn run_rank(
                 if ctx.any_stopping() {
                     break;
                 }
+                let step = schedule.position(method, index);
                 let segment = plan.as_ref().map_or(0, |p| p.1);
                 let place = Placement { pattern_type, ranks: size, rank: rank as u64, base, segment };
                 let (calls, fill) = if pattern_type >= 3 {
@@ -581,7 +743,10 @@ fn run_rank(
                 } else if def.units == 0 {
                     (CallPlan::Exactly(1), 0)
                 } else {
-                    let budget = cfg.time.mul_f64(def.units as f64 / TOTAL_UNITS as f64 / 3.0);
+                    let mine = schedule.budget_ns(step, started.elapsed().as_nanos() as u64);
+                    // The ranks' clocks and logs differ a little: all take the least.
+                    let budget = ranks.all_gather(mine).into_iter().min().unwrap_or(0);
+                    let budget = Duration::from_nanos(budget);
                     let cap = if method == Method::Write { u64::MAX } else { written[index] };
                     (CallPlan::Timed { budget, cap }, 0)
                 };
@@ -597,6 +762,7 @@ fn run_rank(
                     written[index] = result.calls;
                 }
                 base += place.advance(result.calls, if def.fill { fill } else { def.memory });
+                schedule.done(step, &result);
                 log.patterns.push((method, index, result));
             }
             drop(file);
@@ -613,6 +779,10 @@ fn run_rank(
 fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: u64) -> PatternRecord {
     let time_s = ns as f64 / 1e9;
     PatternRecord {
+        scheduled_s: 0.0,
+        budget_s: None,
+        sync_s: 0.0,
+        note: None,
         method,
         number: def.number,
         pattern_type: def.pattern_type,
@@ -623,6 +793,44 @@ fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: 
         bytes,
         time_s,
         mb_s: mb_s(bytes, time_s),
+    }
+}
+
+/// A partition holds T when it runs at most this share of T over it.
+pub const SCHEDULE_TOLERANCE: f64 = 0.1;
+
+/// Why a pattern's time differs from what the schedule gave it: only deviations above 10% of
+/// its time, and above 0.5% of T (tiny shares jitter by more than 10%), are explained.
+fn schedule_note(p: &PatternRecord, capped: bool, t: f64) -> Option<String> {
+    let given = p.budget_s.unwrap_or(p.scheduled_s);
+    let slack = (SCHEDULE_TOLERANCE * given).max(0.005 * t);
+    let over = p.time_s > given + slack;
+    let under = p.time_s < given - slack;
+    let sync = if p.sync_s > 0.0 { format!(" (sync {:.3} s)", p.sync_s) } else { String::new() };
+    match p.budget_s {
+        Some(b) if over && p.calls <= 1 => Some(format!(
+            "one call is the minimum: a call of {} took {:.3} s{sync}, the schedule left {b:.3} s",
+            format_bytes(p.memory),
+            p.time_s
+        )),
+        Some(b) if over && p.sync_s > p.time_s - b => Some(format!(
+            "the closing sync took {:.3} s: {:.3} s against {b:.3} s left",
+            p.sync_s, p.time_s
+        )),
+        Some(b) if over => Some(format!("{:.3} s against {b:.3} s left: calls slower than the estimate", p.time_s)),
+        Some(b) if under && capped => Some(format!(
+            "stopped at the write's {} calls (rewrite and read only touch written data): {:.3} s of {b:.3} s",
+            p.calls, p.time_s
+        )),
+        Some(_) => None,
+        None if p.units == 0 && over => {
+            Some(format!("U = 0: one call outside the schedule, {:.3} s{sync}", p.time_s))
+        }
+        None if over || under => Some(format!(
+            "size-driven (moves what types 0–2 moved with this chunk): {:.3} s against a share of {:.3} s{sync}",
+            p.time_s, p.scheduled_s
+        )),
+        None => None,
     }
 }
 
@@ -641,7 +849,7 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             .into_iter()
             .map(|ranks| {
                 let (dir, table) = (&dir, &table);
-                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop))
+                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop, started))
             })
             .collect();
         handles
@@ -661,7 +869,13 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         let all: Vec<RankPattern> = logs.iter().map(|l| l.patterns[k].2).collect();
         let bytes = all.iter().map(|p| p.bytes).sum();
         let ns = all.iter().map(|p| p.ns).max().unwrap_or(0);
-        patterns.push(pattern_record(*method, &table[*index], first.calls, bytes, ns));
+        let def = &table[*index];
+        let mut record = pattern_record(*method, def, first.calls, bytes, ns);
+        record.scheduled_s = share(cfg.time, def).as_secs_f64();
+        record.budget_s = first.budget_ns.map(|b| b as f64 / 1e9);
+        record.sync_s = all.iter().map(|p| p.sync_ns).max().unwrap_or(0) as f64 / 1e9;
+        record.note = schedule_note(&record, first.capped, cfg.time.as_secs_f64());
+        patterns.push(record);
     }
     let mut types = Vec::new();
     for (k, (method, pattern_type, _)) in logs[0].types.iter().enumerate() {
@@ -692,6 +906,24 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             }
         })
         .collect();
+    let t = cfg.time.as_secs_f64();
+    let schedule_held = elapsed_s <= (1.0 + SCHEDULE_TOLERANCE) * t;
+    let early = elapsed_s < (1.0 - SCHEDULE_TOLERANCE) * t;
+    let schedule_note = (!schedule_held || early).then(|| {
+        let noted = patterns.iter().filter(|p| p.note.is_some()).count();
+        if !schedule_held {
+            format!(
+                "ran {elapsed_s:.2} s for T = {t:.2} s: {noted} pattern(s) took longer than the schedule left them \
+                 (each runs at least one call, and types 3 and 4 move what types 0–2 moved); \
+                 a smaller --mpart or a longer --time holds T"
+            )
+        } else {
+            format!(
+                "ran {elapsed_s:.2} s for T = {t:.2} s: {noted} pattern(s) finished early (rewrite and read stop at \
+                 the calls the write made, so they only touch written data)"
+            )
+        }
+    });
     Ok(Partition {
         ranks: n,
         b_eff_io: partition_value(&methods),
@@ -699,7 +931,10 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         types,
         patterns,
         segment_bytes: logs[0].segment,
+        scheduled_s: t,
         elapsed_s,
+        schedule_held,
+        schedule_note,
     })
 }
 
@@ -734,6 +969,11 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
     let interrupted = stop.load(Ordering::SeqCst);
     let best = partitions.iter().max_by(|a, b| a.b_eff_io.total_cmp(&b.b_eff_io));
     let (b_eff_io, best_ranks) = best.map_or((0.0, 0), |p| (p.b_eff_io, p.ranks));
+    for p in partitions.iter().filter(|p| !p.schedule_held) {
+        if let Some(note) = &p.schedule_note {
+            warnings.push(Warning::new(WarningCode::ScheduleOverrun, format!("{} ranks: {note}", p.ranks)));
+        }
+    }
     for p in &partitions {
         let least = p.methods.iter().map(|m| m.bytes).min().unwrap_or(0);
         if least < 20 * cfg.cache {
@@ -775,9 +1015,22 @@ pub fn render(r: &BeffIoResult) -> String {
     );
     for p in &r.partitions {
         out.push_str(&format!(
-            "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s)\n",
-            p.ranks, p.b_eff_io, p.elapsed_s
+            "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s for T = {:.1} s: {})\n",
+            p.ranks,
+            p.b_eff_io,
+            p.elapsed_s,
+            p.scheduled_s,
+            if !p.schedule_held {
+                "T not held"
+            } else if p.elapsed_s < (1.0 - SCHEDULE_TOLERANCE) * p.scheduled_s {
+                "T held, ended early"
+            } else {
+                "T held"
+            }
         ));
+        if let Some(note) = &p.schedule_note {
+            out.push_str(&format!("  {note}\n"));
+        }
         let mut t = Table::new(vec![
             "method", "weight", "type 0", "type 1", "type 2", "type 3", "type 4", "MB/s", "moved",
         ]);
@@ -821,6 +1074,15 @@ pub fn render(r: &BeffIoResult) -> String {
             ]);
         }
         t.render(&mut out);
+        let notes: Vec<String> = p
+            .patterns
+            .iter()
+            .filter_map(|x| x.note.as_ref().map(|n| format!("  {} {}: {n}\n", x.method.name(), x.number)))
+            .collect();
+        if !notes.is_empty() {
+            out.push_str("schedule (pattern number: why its time differs from its share of T):\n");
+            out.extend(notes);
+        }
     }
     out.push_str(&format!(
         "\nb_eff_io = {:.1} MB/s (max over partitions, best at {} ranks; MB = 10^6 bytes)\n\
@@ -903,6 +1165,36 @@ mod tests {
         assert_eq!(segment % MIB, 0);
         let sum: u64 = calls.iter().zip(listed_chunks(2 * MIB)).map(|(c, (l, _, _))| c * l).sum();
         assert!(segment >= sum && segment - sum < MIB);
+    }
+
+    #[test]
+    fn the_schedule_spreads_delays_and_reserves_for_size_driven_patterns() {
+        let table = table2(2 * MIB);
+        let t = Duration::from_secs(64 * 3);
+        let mut s = Schedule::new(&table, t);
+        // Pattern 1 (type 0, MPART, U = 4): a share of T/3 · 4/64 = 4 s.
+        let first = s.position(Method::Write, 1);
+        let on_time = s.budget_ns(first, 0);
+        assert_eq!(s.order[first].2, 4_000_000_000);
+        // Less than the share: the write's types 3 and 4 are expected to take longer than theirs.
+        assert!(on_time < 4_000_000_000 && on_time > 3_000_000_000, "{on_time}");
+        // 10 s behind: the delay is spread over all time-driven patterns left, by their shares,
+        // rather than taken from this one alone.
+        let behind = s.budget_ns(first, 10_000_000_000);
+        let shares_left: u64 = s.order[first..].iter().filter(|p| p.3).map(|p| p.2).sum();
+        let expected = on_time as f64 - 10e9 * 4e9 / shares_left as f64;
+        assert!((behind as f64 - expected).abs() < 10.0, "{behind} vs {expected}");
+        let later = s.position(Method::Read, 1);
+        // Once the write's size-driven patterns have run, rewrite and read reserve their times.
+        for step in 0..s.position(Method::Rewrite, 0) {
+            let (_, _, share_ns, timed) = s.order[step];
+            let ns = if timed { share_ns } else { 20_000_000_000 };
+            s.done(step, &RankPattern { ns, bytes: if timed { ns } else { 0 }, ..RankPattern::default() });
+        }
+        let rewrite = s.position(Method::Rewrite, 1);
+        assert_eq!(s.budget_ns(rewrite, 128_000_000_000), 0, "the reserve exceeds the time left");
+        // Past T entirely: nothing but the one-call minimum.
+        assert_eq!(s.budget_ns(later, 300_000_000_000), 0);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct FlagWorkload {
     pub spacing: Option<String>,
     pub sieve: bool,
     pub sieve_buffer: Option<String>,
+    /// `--random-map true|false`: random offsets without replacement (default: true for
+    /// uniform random writes).
+    pub random_map: Option<bool>,
     pub block_unit: Option<String>,
     pub seed: Option<u64>,
     /// `crc32c`, `xxh3` or `pattern`.
@@ -75,6 +78,7 @@ impl Default for FlagWorkload {
             spacing: None,
             sieve: false,
             sieve_buffer: None,
+            random_map: None,
             block_unit: None,
             seed: None,
             verify: None,
@@ -111,6 +115,7 @@ impl FlagWorkload {
         if self.verify_after_write {
             v.push(("verify_after_write", Raw::Bool(true)));
         }
+        v.extend(self.random_map.map(|m| ("random_map", Raw::Bool(m))));
         let strings = [
             ("size", &self.size),
             ("time", &self.time),

@@ -29,6 +29,7 @@ pub const AGENT_KEYS: &[&str] = &[
     "hot_spot",
     "spread",
     "zipf_theta",
+    "random_map",
     "regions",
     "region_size",
     "spacing",
@@ -88,6 +89,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("rwmixread", "read_pct"),
     ("ramp_time", "ramp"),
     ("io_size", "bytes"),
+    ("randommap", "random_map"),
+    ("norandommap", "random_map"),
     ("readwrite", "rw"),
     ("rate_iops", "rate"),
     ("random_distribution", "distribution"),
@@ -809,6 +812,33 @@ pub(crate) fn build_agents(
     r.unused("zipf_theta", zipf, "it shapes the zipf distribution", |s| {
         format!("add {}", s.spell("distribution", "zipf"))
     })?;
+    let random_map = r.boolean("random_map")?;
+    r.unused("random_map", random, "offsets are not random", |s| {
+        format!("a random map applies to random access, e.g. {}", s.spell("rw", "randwrite"))
+    })?;
+    let uniform = pattern == Pattern::Random(Distribution::Uniform);
+    let random_map = match random_map {
+        // A permutation visits every block once per pass: a skewed distribution would be flat.
+        Some((true, s)) if random && !uniform && !s.inherited() => {
+            return Err(r.err(
+                s,
+                format!(
+                    "{} = true needs uniform offsets: without replacement every block is visited once \
+                     per pass, which would flatten the {} distribution",
+                    s.name(),
+                    distribution.map_or("uniform", |(v, _)| v)
+                ),
+                Some(format!(
+                    "drop {} (skewed offsets are drawn with replacement), or use {}",
+                    s.name(),
+                    s.spell("distribution", "uniform")
+                )),
+            ))
+        }
+        Some((v, _)) => v && uniform,
+        // As fio keeps a random map for writes: each block written once before any is rewritten.
+        None => uniform && op == OpMix::Write,
+    };
 
     let bs = r.sizes()?;
     let sizes = match (&pattern, &bs) {
@@ -1018,6 +1048,7 @@ pub(crate) fn build_agents(
         target,
         op,
         pattern,
+        random_map,
         sizes,
         engine,
         queue_depth,

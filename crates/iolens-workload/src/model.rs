@@ -18,6 +18,10 @@ pub struct AgentSpec {
     pub target: PathBuf,
     pub op: OpMix,
     pub pattern: Pattern,
+    /// Random offsets without replacement (fio's random map, IOR `-z`): each pass over the
+    /// region visits every start slot once, in a random order, before any repeats. Only uniform
+    /// random patterns use it; the parser defaults it to true for write-only uniform agents.
+    pub random_map: bool,
     pub sizes: SizeSpec,
     pub engine: EngineKind,
     /// Requests in flight (buffers) for the asynchronous engine; 1 for sync.

@@ -33,6 +33,7 @@ fn as_job_file(f: &FlagWorkload) -> String {
     lines.extend(floats.iter().filter_map(|(k, v)| v.map(|v| format!("{k} = {v:?}"))));
     lines.extend(f.read_pct.map(|p| format!("read_pct = {p}")));
     lines.extend(f.seed.map(|s| format!("seed = {s}")));
+    lines.extend(f.random_map.map(|m| format!("random_map = {m}")));
     lines.join("\n") + "\n"
 }
 
@@ -63,6 +64,7 @@ fn flags() -> impl Strategy<Value = FlagWorkload> {
         any::<bool>(),
         maybe(prop_oneof![12 => 0u8..=100, 1 => 101u8..=255].boxed()),
         maybe((0u64..=i64::MAX as u64).boxed()),
+        maybe(any::<bool>().boxed()),
     );
     let amounts = (
         maybe(text(&["1g", "3k", "2000"], &["0"])),
@@ -83,7 +85,7 @@ fn flags() -> impl Strategy<Value = FlagWorkload> {
     );
     (core, amounts, shape).prop_map(
         |(
-            (rw, bs, threads, qd, engine, direct, read_pct, seed),
+            (rw, bs, threads, qd, engine, direct, read_pct, seed, random_map),
             (size, time, bytes, ramp, block_unit),
             (rate, arrival, fsync, distribution, zipf_theta, hot_spot, spread, stride),
         )| FlagWorkload {
@@ -109,6 +111,7 @@ fn flags() -> impl Strategy<Value = FlagWorkload> {
             stride,
             block_unit,
             seed,
+            random_map,
             ..FlagWorkload::default()
         },
     )

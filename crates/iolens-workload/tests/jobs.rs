@@ -497,3 +497,35 @@ fn verify_refuses_what_it_cannot_check_and_says_why() {
         assert_eq!(at(&e).0, line + 2, "{body}: {text}");
     }
 }
+
+#[test]
+fn random_map_defaults_to_writes_and_refuses_skewed_offsets() {
+    let agent = |body: &str| {
+        job(&format!("[[agent]]\ntarget = \"/scratch\"\n{body}\n")).map(|j| j.agents[0].random_map)
+    };
+    assert_eq!(agent("rw = \"randwrite\""), Ok(true), "writes: without replacement, as fio");
+    assert_eq!(agent("rw = \"randread\""), Ok(false), "reads: with replacement");
+    assert_eq!(agent("rw = \"randrw\""), Ok(false));
+    assert_eq!(agent("rw = \"randwrite\"\nrandom_map = false"), Ok(false));
+    assert_eq!(agent("rw = \"randread\"\nrandom_map = true"), Ok(true));
+    assert_eq!(agent("rw = \"randwrite\"\ndistribution = \"zipf\""), Ok(false), "skewed: never mapped");
+    let e =
+        error("[[agent]]\ntarget = \"/x\"\nrw = \"randwrite\"\ndistribution = \"zipf\"\nrandom_map = true\n");
+    assert_eq!((e.key.as_str(), at(&e)), ("agent[1].random_map", (5, 14)));
+    assert!(e.message.contains("uniform") && e.message.contains("zipf"), "{e}");
+    let e = error("[[agent]]\ntarget = \"/x\"\nrw = \"write\"\nrandom_map = true\n");
+    assert!(e.message.contains("has no effect") && e.hint.as_deref().unwrap().contains("randwrite"), "{e}");
+    let e = error("[[agent]]\ntarget = \"/x\"\nrw = \"randwrite\"\nrandom_map = \"yes\"\n");
+    assert!(e.message.contains("true or false"), "{e}");
+    // Inherited, it applies where it can and is ignored elsewhere.
+    let j = job("[defaults]\ntarget = \"/x\"\nrandom_map = true\n[[agent]]\nrw = \"read\"\n[[agent]]\nrw = \"randread\"\n[[agent]]\nrw = \"randread\"\ndistribution = \"normal\"\n").unwrap();
+    assert_eq!(j.agents.iter().map(|a| a.random_map).collect::<Vec<_>>(), [false, true, false]);
+    // The flag reads the same.
+    let flags = FlagWorkload { rw: "randwrite".into(), random_map: Some(false), ..FlagWorkload::default() };
+    assert!(!flags.to_job().unwrap().agents[0].random_map);
+    let e = FlagWorkload { rw: "read".into(), random_map: Some(true), ..FlagWorkload::default() }
+        .to_job()
+        .unwrap_err();
+    assert_eq!(e.source, ErrorSource::Flag("--random-map".into()));
+    assert!(error("[[agent]]\ntarget = \"/x\"\nnorandommap = true\n").hint.unwrap().contains("random_map"));
+}

@@ -149,6 +149,11 @@ pub struct RunArgs {
     /// noncontig with --sieve: the sieve buffer (default 4m, as ROMIO).
     #[arg(long)]
     pub sieve_buffer: Option<String>,
+    /// Random offsets without replacement: true visits every block once per pass in random
+    /// order (fio's random map, IOR -z); false draws each offset independently. Default: true
+    /// for uniform random writes, false otherwise.
+    #[arg(long, value_name = "BOOL")]
+    pub random_map: Option<bool>,
     /// BPS block unit (default 512).
     #[arg(long)]
     pub block_unit: Option<String>,
@@ -327,15 +332,24 @@ pub struct BeffIoArgs {
 
 #[derive(Debug, Args)]
 pub struct WriteModesArgs {
-    /// A directory (a file of the suite's own is made in it), or a file.
+    /// A directory (each mode writes fresh files in a scratch directory of its own), or a file.
     pub target: PathBuf,
     #[arg(long, default_value = "4k")]
     pub bs: String,
-    /// Duration of each mode.
-    #[arg(long, default_value = "5s")]
-    pub time: String,
-    #[arg(long, default_value = "256m")]
-    pub size: String,
+    /// Bytes each mode writes (over all threads). Default: 2 × the kernel's dirty-page limit
+    /// (vm.dirty_bytes, or vm.dirty_ratio of MemAvailable), within the file system's free space.
+    #[arg(long)]
+    pub bytes: Option<String>,
+    /// Writers per mode, each with its own file in a directory target.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Stop each mode after this long even if it has not written its bytes (reported).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// File size per thread. Default: the bytes each thread writes, so each block is written
+    /// exactly once (random offsets without replacement).
+    #[arg(long)]
+    pub size: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     #[arg(long)]

@@ -318,8 +318,10 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     q.part("saturate", |ctx| saturate::saturate(&saturate_cfg, ctx), summarize_saturate);
 
     let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
-    modes_cfg.time = time * 2;
-    modes_cfg.region = size;
+    // Quick: the region once per mode, stopped after twice the point time; the full suite
+    // writes a multiple of the dirty limit instead.
+    modes_cfg.bytes = Some(size);
+    modes_cfg.time_cap = Some(time * 2);
     q.part("write-modes", |ctx| write_modes::write_modes(&modes_cfg, ctx), summarize_write_modes);
 
     let mut beff_cfg = beff_io::BeffIoConfig::new(dir.clone(), memory);

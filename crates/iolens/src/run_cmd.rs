@@ -50,6 +50,7 @@ pub(crate) fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
         spacing: a.spacing.clone(),
         sieve: a.sieve,
         sieve_buffer: a.sieve_buffer.clone(),
+        random_map: a.random_map,
         block_unit: a.block_unit.clone(),
         seed: a.seed,
         verify: a.verify.clone(),
@@ -66,7 +67,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     };
     let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
     let opts = RunOptions {
-        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache },
+        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.clone(),

@@ -62,7 +62,7 @@ fn run_plan(
         csv.display()
     );
     let progress = ProgressLine::new(quiet, "doe");
-    let policy = TargetPolicy { allow_overwrite, keep_cache: false };
+    let policy = TargetPolicy { allow_overwrite, keep_cache: false, sparse: false };
     let outcome = run_study(&plan, &csv, policy, stop, &progress, |run, result, i, n| {
         if !quiet {
             let levels: Vec<String> = plan

@@ -58,7 +58,7 @@ pub fn context<'a>(
     SuiteContext {
         stop: Arc::clone(stop),
         observer: progress,
-        policy: TargetPolicy { allow_overwrite, keep_cache: false },
+        policy: TargetPolicy { allow_overwrite, keep_cache: false, sparse: false },
         keep,
         command: command.to_string(),
     }
@@ -111,8 +111,22 @@ pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -
     let out = outputs(&a.json);
     let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
-    cfg.time = duration("--time", &a.time, &out, &command)?;
-    cfg.region = size("--size", &a.size, &out, &command)?;
+    if a.threads == 0 {
+        return Err(fail(&out, &command, "--threads: give at least 1", false, EXIT_USAGE));
+    }
+    cfg.threads = a.threads;
+    if let Some(v) = &a.bytes {
+        cfg.bytes = Some(size("--bytes", v, &out, &command)?).filter(|b| *b > 0);
+        if cfg.bytes.is_none() {
+            return Err(fail(&out, &command, "--bytes: must be positive", false, EXIT_USAGE));
+        }
+    }
+    if let Some(v) = &a.time {
+        cfg.time_cap = Some(duration("--time", v, &out, &command)?);
+    }
+    if let Some(v) = &a.size {
+        cfg.region = Some(size("--size", v, &out, &command)?);
+    }
     let progress = ProgressLine::new(a.quiet, "write-modes");
     let result =
         write_modes::write_modes(&cfg, &context(a.allow_overwrite, a.keep, stop, &progress, &command));

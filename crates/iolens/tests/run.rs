@@ -757,3 +757,98 @@ fn an_mpi_launch_is_refused_by_a_build_without_mpi() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn warning_codes(v: &Value) -> Vec<String> {
+    v["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn an_unreachable_rate_is_a_warning_and_a_reachable_one_is_not() {
+    let dir = scratch();
+    let json = dir.path().join("r.json");
+    let run = |rate: &str, time: &str| {
+        let target = dir.path().to_str().unwrap();
+        run_ok(&[
+            "run",
+            "--quiet",
+            "--target",
+            target,
+            "--engine",
+            "null",
+            "--rate",
+            rate,
+            "--time",
+            time,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        read_json(&json)
+    };
+    // A nanosecond between requests: no engine, not even the null one, keeps that pace.
+    let v = run("1e9", "300ms");
+    assert!(warning_codes(&v).contains(&"rate_not_reached".to_string()), "{}", v["warnings"]);
+    let w = v["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "rate_not_reached").unwrap();
+    let msg = w["message"].as_str().unwrap();
+    assert!(msg.contains("agent0") && msg.contains("1000000000"), "asked and achieved per agent: {msg}");
+    assert_eq!(f(&v["agents"][0]["rate"]), 1e9, "the asked rate is in the agent's record");
+    // 50 ops/s for a second is within reach of anything (a late op is not caught up on, so a
+    // stall of several gaps would be a real shortfall, and a warning).
+    let v = run("50", "1s");
+    assert!(!warning_codes(&v).contains(&"rate_not_reached".to_string()), "{}", v["warnings"]);
+}
+
+#[test]
+fn random_writes_cover_every_block_once_by_default() {
+    let dir = scratch();
+    let trace = dir.path().join("t.bin");
+    let json = dir.path().join("w.json");
+    let target = dir.path().join("data");
+    std::fs::create_dir(&target).unwrap();
+    let args = |map: Option<&str>| {
+        let mut a = vec![
+            "run".to_string(),
+            "--quiet".into(),
+            "--target".into(),
+            target.to_str().unwrap().into(),
+            "--rw".into(),
+            "randwrite".into(),
+            "--size".into(),
+            "1m".into(),
+            "--trace".into(),
+            trace.to_str().unwrap().into(),
+            "--json".into(),
+            json.to_str().unwrap().into(),
+        ];
+        if let Some(m) = map {
+            a.extend(["--random-map".into(), m.into()]);
+        }
+        a
+    };
+    let offsets = |map: Option<&str>| -> Vec<u64> {
+        let a = args(map);
+        run_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(read_json(&json)["agents"][0]["random_map"].as_bool(), Some(map != Some("false")));
+        let csv_path = dir.path().join("t.csv");
+        let out = iolens().arg("analyze").arg(&trace).arg("--csv").arg(&csv_path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let csv = std::fs::read_to_string(&csv_path).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let (op, offset) = (
+            header.iter().position(|h| *h == "op").unwrap(),
+            header.iter().position(|h| *h == "offset").unwrap(),
+        );
+        csv.lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|cells| cells[op] == "write")
+            .map(|cells| cells[offset].parse().unwrap())
+            .collect()
+    };
+    let mut mapped = offsets(None);
+    assert_eq!(mapped.len(), 256, "one pass over a 1 MiB region of 4 KiB blocks");
+    mapped.sort_unstable();
+    assert_eq!(mapped, (0..256).map(|b| b * 4096).collect::<Vec<u64>>(), "each block exactly once");
+    let unmapped = offsets(Some("false"));
+    let distinct: std::collections::BTreeSet<&u64> = unmapped.iter().collect();
+    assert!(distinct.len() < 256, "with replacement some blocks repeat");
+}
