@@ -146,7 +146,8 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<St
                 c.knee_bs.map_or("-".into(), format_bytes),
                 c.bw90_bs.map_or("-".into(), format_bytes)
             ),
-            measured: "largest size in the flat-IOPS region / smallest size at 90% of peak bandwidth".into(),
+            measured: "largest size at or after the IOPS peak within 90% of it / smallest size at 90% of peak bandwidth"
+                .into(),
         });
         for p in &c.points {
             w.extend(p.warnings.iter().map(|x| format!("sweep {}: {x}", format_bytes(p.bs))));
@@ -204,9 +205,16 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
         figure: "b_eff_io".into(),
         value: format!("{:.1} MB/s", r.b_eff_io),
         measured: format!(
-            "{} ranks, T = {:.0} s, MPART {}, buffered; MB = 10^6 bytes",
+            "{} ranks, T = {:.0} s ({}), MPART {}, buffered; MB = 10^6 bytes",
             r.best_ranks,
             r.time_s,
+            r.partitions.iter().find(|p| p.ranks == r.best_ranks).map_or("not run".into(), |p| {
+                if p.schedule_held {
+                    format!("ran {:.1} s", p.elapsed_s)
+                } else {
+                    format!("T not held: ran {:.1} s", p.elapsed_s)
+                }
+            }),
             format_bytes(r.mpart)
         ),
     });
