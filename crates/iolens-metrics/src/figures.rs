@@ -1,5 +1,5 @@
 use iolens_record::busy::UnionTotals;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{DeviceReport, LatencyHistogram, LatencySummary, Warning};
 
@@ -7,7 +7,7 @@ use crate::{DeviceReport, LatencyHistogram, LatencySummary, Warning};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Operation counts and sizes as the application asked for them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpCounters {
     pub read_ops: u64,
     pub write_ops: u64,
@@ -51,7 +51,7 @@ impl OpCounters {
 }
 
 /// CPU time consumed (user and system), in seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuTime {
     pub user_s: f64,
     pub sys_s: f64,

@@ -14,19 +14,8 @@ pub const CHUNK_PERIODS: usize = 4096;
 /// totals and its latency histogram (HdrHistogram V2, so buckets merge exactly).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawTotals {
-    pub read_ops: u64,
-    pub write_ops: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub moved_bytes: u64,
-    pub fsyncs: u64,
-    pub fsync_ns: u64,
-    pub close_ns: u64,
-    pub short_ops: u64,
-    pub errors: u64,
-    pub latency_sum_ns: u64,
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
+    pub counters: OpCounters,
+    pub cpu: CpuTime,
     pub window_start_ns: u64,
     pub window_end_ns: u64,
     pub busy_ns: u64,
@@ -42,21 +31,9 @@ pub struct RawTotals {
 
 impl RawTotals {
     pub fn from_raw(r: &AgentRaw) -> RawTotals {
-        let c = &r.counters;
         RawTotals {
-            read_ops: c.read_ops,
-            write_ops: c.write_ops,
-            read_bytes: c.read_bytes,
-            write_bytes: c.write_bytes,
-            moved_bytes: c.moved_bytes,
-            fsyncs: c.fsyncs,
-            fsync_ns: c.fsync_ns,
-            close_ns: c.close_ns,
-            short_ops: c.short_ops,
-            errors: c.errors,
-            latency_sum_ns: c.latency_sum_ns,
-            cpu_user_s: r.cpu.user_s,
-            cpu_sys_s: r.cpu.sys_s,
+            counters: r.counters,
+            cpu: r.cpu,
             window_start_ns: r.window_start_ns,
             window_end_ns: r.window_end_ns,
             busy_ns: r.busy.busy_ns,
@@ -73,19 +50,7 @@ impl RawTotals {
 
     pub fn to_raw(&self) -> Result<AgentRaw, String> {
         Ok(AgentRaw {
-            counters: OpCounters {
-                read_ops: self.read_ops,
-                write_ops: self.write_ops,
-                read_bytes: self.read_bytes,
-                write_bytes: self.write_bytes,
-                moved_bytes: self.moved_bytes,
-                fsyncs: self.fsyncs,
-                fsync_ns: self.fsync_ns,
-                close_ns: self.close_ns,
-                short_ops: self.short_ops,
-                errors: self.errors,
-                latency_sum_ns: self.latency_sum_ns,
-            },
+            counters: self.counters,
             latency: LatencyHistogram::from_bytes(&self.latency)?,
             by_direction: match &self.by_direction {
                 Some((read, write, read_sum_ns, write_sum_ns)) => Some(Box::new(DirectionLatency {
@@ -102,7 +67,7 @@ impl RawTotals {
                 first_start: self.busy_first_start,
                 last_end: self.busy_last_end,
             },
-            cpu: CpuTime { user_s: self.cpu_user_s, sys_s: self.cpu_sys_s },
+            cpu: self.cpu,
             window_start_ns: self.window_start_ns,
             window_end_ns: self.window_end_ns,
         })
