@@ -13,6 +13,9 @@
 //! and [`clock`], [`wire`] and [`combine`] hold the logic that needs no MPI and is tested
 //! without it. The feature `mpi` adds [`world`], the rsmpi-based communicator.
 
+pub mod beff;
+#[cfg(feature = "mpi")]
+pub mod beff_mpi;
 pub mod clock;
 pub mod combine;
 pub mod launch;
