@@ -88,6 +88,10 @@ impl World {
     pub fn host(&self) -> &str {
         &self.host
     }
+    /// `MPI_COMM_WORLD` itself, for benchmarks that drive MPI directly (b_eff).
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
 
     /// The MPI library and version (`MPI_Get_library_version`), first line.
     pub fn library(&self) -> String {
