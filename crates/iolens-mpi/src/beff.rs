@@ -293,6 +293,39 @@ pub struct Summary {
     pub logavg_random: f64,
 }
 
+/// One repetition of the ping-pong (`MPI_Send`/`MPI_Recv`) between ranks 0 and 1.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PingPong {
+    pub size: u64,
+    pub rep: usize,
+    pub loops: u64,
+    pub time_s: f64,
+    /// `2 · L · loops / time`, bytes/s.
+    pub bandwidth: f64,
+}
+
+/// The JSON of `iolens beff`: the result, Table 1's columns and the whole protocol, from which
+/// b_eff can be recomputed with [`pattern_results`] and [`summarize`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BeffOutput {
+    pub command: String,
+    pub benchmark: String,
+    pub mpi_library: String,
+    /// Every bandwidth in this file is in bytes per second.
+    pub units: String,
+    pub formula: String,
+    pub summary: Summary,
+    pub sizes: Vec<u64>,
+    pub patterns: Vec<Pattern>,
+    pub results: Vec<PatternResult>,
+    pub ping_pong: Vec<PingPong>,
+    pub protocol: Vec<Measurement>,
+}
+
+/// The definition, as written in the JSON.
+pub const FORMULA: &str = "b_eff = logavg(logavg_ring(sum_L(max_method(max_rep(b)))/21), \
+logavg_random(sum_L(max_method(max_rep(b)))/21)); b = L * messages * loops / max-over-ranks time";
+
 /// Max over methods and repetitions of the measurements of one pattern at one size.
 pub fn best(measurements: &[Measurement], pattern: &str, size: u64) -> f64 {
     measurements

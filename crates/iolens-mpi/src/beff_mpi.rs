@@ -13,7 +13,7 @@ use mpi::traits::*;
 
 use crate::beff::{
     bandwidth, message_sizes, next_loops, pattern_results, patterns, summarize, Measurement, Method, Pattern,
-    PatternResult, Summary, METHODS, REPS, START_LOOPS, TARGET_MAX_S, TARGET_MIN_S,
+    PatternResult, PingPong, Summary, METHODS, REPS, START_LOOPS, TARGET_MAX_S, TARGET_MIN_S,
 };
 use crate::world::World;
 
@@ -31,17 +31,6 @@ pub struct BeffRun {
     pub ping_pong: Vec<PingPong>,
     /// Every counted measurement.
     pub protocol: Vec<Measurement>,
-}
-
-/// One repetition of the ping-pong (`MPI_Send`/`MPI_Recv`) between ranks 0 and 1.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PingPong {
-    pub size: u64,
-    pub rep: usize,
-    pub loops: u64,
-    pub time_s: f64,
-    /// `2 · L · loops / time`, bytes/s.
-    pub bandwidth: f64,
 }
 
 struct Bufs {
@@ -182,7 +171,9 @@ pub fn run(world: &World, lmax: u64, seed: u64, mut progress: impl FnMut(&str)) 
         for &l in &sizes {
             for method in METHODS {
                 for rep in 0..REPS {
-                    let t = adjusted(world, &mut loops, || exchange(world, left, right, l as usize, method, &mut bufs));
+                    let t = adjusted(world, &mut loops, || {
+                        exchange(world, left, right, l as usize, method, &mut bufs)
+                    });
                     protocol.push(Measurement {
                         pattern: p.name.clone(),
                         kind: p.kind,

@@ -26,6 +26,9 @@ pub enum Command {
     WriteModes(WriteModesArgs),
     /// b_eff_io, the effective I/O bandwidth benchmark: five pattern types × write, rewrite, read.
     BeffIo(BeffIoArgs),
+    /// b_eff, the effective bandwidth of the communication network (under `mpirun -np N`, N ≥ 2,
+    /// and a build with `--features mpi`): ring and random patterns × 21 message sizes × 3 methods.
+    Beff(BeffArgs),
     /// Full-factorial experiments with resume (`doe PLAN.toml`), and their ANOVA
     /// (`doe analyze DATA.csv`).
     Doe(DoeArgs),
@@ -324,6 +327,28 @@ pub struct BeffIoArgs {
     /// Memory of the node for MPART and the coffee-cup figure; default MemTotal.
     #[arg(long)]
     pub memory: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BeffArgs {
+    /// Memory per process for Lmax = min(128 MiB, memory / 128); default MemTotal divided by the
+    /// ranks on this node.
+    #[arg(long, value_name = "SIZE")]
+    pub memory_per_process: Option<String>,
+    /// Caps Lmax (the largest message), e.g. 1m: shorter runs, not the paper's b_eff.
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// A short run for tests: Lmax = 64 KiB (same as --max-size 64k).
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of the random patterns' permutations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the result and the whole protocol (every measurement) as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     #[arg(long, short)]

@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod output;
+mod beff_cmd;
 mod clean_cmd;
 mod cli;
 mod monitor;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(a, &stop, command),
         cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
+        cli::Command::Beff(a) => beff_cmd::refuse(&a, &command),
         cli::Command::Doe(a) => stats_cmd::doe(a, &stop, command),
         cli::Command::Validate(a) => suites::validate(a, &stop, command),
         cli::Command::Correlate(a) => stats_cmd::correlate(a, command),
@@ -130,9 +132,10 @@ fn under_mpi(
             }
             code
         }
+        cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
         _ => {
             errln!(
-                "iolens: error: {how}; only `iolens run` runs across MPI ranks so far (sweep, saturate, \
+                "iolens: error: {how}; only `iolens run` and `iolens beff` run across MPI ranks so far (sweep, saturate, \
                  write-modes, quick and beff-io over MPI are not done yet); run other commands without mpirun"
             );
             output::EXIT_USAGE

@@ -1,0 +1,166 @@
+//! `iolens beff`: b_eff, the effective bandwidth of the communication network (section 4 of
+//! the b_eff_io paper). It needs MPI: under `mpirun -np N` (N ≥ 2) with a build that has the
+//! feature `mpi`; otherwise it refuses with exit 2. Rank 0 prints the per-pattern values and
+//! Table 1's columns and writes the JSON with the whole protocol.
+
+use crate::cli::BeffArgs;
+use crate::output::{report_error, EXIT_USAGE};
+
+/// Lmax of `--quick`.
+#[cfg(feature = "mpi")]
+const QUICK_LMAX: u64 = 64 << 10;
+
+/// Without MPI, or in a single process: b_eff measures communication between processes.
+pub fn refuse(a: &BeffArgs, command: &str) -> Result<(), u8> {
+    let how = if cfg!(feature = "mpi") {
+        "b_eff measures communication between MPI processes and needs at least 2: run it as \
+         `mpirun -np N iolens beff` with N ≥ 2"
+    } else {
+        "b_eff measures communication between MPI processes: run it as `mpirun -np N iolens beff` \
+         with N ≥ 2, with an iolens built with `cargo build --release --features mpi` (this one was \
+         built without MPI)"
+    };
+    Err(report_error(a.json.as_deref(), command, how, false, EXIT_USAGE))
+}
+
+#[cfg(feature = "mpi")]
+pub use with_mpi::run;
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use iolens_mpi::beff::{lmax, BeffOutput, FORMULA};
+    use iolens_mpi::beff_mpi;
+    use iolens_mpi::world::World;
+    use iolens_workload::{format_bytes, parse_size};
+
+    use super::{refuse, QUICK_LMAX};
+    use crate::cli::BeffArgs;
+    use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+
+    fn mb(v: f64) -> String {
+        format!("{:.1}", v / 1e6)
+    }
+
+    /// Ranks sharing this node (Open MPI, MPICH/Hydra), for the default memory per process.
+    fn local_ranks(size: usize) -> u64 {
+        ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
+            .unwrap_or(size as u64)
+            .max(1)
+    }
+
+    pub fn run(a: BeffArgs, command: String) -> Result<(), u8> {
+        let world = World::init().map_err(|e| {
+            report_error(a.json.as_deref(), &command, &format!("MPI: {e}"), false, EXIT_FAILED)
+        })?;
+        let (rank, size) = (world.rank(), world.size());
+        if rank != 0 {
+            crate::output::text_to_stderr();
+        }
+        // Every rank checks the same arguments; only rank 0 speaks.
+        let fail = |msg: String| -> u8 {
+            if rank == 0 {
+                report_error(a.json.as_deref(), &command, &msg, false, EXIT_USAGE)
+            } else {
+                EXIT_USAGE
+            }
+        };
+        if size < 2 {
+            return if rank == 0 { refuse(&a, &command) } else { Err(EXIT_USAGE) };
+        }
+        let memory = match &a.memory_per_process {
+            Some(v) => parse_size(v).map_err(|e| fail(format!("--memory-per-process: {e}")))?,
+            None => iolens_device::memory_total().unwrap_or(1 << 30) / local_ranks(size),
+        };
+        let mut l = lmax(memory);
+        if let Some(v) = &a.max_size {
+            let cap = parse_size(v).map_err(|e| fail(format!("--max-size: {e}")))?;
+            if cap < 4096 {
+                return Err(fail("--max-size: Lmax must be at least 4 KiB (the 13th message size)".into()));
+            }
+            l = l.min(cap);
+        }
+        if a.quick {
+            l = l.min(QUICK_LMAX);
+        }
+        if rank == 0 && !a.quiet {
+            errln!(
+                "iolens beff: {size} processes, Lmax {}, 12 patterns × 21 sizes × 3 methods × 3 repetitions",
+                format_bytes(l)
+            );
+        }
+        let quiet = a.quiet || rank != 0;
+        let mut done = 0;
+        let run = beff_mpi::run(&world, l, a.seed, |name| {
+            done += 1;
+            if !quiet {
+                errln!("iolens beff: {name} done ({done}/12)");
+            }
+        });
+        if rank != 0 {
+            return Ok(());
+        }
+        print_table(&run, &world.library());
+        if let Some(path) = &a.json {
+            let out = BeffOutput {
+                command,
+                benchmark: "b_eff".into(),
+                mpi_library: world.library(),
+                units: "bytes/s".into(),
+                formula: FORMULA.into(),
+                summary: run.summary,
+                sizes: run.sizes,
+                patterns: run.patterns,
+                results: run.results,
+                ping_pong: run.ping_pong,
+                protocol: run.protocol,
+            };
+            write_json_or_warn(path, &out);
+        }
+        Ok(())
+    }
+
+    fn print_table(run: &beff_mpi::BeffRun, library: &str) {
+        let s = &run.summary;
+        sayln!(
+            "b_eff on {} processes ({library}), Lmax {}; MB/s = 10^6 bytes/s",
+            s.processes,
+            format_bytes(s.lmax)
+        );
+        sayln!("{:<9} {:<28} {:>14} {:>14}", "pattern", "ring sizes", "avg over L", "at Lmax");
+        for r in &run.results {
+            let rings: Vec<String> = r.ring_sizes.iter().map(|k| k.to_string()).collect();
+            sayln!("{:<9} {:<28} {:>14} {:>14}", r.pattern, rings.join(","), mb(r.average), mb(r.at_lmax));
+        }
+        sayln!(
+            "logavg ring patterns {} MB/s, random patterns {} MB/s",
+            mb(s.logavg_ring),
+            mb(s.logavg_random)
+        );
+        sayln!("");
+        sayln!(
+            "{:>9} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10}",
+            "processes",
+            "b_eff",
+            "per proc",
+            "Lmax",
+            "ping-pong",
+            "at Lmax",
+            "per proc",
+            "ring/proc"
+        );
+        sayln!(
+            "{:>9} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10}",
+            s.processes,
+            mb(s.b_eff),
+            mb(s.b_eff_per_process),
+            format_bytes(s.lmax),
+            s.ping_pong.map(mb).unwrap_or_else(|| "-".into()),
+            mb(s.b_eff_at_lmax),
+            mb(s.b_eff_at_lmax_per_process),
+            mb(s.ring_at_lmax_per_process)
+        );
+        sayln!("b_eff = {} MB/s", mb(s.b_eff));
+    }
+}
