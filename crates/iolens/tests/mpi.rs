@@ -263,3 +263,96 @@ fn a_rank_killed_mid_run_ends_the_whole_job_within_10_s() {
     assert!(took < Duration::from_secs(12), "took {took:?} (2 s before the kill)");
     assert!(err.contains("rank 1"), "{err}");
 }
+
+/// `iolens beff --quick` under mpirun -np 4: 21 sizes, 6 ring and 6 random patterns, 3 methods ×
+/// 3 repetitions each, every loop timed in 2.5–5 ms where the loop length allows it, and b_eff
+/// recomputed from the JSON protocol with the paper's formula equals the reported one.
+#[test]
+fn beff_quick_protocol_recomputes_b_eff() {
+    use iolens_mpi::beff::{pattern_results, summarize, BeffOutput, Kind, Method};
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("beff.json");
+    let t0 = Instant::now();
+    let out = mpirun(&["beff", "--quick", "-q", "--json", json.to_str().unwrap()]);
+    let took = t0.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("b_eff = ").count(), 1, "one table, from rank 0:\n{stdout}");
+    let o: BeffOutput = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(o.sizes.len(), 21);
+    assert_eq!(&o.sizes[..13], &[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]);
+    assert_eq!(*o.sizes.last().unwrap(), 64 << 10);
+    assert_eq!(o.summary.lmax, 64 << 10);
+    assert_eq!(o.summary.processes, RANKS);
+    assert_eq!(o.patterns.iter().filter(|p| p.kind == Kind::Ring).count(), 6);
+    assert_eq!(o.patterns.iter().filter(|p| p.kind == Kind::Random).count(), 6);
+    // Ring sizes on 4 ranks: 2,2 for pattern 1, one ring of 4 for the others.
+    assert_eq!(o.patterns[0].rings, vec![vec![0, 1], vec![2, 3]]);
+    for p in &o.patterns {
+        let mut ranks: Vec<usize> = p.rings.iter().flatten().copied().collect();
+        ranks.sort();
+        assert_eq!(ranks, (0..RANKS).collect::<Vec<_>>(), "{}", p.name);
+        for &l in &o.sizes {
+            for method in [Method::Sendrecv, Method::Alltoallv, Method::Nonblocking] {
+                let n = o
+                    .protocol
+                    .iter()
+                    .filter(|m| m.pattern == p.name && m.size == l && m.method == method)
+                    .count();
+                assert_eq!(n, 3, "{} L={l} {method:?}: 3 repetitions", p.name);
+            }
+        }
+    }
+    assert_eq!(o.protocol.len(), 12 * 21 * 3 * 3);
+    for m in &o.protocol {
+        assert_eq!(m.messages, 2 * RANKS as u64);
+        let b = m.size as f64 * m.messages as f64 * m.loops as f64 / m.time_s;
+        assert!((b - m.bandwidth).abs() <= 1e-9 * b, "{m:?}");
+        assert!(m.loops >= 1 && m.time_s > 0.0);
+    }
+    // Most loops land in 2.5–5 ms (a busy, oversubscribed machine may push some out).
+    let held = o.protocol.iter().filter(|m| (0.0025..=0.005).contains(&m.time_s)).count();
+    assert!(held * 2 > o.protocol.len(), "only {held} of {} loops took 2.5-5 ms", o.protocol.len());
+    // b_eff from the protocol: max over methods and reps, mean over the 21 sizes, logavg.
+    let results = pattern_results(&o.patterns, &o.sizes, &o.protocol);
+    let pp = o.ping_pong.iter().map(|p| p.bandwidth).fold(0.0, f64::max);
+    let s = summarize(&results, RANKS, o.summary.lmax, Some(pp));
+    assert!(s.b_eff > 0.0);
+    assert!((s.b_eff - o.summary.b_eff).abs() <= 1e-9 * s.b_eff, "{s:?} vs {:?}", o.summary);
+    for (a, b) in [
+        (s.b_eff_at_lmax, o.summary.b_eff_at_lmax),
+        (s.ring_at_lmax_per_process, o.summary.ring_at_lmax_per_process),
+        (s.b_eff_per_process, o.summary.b_eff_per_process),
+    ] {
+        assert!((a - b).abs() <= 1e-9 * a, "{s:?} vs {:?}", o.summary);
+    }
+    // And by hand, independently of the library: geometric means of arithmetic means.
+    let avg = |name: &str| -> f64 {
+        o.sizes
+            .iter()
+            .map(|&l| {
+                o.protocol
+                    .iter()
+                    .filter(|m| m.pattern == name && m.size == l)
+                    .map(|m| m.bandwidth)
+                    .fold(0.0, f64::max)
+            })
+            .sum::<f64>()
+            / 21.0
+    };
+    let geo = |v: Vec<f64>| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+    let ring = geo((1..=6).map(|p| avg(&format!("ring{p}"))).collect());
+    let random = geo((1..=6).map(|p| avg(&format!("random{p}"))).collect());
+    let b_eff = (ring * random).sqrt();
+    assert!((b_eff - o.summary.b_eff).abs() <= 1e-9 * b_eff);
+    assert_eq!(o.ping_pong.len(), 3);
+    assert!(pp > 0.0);
+    assert!(took < Duration::from_secs(60), "beff --quick took {took:?}");
+}
+
+/// `iolens beff` in one process refuses with exit 2: b_eff needs mpirun -np N, N ≥ 2.
+#[test]
+fn beff_alone_refuses_with_exit_2() {
+    let out = Command::new(bin()).args(["beff", "--quick"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mpirun -np N"));
+}
