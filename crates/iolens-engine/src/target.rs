@@ -476,22 +476,6 @@ fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<(PathBuf, bool), EngineE
     }
 }
 
-fn describe_type(ft: std::fs::FileType) -> &'static str {
-    if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_dir() {
-        "a directory"
-    } else if ft.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Opens (or creates) one target and decides, on the descriptor, what the run may do with it.
 fn open_target(
     path: &Path,
@@ -568,7 +552,7 @@ fn open_target(
             path: path.to_path_buf(),
             reason: format!(
                 "is {}; iolens reads and writes only regular files and block devices",
-                describe_type(ft)
+                iolens_output::describe_file_type(&ft)
             ),
             hint: "give a directory, a regular file or a block device as target".into(),
         });

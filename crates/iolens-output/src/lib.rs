@@ -69,13 +69,20 @@ fn needs_regular(what: &str) -> io::Error {
     ))
 }
 
-fn kind_name(ft: &fs::FileType) -> &'static str {
+/// What a file that is not a regular file is, for messages: "a FIFO", "a directory", ….
+pub fn describe_file_type(ft: &fs::FileType) -> &'static str {
     if ft.is_dir() {
         "a directory"
     } else if ft.is_block_device() {
         "a block device"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_fifo() {
+        "a FIFO"
     } else if ft.is_socket() {
         "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
     } else {
         "not a regular file"
     }
@@ -161,7 +168,7 @@ fn plan(path: &Path) -> io::Result<Plan> {
         return Ok(Plan::Direct { through_symlink: false, fifo: ft.is_fifo() });
     }
     if !ft.is_symlink() {
-        return Err(refused(kind_name(&ft)));
+        return Err(refused(describe_file_type(&ft)));
     }
     let target = fs::metadata(path)
         .map_err(|e| io::Error::other(format!("a symlink whose target cannot be reached ({e})")))?;
@@ -172,7 +179,7 @@ fn plan(path: &Path) -> io::Result<Plan> {
     if tft.is_char_device() || tft.is_fifo() {
         return Ok(Plan::Direct { through_symlink: true, fifo: tft.is_fifo() });
     }
-    Err(refused(&format!("a symlink to {}", kind_name(&tft))))
+    Err(refused(&format!("a symlink to {}", describe_file_type(&tft))))
 }
 
 /// A temporary file beside `target` (random name, `O_EXCL`) that `commit` renames over it.
