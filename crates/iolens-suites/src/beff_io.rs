@@ -801,6 +801,11 @@ fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: 
 /// A partition holds T when it runs at most this share of T over it.
 pub const SCHEDULE_TOLERANCE: f64 = 0.1;
 
+/// A partition that ran more than [`SCHEDULE_TOLERANCE`] past T: the case that warns.
+fn overran_schedule(elapsed_s: f64, t: f64) -> bool {
+    elapsed_s > (1.0 + SCHEDULE_TOLERANCE) * t
+}
+
 /// Why a pattern's time differs from what the schedule gave it: only deviations above 10% of
 /// its time, and above 0.5% of T (tiny shares jitter by more than 10%), are explained.
 fn schedule_note(p: &PatternRecord, capped: bool, t: f64) -> Option<String> {
@@ -909,9 +914,8 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         })
         .collect();
     let t = cfg.time.as_secs_f64();
-    let overran = elapsed_s > (1.0 + SCHEDULE_TOLERANCE) * t;
-    let early = elapsed_s < (1.0 - SCHEDULE_TOLERANCE) * t;
-    let schedule_held = !overran && !early;
+    let overran = overran_schedule(elapsed_s, t);
+    let schedule_held = !overran && elapsed_s >= (1.0 - SCHEDULE_TOLERANCE) * t;
     let schedule_note = (!schedule_held).then(|| {
         let noted = patterns.iter().filter(|p| p.note.is_some()).count();
         if overran {
@@ -972,7 +976,7 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
     let interrupted = stop.load(Ordering::SeqCst);
     let best = partitions.iter().max_by(|a, b| a.b_eff_io.total_cmp(&b.b_eff_io));
     let (b_eff_io, best_ranks) = best.map_or((0.0, 0), |p| (p.b_eff_io, p.ranks));
-    for p in partitions.iter().filter(|p| p.elapsed_s > (1.0 + SCHEDULE_TOLERANCE) * p.scheduled_s) {
+    for p in partitions.iter().filter(|p| overran_schedule(p.elapsed_s, p.scheduled_s)) {
         if let Some(note) = &p.schedule_note {
             warnings.push(Warning::new(WarningCode::ScheduleOverrun, format!("{} ranks: {note}", p.ranks)));
         }
@@ -1025,10 +1029,10 @@ pub fn render(r: &BeffIoResult) -> String {
             p.scheduled_s,
             if p.schedule_held {
                 "T held"
-            } else if p.elapsed_s < p.scheduled_s {
-                "T not held: ended early"
-            } else {
+            } else if overran_schedule(p.elapsed_s, p.scheduled_s) {
                 "T not held: overran"
+            } else {
+                "T not held: ended early"
             }
         ));
         if let Some(note) = &p.schedule_note {
