@@ -38,6 +38,16 @@ fn warning<'a>(v: &'a Value, code: &str) -> Option<&'a str> {
         .map(|w| w["message"].as_str().unwrap())
 }
 
+/// `/dev/shm` where it is tmpfs; elsewhere the test says it is skipped.
+fn tmpfs_shm() -> Option<&'static Path> {
+    let shm = Path::new("/dev/shm");
+    let tmpfs = iolens_device::filesystem_type(shm).map(|f| f.name).ok() == Some("tmpfs");
+    if !tmpfs {
+        eprintln!("skipped: /dev/shm is not tmpfs here");
+    }
+    tmpfs.then_some(shm)
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -77,11 +87,7 @@ fn size_beyond_an_existing_file_is_said_to_be_clamped() {
 
 #[test]
 fn memory_backed_target_is_said() {
-    let shm = Path::new("/dev/shm");
-    if iolens_device::filesystem_type(shm).map(|f| f.name).ok() != Some("tmpfs") {
-        eprintln!("skipped: /dev/shm is not tmpfs here");
-        return;
-    }
+    let Some(shm) = tmpfs_shm() else { return };
     let env = Env::new();
     let dir = tempfile::tempdir_in(shm).unwrap();
     let (v, stdout) = env.run_ok(&[
@@ -205,11 +211,7 @@ fn device_window_excludes_the_ramp() {
 
 #[test]
 fn quick_on_tmpfs_says_it_measured_ram() {
-    let shm = Path::new("/dev/shm");
-    if iolens_device::filesystem_type(shm).map(|f| f.name).ok() != Some("tmpfs") {
-        eprintln!("skipped: /dev/shm is not tmpfs here");
-        return;
-    }
+    let Some(shm) = tmpfs_shm() else { return };
     let env = Env::new();
     let work = tempfile::tempdir_in(shm).unwrap();
     let json = env.path("quick.json");

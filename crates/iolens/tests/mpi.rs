@@ -29,6 +29,16 @@ fn mpirun_sh(script: &str) -> Output {
     c.output().expect("mpirun (install openmpi-bin)")
 }
 
+/// Runs SCRIPT under mpirun, which must fail: how long it took and its stderr.
+fn failing_mpirun_sh(script: &str) -> (Duration, String) {
+    let t = Instant::now();
+    let out = mpirun_sh(script);
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    (took, err)
+}
+
 fn mpirun(args: &[&str]) -> Output {
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let out = mpirun_sh(&format!("exec \"$IOLENS_BIN\" {}", quoted.join(" ")));
@@ -235,11 +245,7 @@ fn a_failing_rank_ends_the_whole_job_within_10_s_naming_the_rank() {
          exec \"$IOLENS_BIN\" run --target \"$T\" --rw write --bs 64k --size 4m --time 30s -q",
         dir.path().display()
     );
-    let t = Instant::now();
-    let out = mpirun_sh(&script);
-    let took = t.elapsed();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let (took, err) = failing_mpirun_sh(&script);
     assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(err.contains("rank 2 on "), "{err}");
     assert!(err.contains("/nonexistent/iolens/dir"), "{err}");
@@ -255,11 +261,7 @@ fn a_rank_killed_mid_run_ends_the_whole_job_within_10_s() {
          exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 64k --size 4m --time 30s -q",
         dir.path().display()
     );
-    let t = Instant::now();
-    let out = mpirun_sh(&script);
-    let took = t.elapsed();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let (took, err) = failing_mpirun_sh(&script);
     assert!(took < Duration::from_secs(12), "took {took:?} (2 s before the kill)");
     assert!(err.contains("rank 1"), "{err}");
 }
