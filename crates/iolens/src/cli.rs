@@ -163,7 +163,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Data verification: crc32c, xxh3 or pattern. Writes stamp each block with a header;
-    /// reads check every block (exit code 3 on a mismatch). Not counted in the I/O figures.
+    /// reads check every block (exit code 3 on a mismatch). Filling and checking are outside
+    /// latencies, busy time and BPS; IOPS and MiB/s, per wall second, include them (`cost_s`).
     #[arg(long, value_name = "KIND")]
     pub verify: Option<String>,
     /// With --verify on a write: read back and check every written block after the write phase.
