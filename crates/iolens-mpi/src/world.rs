@@ -27,6 +27,7 @@ const TAG_PONG: i32 = 102;
 const TAG_REPORT: i32 = 103;
 const TAG_CHUNK: i32 = 104;
 const TAG_STOP: i32 = 105;
+const TAG_CLOCK_DONE: i32 = 106;
 
 /// The word a failing rank sends to the others (a static: its non-blocking sends outlive calls).
 static STOP_WORD: u64 = 1;
@@ -110,10 +111,21 @@ impl World {
     pub fn clock_offsets(&self) -> Vec<OffsetEstimate> {
         if self.rank != 0 {
             let root = self.comm.process_at_rank(0);
+            // Wait for our turn without spinning: with more ranks than cores, waiting ranks that
+            // busy-poll (MPICH does) steal the CPU from the pair ping-ponging and stretch every
+            // round trip to a scheduler time slice.
+            while root.immediate_probe_with_tag(TAG_PING).is_none() {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
             for _ in 0..CLOCK_ROUNDS {
                 let (_ping, _) = root.receive_with_tag::<u64>(TAG_PING);
                 root.send_with_tag(&now_ns(), TAG_PONG);
             }
+            // Likewise until every rank has had its turn.
+            while root.immediate_probe_with_tag(TAG_CLOCK_DONE).is_none() {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            let (_done, _) = root.receive_with_tag::<u64>(TAG_CLOCK_DONE);
             return Vec::new();
         }
         let mut out = vec![OffsetEstimate::default()];
@@ -128,6 +140,9 @@ impl World {
                 })
                 .collect();
             out.push(estimate(&samples).expect("at least one round"));
+        }
+        for r in 1..self.size {
+            self.comm.process_at_rank(r as i32).send_with_tag(&0u64, TAG_CLOCK_DONE);
         }
         out
     }
