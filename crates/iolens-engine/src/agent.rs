@@ -176,6 +176,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         failure = Some(AgentFailure::Backend(e));
     }
     setup.start.wait();
+    if !spec.start_delay.is_zero() {
+        sleep_until(now_ns() + spec.start_delay.as_nanos() as u64, setup.stop);
+    }
     let t_start = now_ns();
     let ramp_end = t_start + spec.ramp.as_nanos() as u64;
     let deadline = spec.termination.time.map_or(u64::MAX, |d| ramp_end + d.as_nanos() as u64);
@@ -196,9 +199,10 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut completed_ops = 0u64;
     let mut writes_since_fsync = 0u64;
     let mut wrote = false;
-    let fsync_every = match spec.fsync {
-        FsyncPolicy::EveryN(n) => n,
-        _ => 0,
+    let (fsync_every, data_only) = match spec.fsync {
+        FsyncPolicy::EveryN(n) => (n, false),
+        FsyncPolicy::DataEveryN(n) => (n, true),
+        _ => (0, false),
     };
 
     loop {
@@ -345,6 +349,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             writes_since_fsync = 0;
             if let Err(e) = timed_fsync(
                 &mut backend,
+                data_only,
                 &mut tracker,
                 &mut sink,
                 &mut raw,
@@ -369,9 +374,16 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     }
 
     if spec.fsync == FsyncPolicy::AtEnd && wrote && failure.is_none() {
-        if let Err(e) =
-            timed_fsync(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index)
-        {
+        if let Err(e) = timed_fsync(
+            &mut backend,
+            false,
+            &mut tracker,
+            &mut sink,
+            &mut raw,
+            ramp_end,
+            &mut trace,
+            setup.index,
+        ) {
             failure = Some(AgentFailure::Fsync(e));
         }
     }
@@ -432,9 +444,12 @@ fn timed_close<B: IoBackend>(
     result
 }
 
-/// An fsync timed like any operation: it occupies the agent, so it counts in busy time.
+/// An fsync (or fdatasync) timed like any operation: it occupies the agent, so it counts in
+/// busy time.
+#[allow(clippy::too_many_arguments)]
 fn timed_fsync<B: IoBackend>(
     backend: &mut B,
+    data_only: bool,
     tracker: &mut InFlightTracker,
     sink: &mut PeriodSink,
     raw: &mut AgentRaw,
@@ -447,7 +462,7 @@ fn timed_fsync<B: IoBackend>(
     if measured {
         sink.publish_opt(tracker.submit(t0));
     }
-    let result = backend.fsync();
+    let result = backend.fsync(data_only);
     let t1 = now_ns();
     if measured {
         sink.publish_opt(tracker.complete(t1));

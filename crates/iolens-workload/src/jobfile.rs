@@ -51,6 +51,9 @@ pub const AGENT_KEYS: &[&str] = &[
     "verify",
     "verify_after_write",
     "verify_generation",
+    "fdatasync",
+    "phase",
+    "start_delay",
 ];
 const TOP_KEYS: &[&str] = &["name", "block_unit", "defaults", "agent"];
 
@@ -528,7 +531,7 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// A job name made from a file name, which may hold anything a name may not.
-fn name_from_stem(stem: &str) -> String {
+pub(crate) fn name_from_stem(stem: &str) -> String {
     let clean: String = stem
         .chars()
         .map(|c| if c.is_control() || c == '\\' { '_' } else { c })
@@ -928,6 +931,24 @@ pub(crate) fn build_agents(
             })?
         }
     };
+    let fsync = match (fsync, r.uint("fdatasync")?) {
+        (_, None) => fsync,
+        (FsyncPolicy::None, Some((n, _))) if n > 0 => FsyncPolicy::DataEveryN(n),
+        (FsyncPolicy::None, Some((_, s))) => {
+            return Err(r.err(
+                s,
+                "fdatasync must be at least 1",
+                Some("fdatasync = N: after every N writes".into()),
+            ))
+        }
+        (_, Some((_, s))) => {
+            return Err(r.err(
+                s,
+                "fsync and fdatasync are both set",
+                Some("give one: fsync = N (data and metadata) or fdatasync = N (data)".into()),
+            ))
+        }
+    };
     r.unused("fsync", op.writes() || fsync == FsyncPolicy::None, "the agent does not write", |s| {
         format!("fsync applies to writes, e.g. {}", s.spell("rw", "randwrite"))
     })?;
@@ -983,6 +1004,18 @@ pub(crate) fn build_agents(
     };
     let bytes = r.nonzero_size("bytes")?.map(|(b, _)| b);
     let ramp = r.duration("ramp")?.map_or(Duration::ZERO, |(d, _)| d);
+    let start_delay = r.duration("start_delay")?.map_or(Duration::ZERO, |(d, _)| d);
+    let phase = match r.uint("phase")? {
+        None => 1,
+        Some((p, _)) if (1..=MAX_PHASES).contains(&p) => p as u32,
+        Some((_, s)) => {
+            return Err(r.err(
+                s,
+                format!("{} must be from 1 to {MAX_PHASES}", s.name()),
+                Some("phases run in order: 1, then 2, …; agents of one phase run together".into()),
+            ))
+        }
+    };
     let seed = r.uint("seed")?.map_or_else(|| default_seed(index), |(v, _)| v);
     let verify = build_verify(&r, op, &pattern, &sizes, engine)?;
     let threads = match r.uint("threads")? {
@@ -1060,6 +1093,8 @@ pub(crate) fn build_agents(
         ramp,
         seed,
         verify,
+        phase,
+        start_delay,
     };
     if threads == 1 {
         return Ok(vec![base]);

@@ -10,6 +10,31 @@ pub struct Job {
     pub agents: Vec<AgentSpec>,
 }
 
+impl Job {
+    /// The phase numbers in order (a job without phases has one, 1).
+    pub fn phase_numbers(&self) -> Vec<u32> {
+        let mut numbers: Vec<u32> = self.agents.iter().map(|a| a.phase).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers
+    }
+
+    /// The phases in order, each a job of that phase's agents, named `JOB-phaseN` when there is
+    /// more than one.
+    pub fn phases(&self) -> Vec<Job> {
+        let numbers = self.phase_numbers();
+        let several = numbers.len() > 1;
+        numbers
+            .into_iter()
+            .map(|n| Job {
+                name: if several { format!("{}-phase{n}", self.name) } else { self.name.clone() },
+                block_unit: self.block_unit,
+                agents: self.agents.iter().filter(|a| a.phase == n).cloned().collect(),
+            })
+            .collect()
+    }
+}
+
 /// One IOAgent agent: a thread issuing a stream of requests against one target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSpec {
@@ -40,6 +65,11 @@ pub struct AgentSpec {
     pub seed: u64,
     /// Data verification: written blocks carry a checked header, read blocks are checked.
     pub verify: Option<Verify>,
+    /// The phase the agent runs in (from 1): phases run one after another, each a measurement
+    /// of its own; agents of one phase run together (fio's `stonewall`).
+    pub phase: u32,
+    /// Time between the phase's start and the agent's first request (fio's `startdelay`).
+    pub start_delay: Duration,
 }
 
 /// How an agent verifies data. Each written block starts with a header (magic, file offset,
@@ -233,6 +263,9 @@ pub enum FsyncPolicy {
     None,
     /// fsync after every N write operations.
     EveryN(u64),
+    /// fdatasync after every N write operations: data and the metadata needed to read it back,
+    /// not timestamps.
+    DataEveryN(u64),
     /// One fsync at the end of the phase; its time is counted in the phase.
     AtEnd,
 }
@@ -276,4 +309,6 @@ pub mod limits {
     pub const MIN_VERIFY_BLOCK: u64 = 64;
     /// Characters in a job or agent name, which become part of file names (255 bytes at most).
     pub const MAX_NAME_CHARS: usize = 100;
+    /// Phases of one job.
+    pub const MAX_PHASES: u64 = 1024;
 }

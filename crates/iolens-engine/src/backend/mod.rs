@@ -52,8 +52,9 @@ pub trait IoBackend {
     /// Waits until at least `min` requests completed (none if `min` is 0 and none is ready) and
     /// hands each to `done`.
     fn complete<F: FnMut(Completion)>(&mut self, min: usize, done: F) -> io::Result<()>;
-    /// Flushes written data to stable storage.
-    fn fsync(&mut self) -> io::Result<()>;
+    /// Flushes written data to stable storage (`data_only`: fdatasync, without metadata the
+    /// data does not need).
+    fn fsync(&mut self, data_only: bool) -> io::Result<()>;
     /// The buffer of `slot`, for filling before a write and checking after a read; empty for
     /// backends without buffers. Only touched while no request of that slot is in flight.
     fn buffer(&mut self, slot: u16) -> &mut [u8];

@@ -39,7 +39,7 @@ impl IoBackend for NullBackend {
         &mut []
     }
 
-    fn fsync(&mut self) -> io::Result<()> {
+    fn fsync(&mut self, _data_only: bool) -> io::Result<()> {
         Ok(())
     }
 }

@@ -47,9 +47,10 @@ impl IoBackend for SyncBackend {
         Ok(())
     }
 
-    fn fsync(&mut self) -> io::Result<()> {
+    fn fsync(&mut self, data_only: bool) -> io::Result<()> {
+        let sync = if data_only { libc::fdatasync } else { libc::fsync };
         // SAFETY: plain syscall on our fd.
-        if unsafe { libc::fsync(self.target.fd) } != 0 {
+        if unsafe { sync(self.target.fd) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())

@@ -95,9 +95,10 @@ impl IoBackend for UringBackend {
         Ok(())
     }
 
-    fn fsync(&mut self) -> io::Result<()> {
+    fn fsync(&mut self, data_only: bool) -> io::Result<()> {
+        let sync = if data_only { libc::fdatasync } else { libc::fsync };
         // SAFETY: plain syscall on our fd; no request is in flight when the agent syncs.
-        if unsafe { libc::fsync(self.target.fd) } != 0 {
+        if unsafe { sync(self.target.fd) } != 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
