@@ -46,6 +46,8 @@ pub(crate) struct AgentSetup<'a> {
     pub align: u64,
     pub stop: &'a AtomicBool,
     pub start: &'a Barrier,
+    /// Holds the agent until the agents of earlier phases are done.
+    pub gate: &'a PhaseGate,
     pub periods: rtrb::Producer<Interval>,
     pub trace: Option<TraceBuffer>,
     pub progress: &'a AgentProgress,
@@ -136,6 +138,50 @@ impl PeriodSink {
     }
 }
 
+/// The job's phases: how many agents of each phase (in phase order) have not finished. An
+/// agent starts once every earlier phase is done; waiting costs no I/O and is not measured.
+pub(crate) struct PhaseGate {
+    /// Index of each agent's phase.
+    phase_of: Vec<usize>,
+    running: Vec<AtomicU64>,
+}
+
+impl PhaseGate {
+    pub(crate) fn new(phases: &[u32]) -> PhaseGate {
+        let mut numbers = phases.to_vec();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let phase_of: Vec<usize> =
+            phases.iter().map(|p| numbers.binary_search(p).expect("a phase of the job")).collect();
+        let running = (0..numbers.len())
+            .map(|k| AtomicU64::new(phase_of.iter().filter(|&&i| i == k).count() as u64))
+            .collect();
+        PhaseGate { phase_of, running }
+    }
+
+    fn open_for(&self, agent: usize) -> bool {
+        self.running[..self.phase_of[agent]].iter().all(|r| r.load(Ordering::Acquire) == 0)
+    }
+
+    /// The agent is done (whatever its outcome): later phases may go once theirs is.
+    pub(crate) fn finished(&self, agent: usize) {
+        self.running[self.phase_of[agent]].fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits until `ready` or `stop`, telling the collector meanwhile that nothing of this agent is
+/// in flight (so the other agents' periods keep flowing).
+fn wait_idle(sink: &mut PeriodSink, stop: &AtomicBool, mut ready: impl FnMut(u64) -> bool) {
+    loop {
+        let now = now_ns();
+        if ready(now) || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        sink.idle_mark(now);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// Sleeps until `due`, waking at least every 100 ms to honour `stop`.
 fn sleep_until(due: u64, stop: &AtomicBool) {
     loop {
@@ -176,8 +222,10 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         failure = Some(AgentFailure::Backend(e));
     }
     setup.start.wait();
+    wait_idle(&mut sink, setup.stop, |_| setup.gate.open_for(setup.index as usize));
     if !spec.start_delay.is_zero() {
-        sleep_until(now_ns() + spec.start_delay.as_nanos() as u64, setup.stop);
+        let due = now_ns() + spec.start_delay.as_nanos() as u64;
+        wait_idle(&mut sink, setup.stop, |now| now >= due);
     }
     let t_start = now_ns();
     let ramp_end = t_start + spec.ramp.as_nanos() as u64;

@@ -13,7 +13,7 @@ use iolens_record::clock::now_ns;
 use iolens_record::trace::TraceWriter;
 use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
 
-use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup};
+use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup, PhaseGate};
 use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceTimeline, DeviceWatch};
@@ -338,6 +338,7 @@ fn measure(
 
     let halt = AtomicBool::new(false);
     let start = Barrier::new(n + 1);
+    let gate = PhaseGate::new(&job.agents.iter().map(|a| a.phase).collect::<Vec<_>>());
     let progress: Vec<AgentProgress> = (0..n).map(|_| AgentProgress::default()).collect();
     let mut producers = Vec::with_capacity(n);
     let mut consumers = Vec::with_capacity(n);
@@ -366,12 +367,13 @@ fn measure(
                     align: alignment(&spec.sizes),
                     stop: &halt,
                     start: &start,
+                    gate: &gate,
                     periods,
                     trace: trace.as_ref().map(|w| w.buffer()),
                     progress: &progress[i],
                     verify: agent_verify(spec, generation, targets.for_agent(i).region),
                 };
-                let halt = &halt;
+                let (halt, gate) = (&halt, &gate);
                 std::thread::Builder::new()
                     .name(format!("agent-{}", spec.name))
                     .spawn_scoped(scope, move || {
@@ -383,6 +385,7 @@ fn measure(
                         if out.failure.is_some() {
                             halt.store(true, Ordering::Relaxed);
                         }
+                        gate.finished(i);
                         out
                     })
                     .expect("spawning an agent thread")

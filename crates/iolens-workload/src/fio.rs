@@ -73,6 +73,9 @@ const FIO_ALIASES: &[(&str, &str)] = &[
     ("wait_on_stonewall", "stonewall"),
 ];
 
+/// The "key" of settings that are fio's defaults rather than a line of the file.
+const DEFAULT_MARK: &str = "(fio default)";
+
 /// Nesting of `include` directives.
 const MAX_INCLUDE_DEPTH: usize = 8;
 /// A job file, included files together: fio job files are short text.
@@ -150,6 +153,29 @@ pub fn load_fio_file(path: &Path) -> Result<FioJob, JobError> {
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let loader = move |p: &Path| read_bounded(&base.join(p));
     parse_fio(&text, &file_name, &stem, &|v| std::env::var(v).ok(), &loader)
+}
+
+/// Reads a job file of either format: fio's when it is named `*.fio`, TOML when it is named
+/// `*.toml`; otherwise TOML, or fio's when the text is not TOML but reads as a fio job.
+pub fn load_job(path: &Path) -> Result<Job, JobError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("fio") => return load_fio_file(path).map(|f| f.job),
+        Some("toml") => return crate::jobfile::load_job_file(path),
+        _ => {}
+    }
+    match crate::jobfile::load_job_file(path) {
+        Err(toml) if toml.message.starts_with("invalid TOML") => match load_fio_file(path) {
+            Ok(f) => Ok(f.job),
+            // Text that has no fio job section either: the TOML error says more.
+            Err(fio)
+                if fio.message.contains("no job section") || fio.message.contains("before any section") =>
+            {
+                Err(toml)
+            }
+            Err(fio) => Err(fio),
+        },
+        other => other,
+    }
 }
 
 /// A regular file of at most [`MAX_FIO_BYTES`], read without blocking on a FIFO.
@@ -495,22 +521,20 @@ fn translate(section: &FioSection, phase: u32) -> Result<TranslatedJob, JobError
         out.push((key.to_string(), setting));
     };
 
-    put(
-        "name",
-        Raw::Str(name.clone()),
-        v.get("name").copied().unwrap_or(&FioOption {
-            key: "name".into(),
-            value: None,
-            file: section.file.clone(),
-            line: section.line,
-            column: 1,
-        }),
-    );
+    let section_header = FioOption {
+        key: "section".into(),
+        value: None,
+        file: section.file.clone(),
+        line: section.line,
+        column: 1,
+    };
+    put("name", Raw::Str(name.clone()), v.get("name").copied().unwrap_or(&section_header));
 
     // Target: directory and file name as fio joins them; without a file name, a file of
-    // iolens's own in the directory (fio would name it JOB.N.0).
+    // iolens's own in the directory (fio would name it JOB.N.0). `header` stands for what
+    // fio does without the option.
     let header = FioOption {
-        key: "filename".into(),
+        key: DEFAULT_MARK.into(),
         value: None,
         file: section.file.clone(),
         line: section.line,
@@ -934,10 +958,9 @@ pub fn to_toml(fio: &FioJob, cwd: &Path, source_name: &str) -> String {
                 (Raw::Bool(b), _) => b.to_string(),
             };
             let from = match &s.source {
-                ErrorSource::File { file, line, .. } if *line > 0 => {
-                    format!("  # {}:{line} {}", file, s.path)
-                }
-                _ => "  # fio's default".to_string(),
+                _ if s.path.ends_with(DEFAULT_MARK) => "  # fio's default".to_string(),
+                ErrorSource::File { file, line, .. } => format!("  # {file}:{line} {}", s.path),
+                ErrorSource::Flag(f) => format!("  # {f}"),
             };
             out.push_str(&format!("{key} = {value}{from}\n"));
         }

@@ -15,7 +15,8 @@ mod model;
 mod units;
 
 pub use fio::{
-    load_fio_file, parse_fio, to_toml as fio_to_toml, FioJob, IncludeLoader, TranslatedJob, FIO_KEYS,
+    load_fio_file, load_job, parse_fio, to_toml as fio_to_toml, FioJob, IncludeLoader, TranslatedJob,
+    FIO_KEYS,
 };
 pub use flags::FlagWorkload;
 pub use jobfile::{load_job_file, parse_job, parse_job_with_tables, ErrorSource, JobError, AGENT_KEYS};

@@ -44,6 +44,9 @@ pub enum Command {
     /// Summarize a trace: iolens traces and event streams, `strace -f -ttt -T` output, blkparse
     /// text, or Darshan DXT text.
     Analyze(AnalyzeArgs),
+    /// Print the TOML job equivalent to a fio job file (each key noting the fio line it came
+    /// from); `iolens run JOB.fio` runs the same job directly.
+    Convert(ConvertArgs),
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
@@ -69,12 +72,15 @@ pub struct OutputArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A TOML job file ([defaults] and [[agent]] tables). Flags below describe a single-agent
-    /// job instead.
+    /// A job file: TOML ([defaults] and [[agent]] tables) or fio's job format (`*.fio`, or any
+    /// file that is not TOML). Flags below describe a single-agent job instead.
+    #[arg(value_name = "JOB", conflicts_with_all = ["target", "job"])]
+    pub job_file: Option<PathBuf>,
+    /// The job file, as a flag (the same as the positional JOB).
     #[arg(long, short, value_name = "JOB.toml", conflicts_with_all = ["target"])]
     pub job: Option<PathBuf>,
     /// File, directory (iolens creates its files in it) or block device.
-    #[arg(long, required_unless_present = "job")]
+    #[arg(long, required_unless_present_any = ["job", "job_file"])]
     pub target: Option<PathBuf>,
     /// read, write, randread, randwrite, rw (sequential mix), randrw.
     #[arg(long, default_value = "randread")]
@@ -526,4 +532,11 @@ pub struct ValidateArgs {
     pub keep: bool,
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The fio job file.
+    #[arg(value_name = "JOB.fio")]
+    pub job: PathBuf,
 }

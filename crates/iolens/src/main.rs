@@ -39,10 +39,13 @@ fn main() -> ExitCode {
     {
         output::text_to_stderr();
     }
-    let args = match cli::Cli::try_parse_from(&argv) {
+    let mut args = match cli::Cli::try_parse_from(&argv) {
         Ok(a) => a,
         Err(e) => return ExitCode::from(usage_error(&e, &argv, &command)),
     };
+    if let cli::Command::Run(a) = &mut args.command {
+        a.job = a.job.take().or(a.job_file.take());
+    }
     if let Err(e) = iolens_record::clock::apply_test_skew_from_env() {
         errln!("iolens: error: {e}");
         return ExitCode::from(output::EXIT_USAGE);
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
             | cli::Command::Monitor(_)
             | cli::Command::Analyze(_)
             | cli::Command::Correlate(_)
+            | cli::Command::Convert(_)
     ) {
         clean_cmd::remove_leftovers_quietly();
     }
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
         cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
+        cli::Command::Convert(a) => run_cmd::convert(a),
         cli::Command::Clean => clean_cmd::clean(),
     };
     let mut code = outcome.err().unwrap_or(0);

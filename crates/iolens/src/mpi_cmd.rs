@@ -17,7 +17,7 @@ use iolens_mpi::wire::{RankReport, RawTotals};
 use iolens_mpi::world::World;
 use iolens_record::busy::read_period_log;
 use iolens_record::Interval;
-use iolens_workload::load_job_file;
+use iolens_workload::load_job;
 
 use crate::cli::RunArgs;
 use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
@@ -77,7 +77,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         ));
     }
     let job = match &a.job {
-        Some(path) => load_job_file(path).map_err(|e| e.to_string()),
+        Some(path) => load_job(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
     };
     let job = job.map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunOptions, TargetPolicy};
 use iolens_suites::repeat;
-use iolens_workload::{load_job_file, FlagWorkload, Job};
+use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
@@ -62,7 +62,7 @@ pub(crate) fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
 
 pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let job = match &a.job {
-        Some(path) => load_job_file(path).map_err(|e| e.to_string()),
+        Some(path) => load_job(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
     };
     let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
@@ -207,4 +207,15 @@ fn run_repeated(
         }
         (None, None) => Ok(()),
     }
+}
+
+/// `iolens convert JOB.fio`: the equivalent TOML job on stdout.
+pub fn convert(a: crate::cli::ConvertArgs) -> Result<(), u8> {
+    let fio = iolens_workload::load_fio_file(&a.job).map_err(|e| {
+        errln!("iolens: error: {e}");
+        EXIT_USAGE
+    })?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    say!("{}", iolens_workload::fio_to_toml(&fio, &cwd, &a.job.display().to_string()));
+    Ok(())
 }
