@@ -49,15 +49,7 @@ impl SuiteContext<'_> {
 
     /// The processes behind every point, for the result: `None` alone.
     pub fn processes(&self) -> Option<Processes> {
-        (self.runner.ranks() > 1).then(|| {
-            let mut hosts: Vec<String> = Vec::new();
-            for h in self.runner.hosts() {
-                if !hosts.contains(&h) {
-                    hosts.push(h);
-                }
-            }
-            Processes { ranks: self.runner.ranks(), hosts }
-        })
+        Processes::of(self.runner)
     }
 }
 
@@ -123,6 +115,19 @@ pub struct Processes {
 }
 
 impl Processes {
+    /// The processes behind `runner`'s points: `None` alone.
+    pub fn of(runner: &dyn PointRunner) -> Option<Processes> {
+        (runner.ranks() > 1).then(|| {
+            let mut hosts: Vec<String> = Vec::new();
+            for h in runner.hosts() {
+                if !hosts.contains(&h) {
+                    hosts.push(h);
+                }
+            }
+            Processes { ranks: runner.ranks(), hosts }
+        })
+    }
+
     /// The line under a suite's table: who ran each point.
     pub fn line(&self, each: &str) -> String {
         format!(
