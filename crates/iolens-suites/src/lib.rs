@@ -174,7 +174,7 @@ pub struct PointFigures {
     pub p99_ns: u64,
     pub device_util: Option<f64>,
     pub device_write_bytes: Option<u64>,
-    /// Warning codes.
+    /// Warning codes, each once.
     pub warnings: Vec<String>,
     pub error: Option<String>,
     pub interrupted: bool,
@@ -202,7 +202,13 @@ impl PointFigures {
             p99_ns: f.lat_ns.p99,
             device_util: r.device.as_ref().map(|d| d.util),
             device_write_bytes: r.device.as_ref().map(|d| d.write_bytes),
-            warnings: r.warnings.iter().map(|w| w.code.as_str().to_string()).collect(),
+            warnings: r.warnings.iter().fold(Vec::new(), |mut codes, w| {
+                // A set of codes: ranks and agents repeat them.
+                if !codes.iter().any(|c: &String| c == w.code.as_str()) {
+                    codes.push(w.code.as_str().to_string());
+                }
+                codes
+            }),
             error: r.error.clone(),
             interrupted: r.interrupted,
             per_rank: Vec::new(),

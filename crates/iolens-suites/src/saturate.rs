@@ -60,6 +60,9 @@ pub struct SaturatePoint {
     /// Under MPI: each rank's requests in flight (threads or io_uring buffers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_rank_concurrency: Option<u32>,
+    pub ops: u64,
+    /// Bytes the application requested over the point.
+    pub bytes: u64,
     pub iops: f64,
     pub mib_s: f64,
     pub p50_ns: u64,
@@ -159,6 +162,8 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
             points.push(SaturatePoint {
                 concurrency: ranks.saturating_mul(c),
                 per_rank_concurrency: (ranks > 1).then_some(c),
+                ops: f.ops,
+                bytes: f.bytes,
                 iops: f.iops,
                 mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
                 p50_ns: f.p50_ns,
@@ -264,6 +269,8 @@ mod tests {
             v.push(SaturatePoint {
                 concurrency: 1 << i,
                 per_rank_concurrency: None,
+                ops: 0,
+                bytes: 0,
                 iops: x,
                 mib_s: 0.0,
                 p50_ns: 0,
