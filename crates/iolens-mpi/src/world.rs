@@ -27,7 +27,8 @@ const TAG_PONG: i32 = 102;
 const TAG_REPORT: i32 = 103;
 const TAG_CHUNK: i32 = 104;
 const TAG_STOP: i32 = 105;
-const TAG_CLOCK_DONE: i32 = 106;
+const TAG_HOST: i32 = 106;
+const TAG_CLOCK_DONE: i32 = 107;
 
 /// The word a failing rank sends to the others (a static: its non-blocking sends outlive calls).
 static STOP_WORD: u64 = 1;
@@ -145,6 +146,42 @@ impl World {
             self.comm.process_at_rank(r as i32).send_with_tag(&0u64, TAG_CLOCK_DONE);
         }
         out
+    }
+
+    /// Collective: rank 0's `bytes` on every rank (the others' are replaced); for results that
+    /// every rank must act on alike, such as a suite's figures of one point.
+    pub fn broadcast_bytes(&self, bytes: &mut Vec<u8>) {
+        let root = self.comm.process_at_rank(0);
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        // Rank 0's own length: a bounded allocation of exactly what it sends.
+        bytes.resize(usize::try_from(len).expect("rank 0 sent a buffer it holds"), 0);
+        root.broadcast_into(&mut bytes[..]);
+    }
+
+    /// Collective: whether `here` is true on any rank.
+    pub fn any(&self, here: bool) -> bool {
+        let mut total = 0u64;
+        self.comm.all_reduce_into(&(here as u64), &mut total, SystemOperation::sum());
+        total > 0
+    }
+
+    /// Collective: every rank's host, in rank order, on every rank.
+    pub fn hosts(&self) -> Result<Vec<String>, String> {
+        let mut all = Vec::new();
+        if self.rank == 0 {
+            all.push(self.host.clone());
+            for r in 1..self.size {
+                let (bytes, _) = self.comm.process_at_rank(r as i32).receive_vec_with_tag::<u8>(TAG_HOST);
+                all.push(String::from_utf8_lossy(&bytes).into_owned());
+            }
+        } else {
+            self.comm.process_at_rank(0).send_with_tag(self.host.as_bytes(), TAG_HOST);
+        }
+        let mut bytes =
+            if self.rank == 0 { serde_json::to_vec(&all).expect("strings serialize") } else { Vec::new() };
+        self.broadcast_bytes(&mut bytes);
+        serde_json::from_slice(&bytes).map_err(|e| format!("rank 0's host list is unreadable: {e}"))
     }
 
     /// Collective: rank 0 gets every rank's report in rank order, the others `None`.

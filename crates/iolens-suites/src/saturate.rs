@@ -1,5 +1,9 @@
 //! The scale-up test of "IOPS are dumb": concurrency doubles until throughput stops growing.
 //! A device's IOPS figure means little without the concurrency it needs; this finds it.
+//!
+//! Under MPI the concurrency is ranks × requests per rank: every rank runs the same point on its
+//! own file, so the storage sees all of them at once. With the cores of a compute node, the
+//! saturation point becomes a node count — "32 nodes max out this file system".
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +12,7 @@ use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, SuiteContext, SuiteError, SuiteTarget, REACHED};
+use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
 
 /// Throughput must grow by more than this per doubling to keep going.
 pub const MIN_GAIN: f64 = 0.05;
@@ -22,7 +26,11 @@ pub struct SaturateConfig {
     pub direct: bool,
     /// Concurrency through io_uring buffers in flight (default) or through sync threads.
     pub use_threads: bool,
+    /// Largest concurrency, over all ranks under MPI (the first point runs regardless).
     pub max_concurrency: u32,
+    /// Cores of a compute node: report how many nodes, one request in flight per core,
+    /// saturate the target.
+    pub cores_per_node: Option<u32>,
     pub time_per_point: Duration,
     pub region: u64,
     /// Curves to run, fio-style: randread, randwrite.
@@ -37,6 +45,7 @@ impl SaturateConfig {
             direct: true,
             use_threads: false,
             max_concurrency: 256,
+            cores_per_node: None,
             time_per_point: Duration::from_secs(2),
             region: 1 << 30,
             loads: vec!["randread".into(), "randwrite".into()],
@@ -46,13 +55,23 @@ impl SaturateConfig {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SaturatePoint {
+    /// Requests in flight over all processes (ranks × per rank under MPI).
     pub concurrency: u32,
+    /// Under MPI: each rank's requests in flight (threads or io_uring buffers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_rank_concurrency: Option<u32>,
+    pub ops: u64,
+    /// Bytes the application requested over the point.
+    pub bytes: u64,
     pub iops: f64,
     pub mib_s: f64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     /// Throughput growth over the previous point.
     pub gain: Option<f64>,
+    /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_rank: Vec<RankShare>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -62,6 +81,10 @@ pub struct SaturateCurve {
     pub peak_iops: f64,
     /// The smallest concurrency reaching 90% of the peak.
     pub saturation_concurrency: Option<u32>,
+    /// With `cores_per_node`: the compute nodes whose cores, one request in flight each, reach
+    /// the saturation concurrency — ceil(saturation_concurrency / cores_per_node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes_to_saturate: Option<u64>,
     /// Why the curve ended: flat throughput, or the cap.
     pub ended: String,
 }
@@ -74,6 +97,11 @@ pub struct SaturateResult {
     pub bs: u64,
     pub direct: bool,
     pub concurrency_by: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores_per_node: Option<u32>,
+    /// Under MPI: the ranks (each ran a point's per-rank concurrency on its own file) and hosts.
+    #[serde(flatten)]
+    pub processes: Option<Processes>,
     pub curves: Vec<SaturateCurve>,
     pub interrupted: bool,
 }
@@ -84,6 +112,12 @@ pub fn saturation_point(points: &[SaturatePoint]) -> Option<u32> {
     points.iter().find(|p| peak > 0.0 && p.iops >= REACHED * peak).map(|p| p.concurrency)
 }
 
+/// Compute nodes of `cores_per_node` cores, one request in flight per core, that reach a
+/// concurrency of `saturation`: ceil(saturation / cores_per_node).
+pub fn nodes_to_saturate(saturation: u32, cores_per_node: u32) -> u64 {
+    u64::from(saturation).div_ceil(u64::from(cores_per_node.max(1)))
+}
+
 /// Whether the last points show `FLAT_STEPS` doublings in a row gaining less than `MIN_GAIN`.
 pub fn flattened(points: &[SaturatePoint]) -> bool {
     points.len() > FLAT_STEPS
@@ -91,13 +125,18 @@ pub fn flattened(points: &[SaturatePoint]) -> bool {
 }
 
 pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResult, SuiteError> {
-    let target = SuiteTarget::new(&cfg.target, "saturate", ctx.keep);
+    if cfg.cores_per_node == Some(0) {
+        return Err(SuiteError::Config("--cores-per-node: give at least 1".into()));
+    }
+    let target = SuiteTarget::new(&cfg.target, "saturate", ctx)?;
+    let ranks = u32::try_from(ctx.runner.ranks()).unwrap_or(u32::MAX).max(1);
     let mut curves = Vec::new();
     for rw in &cfg.loads {
         let mut points: Vec<SaturatePoint> = Vec::new();
         let mut ended = format!("reached the cap of {}", cfg.max_concurrency);
+        // Requests in flight per rank; the storage sees ranks × c.
         let mut c = 1u32;
-        while c <= cfg.max_concurrency.max(1) {
+        while points.is_empty() || ranks.saturating_mul(c) <= cfg.max_concurrency {
             if ctx.stopped() {
                 ended = "interrupted".into();
                 break;
@@ -115,19 +154,22 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
                 time: Some(format!("{}ms", cfg.time_per_point.as_millis())),
                 ..FlagWorkload::default()
             };
-            let r = run_point(&flags, ctx)?;
-            if let Some(e) = r.error {
+            let f = run_point(&flags, ctx)?;
+            if let Some(e) = f.error {
                 return Err(SuiteError::Config(e));
             }
-            let f = &r.aggregate;
             let gain = points.last().filter(|p| p.iops > 0.0).map(|p| f.iops / p.iops - 1.0);
             points.push(SaturatePoint {
-                concurrency: c,
+                concurrency: ranks.saturating_mul(c),
+                per_rank_concurrency: (ranks > 1).then_some(c),
+                ops: f.ops,
+                bytes: f.bytes,
                 iops: f.iops,
                 mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
-                p50_ns: f.lat_ns.p50,
-                p99_ns: f.lat_ns.p99,
+                p50_ns: f.p50_ns,
+                p99_ns: f.p99_ns,
                 gain,
+                per_rank: f.per_rank,
             });
             if flattened(&points) {
                 ended =
@@ -137,9 +179,13 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
             c = c.saturating_mul(2);
         }
         let peak_iops = points.iter().map(|p| p.iops).fold(0.0, f64::max);
+        let saturation_concurrency = saturation_point(&points);
         curves.push(SaturateCurve {
             rw: rw.clone(),
-            saturation_concurrency: saturation_point(&points),
+            saturation_concurrency,
+            nodes_to_saturate: saturation_concurrency
+                .zip(cfg.cores_per_node)
+                .map(|(s, k)| nodes_to_saturate(s, k)),
             points,
             peak_iops,
             ended,
@@ -155,6 +201,8 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
         bs: cfg.bs,
         direct: cfg.direct,
         concurrency_by: if cfg.use_threads { "sync threads" } else { "io_uring requests in flight" },
+        cores_per_node: cfg.cores_per_node,
+        processes: ctx.processes(),
         curves,
         interrupted: ctx.stopped(),
     })
@@ -174,7 +222,10 @@ pub fn render(r: &SaturateResult) -> String {
         let mut t = Table::new(vec!["concurrency", "IO/s", "MiB/s", "gain", "p50", "p99"]);
         for p in &c.points {
             t.rows.push(vec![
-                p.concurrency.to_string(),
+                match p.per_rank_concurrency {
+                    Some(each) => format!("{} ({each}/rank)", p.concurrency),
+                    None => p.concurrency.to_string(),
+                },
                 fmt_rate(p.iops),
                 fmt_mib(p.mib_s * (1u64 << 20) as f64),
                 p.gain.map_or("-".into(), |g| format!("{:+.0}%", 100.0 * g)),
@@ -192,6 +243,17 @@ pub fn render(r: &SaturateResult) -> String {
             )),
             None => out.push_str(&format!("no throughput measured; ended: {}\n", c.ended)),
         }
+        if let (Some(nodes), Some(k), Some(n)) =
+            (c.nodes_to_saturate, r.cores_per_node, c.saturation_concurrency)
+        {
+            out.push_str(&format!(
+                "nodes to saturate: {nodes} node(s) of {k} cores, one {} request in flight per core, reach {n} in flight\n",
+                c.rw
+            ));
+        }
+    }
+    if let Some(p) = &r.processes {
+        out.push_str(&p.line("concurrency = ranks × requests in flight per rank, each rank on its own file"));
     }
     out
 }
@@ -204,7 +266,18 @@ mod tests {
         let mut v: Vec<SaturatePoint> = Vec::new();
         for (i, &x) in iops.iter().enumerate() {
             let gain = v.last().map(|p: &SaturatePoint| x / p.iops - 1.0);
-            v.push(SaturatePoint { concurrency: 1 << i, iops: x, mib_s: 0.0, p50_ns: 0, p99_ns: 0, gain });
+            v.push(SaturatePoint {
+                concurrency: 1 << i,
+                per_rank_concurrency: None,
+                ops: 0,
+                bytes: 0,
+                iops: x,
+                mib_s: 0.0,
+                p50_ns: 0,
+                p99_ns: 0,
+                gain,
+                per_rank: vec![],
+            });
         }
         v
     }
@@ -215,5 +288,14 @@ mod tests {
         assert!(flattened(&p), "+2% and +1%: two flat doublings");
         assert!(!flattened(&p[..5]), "one flat doubling is not enough");
         assert_eq!(saturation_point(&p), Some(8), "5000 >= 0.9 * 5150");
+    }
+
+    #[test]
+    fn nodes_to_saturate_round_up() {
+        // "IOPS are dumb": 4096 concurrent readers on 128-core nodes are 32 nodes.
+        assert_eq!(nodes_to_saturate(4096, 128), 32);
+        assert_eq!(nodes_to_saturate(4097, 128), 33);
+        assert_eq!(nodes_to_saturate(8, 64), 1);
+        assert_eq!(nodes_to_saturate(1, 1), 1);
     }
 }

@@ -9,7 +9,7 @@ use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, SuiteContext, SuiteError, SuiteTarget, REACHED};
+use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -72,6 +72,9 @@ pub struct SweepPoint {
     /// Device utilization over the point, when a block device is behind the target.
     pub device_util: Option<f64>,
     pub warnings: Vec<String>,
+    /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_rank: Vec<RankShare>,
 }
 
 /// One curve's findings.
@@ -98,6 +101,9 @@ pub struct SweepResult {
     pub rw: String,
     pub direct: bool,
     pub time_per_point_s: f64,
+    /// Under MPI: the ranks (each ran `threads` threads on its own file) and their hosts.
+    #[serde(flatten)]
+    pub processes: Option<Processes>,
     pub curves: Vec<SweepCurve>,
     pub interrupted: bool,
 }
@@ -158,7 +164,7 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
             format_bytes(cfg.region)
         )));
     }
-    let target = SuiteTarget::new(&cfg.target, "sweep", ctx.keep);
+    let target = SuiteTarget::new(&cfg.target, "sweep", ctx)?;
     let mut curves = Vec::new();
     'curves: for &threads in &cfg.threads {
         let mut points = Vec::new();
@@ -178,8 +184,7 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
                 time: Some(format!("{}ms", cfg.time_per_point.as_millis())),
                 ..FlagWorkload::default()
             };
-            let r = run_point(&flags, ctx)?;
-            let f = &r.aggregate;
+            let f = run_point(&flags, ctx)?;
             let point = SweepPoint {
                 threads,
                 bs,
@@ -189,14 +194,15 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
                 mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
                 mbit_s: f.bw_bytes_s * 8.0 / 1e6,
                 bps: f.bps,
-                p50_ns: f.lat_ns.p50,
-                p99_ns: f.lat_ns.p99,
-                device_util: r.device.as_ref().map(|d| d.util),
-                warnings: r.warnings.iter().map(|w| w.code.as_str().to_string()).collect(),
+                p50_ns: f.p50_ns,
+                p99_ns: f.p99_ns,
+                device_util: f.device_util,
+                warnings: f.warnings,
+                per_rank: f.per_rank,
             };
             let below_floor = point.iops < cfg.floor_iops;
             points.push(point);
-            if let Some(e) = r.error {
+            if let Some(e) = f.error {
                 return Err(SuiteError::Config(e));
             }
             if below_floor {
@@ -213,6 +219,7 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
         rw: cfg.rw.clone(),
         direct: cfg.direct,
         time_per_point_s: cfg.time_per_point.as_secs_f64(),
+        processes: ctx.processes(),
         curves,
         interrupted: ctx.stopped(),
     })
@@ -267,6 +274,9 @@ pub fn render(r: &SweepResult) -> String {
             out.push_str(&format!("stopped early: {why}\n"));
         }
     }
+    if let Some(p) = &r.processes {
+        out.push_str(&p.line("every rank ran the threads of a curve on its own file"));
+    }
     out.push_str(
         "IO/s, MiB/s, Mbit/s: application requests per wall second; BPS: 512-byte blocks per busy second\n\
          knee: the largest size, at or after the IOPS peak, still within 90% of the peak IOPS\n",
@@ -292,6 +302,7 @@ mod tests {
             p99_ns: 0,
             device_util: None,
             warnings: vec![],
+            per_rank: vec![],
         }
     }
 

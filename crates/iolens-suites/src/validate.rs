@@ -274,14 +274,13 @@ fn run_sets(
             if ctx.stopped() {
                 break;
             }
-            let r = run_point(&configs[c].flags, ctx)?;
-            if let Some(e) = r.error {
+            let f = run_point(&configs[c].flags, ctx)?;
+            if let Some(e) = &f.error {
                 return Err(SuiteError::Config(format!("set {set}, {}: {e}", configs[c].label)));
             }
-            if r.interrupted {
+            if f.interrupted {
                 break;
             }
-            let f = &r.aggregate;
             runs.push(ValidationRun {
                 config: configs[c].label.clone(),
                 repetition,

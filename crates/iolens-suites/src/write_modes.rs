@@ -9,6 +9,10 @@
 //! of the blocks as fio's random map or IOR `-z`), and each mode on fresh files (in a directory
 //! target, a new scratch directory per mode, removed after it, so one mode's dirty pages are
 //! discarded instead of landing in the next one's window).
+//!
+//! Under MPI every rank writes the bytes per mode into its own fresh files; the default bytes
+//! divide the node's dirty limit and free space among the ranks on the node, so the node as a
+//! whole writes [`DIRTY_MULTIPLE`] × its limit. Rank 0's choice is used by every rank.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +24,7 @@ use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, SuiteContext, SuiteError, SuiteTarget};
+use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget};
 
 /// Default data per mode, in multiples of the dirty limit: with twice the limit, at least half
 /// of what the naive mode writes must reach the device while its write calls are timed.
@@ -157,6 +161,9 @@ pub struct ModeResult {
     /// The mode stopped at the time cap before writing its bytes.
     pub capped_by_time: bool,
     pub warnings: Vec<String>,
+    /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_rank: Vec<RankShare>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -165,8 +172,14 @@ pub struct WriteModesResult {
     pub suite: &'static str,
     pub target: String,
     pub bs: u64,
-    /// Bytes each mode was to write, over all threads.
+    /// Bytes each mode was to write, over all threads (of all ranks under MPI).
     pub bytes_per_mode: u64,
+    /// Under MPI: the bytes each rank was to write per mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_rank: Option<u64>,
+    /// Under MPI: the ranks (each wrote into fresh files of its own) and their hosts.
+    #[serde(flatten)]
+    pub processes: Option<Processes>,
     pub threads: u32,
     pub region_per_thread: u64,
     /// Random offsets without replacement: each block once per pass.
@@ -200,10 +213,23 @@ impl ModeTarget {
 pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteModesResult, SuiteError> {
     let threads = cfg.threads.max(1);
     let fresh = cfg.target.is_dir();
-    let (limit, source) = system_dirty_limit();
-    let free = iolens_device::free_bytes(&cfg.target).ok().flatten();
-    let (bytes, reason) = choose_bytes(cfg.bytes, limit, &source, free, cfg.bs * threads as u64);
-    let per_thread = bytes / threads as u64;
+    let (limit, mut source) = system_dirty_limit();
+    let mut free = iolens_device::free_bytes(&cfg.target).ok().flatten();
+    let ranks = ctx.runner.ranks().max(1);
+    let hosts = ctx.runner.hosts();
+    let node_ranks = hosts.get(ctx.runner.rank()).map_or(1, |me| hosts.iter().filter(|h| *h == me).count());
+    let mut rank_limit = limit;
+    if node_ranks > 1 {
+        // The node's ranks share its page cache and its file system.
+        rank_limit = limit / node_ranks as u64;
+        free = free.map(|f| f / node_ranks as u64);
+        source = format!("{source}, shared by the node's {node_ranks} ranks");
+    }
+    let (bytes, reason) = choose_bytes(cfg.bytes, rank_limit, &source, free, cfg.bs * threads as u64);
+    // Every rank writes what rank 0 chose, so the ranks' parts add up to one plan.
+    let mut chosen = [bytes];
+    ctx.runner.share(&mut chosen);
+    let per_thread = chosen[0] / threads as u64;
     // Own files: each thread's file is what it writes, once. A shared file: every thread
     // addresses all of it (their permutations are independent, so blocks may be written twice).
     let region = cfg.region.unwrap_or(if fresh { per_thread } else { per_thread * threads as u64 });
@@ -215,7 +241,7 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
         reason,
     };
     // A file target is shared by every mode; made once (and removed at the end) if it is new.
-    let shared = (!fresh).then(|| SuiteTarget::new(&cfg.target, "write-modes", ctx.keep));
+    let shared = if fresh { None } else { Some(SuiteTarget::new(&cfg.target, "write-modes", ctx)?) };
     let mut modes = Vec::new();
     for (mode, direct, fsync) in MODES {
         if ctx.stopped() {
@@ -226,7 +252,7 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             None => ModeTarget::Fresh(
                 ScratchDir::create(&cfg.target, &format!("iolens-write-modes-{mode}-"), ctx.keep).map_err(
                     |e| {
-                        SuiteError::Config(format!(
+                        ctx.runner.failed_alone(format!(
                             "cannot create a scratch directory in {}: {e}",
                             cfg.target.display()
                         ))
@@ -255,9 +281,10 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             policy: TargetPolicy { sparse: fresh, ..ctx.policy },
             keep: ctx.keep,
             command: ctx.command.clone(),
+            runner: ctx.runner,
         };
-        let r = run_point(&flags, &sparse)?;
-        if let Some(e) = r.error {
+        let f = run_point(&flags, &sparse)?;
+        if let Some(e) = f.error {
             return Err(SuiteError::Config(e));
         }
         if let ModeTarget::Reused(path) = &target {
@@ -268,8 +295,8 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
         }
         // A fresh directory goes with its files: their dirty pages are dropped, not written.
         drop(target);
-        let f = &r.aggregate;
-        let write_s = f.arpt_s * f.ops as f64 / threads as f64;
+        // Mean per writer: every thread of every rank.
+        let write_s = f.arpt_s * f.ops as f64 / (threads as usize * ranks) as f64;
         let per = |v: f64, s: f64| if s > 0.0 { v / s } else { 0.0 };
         modes.push(ModeResult {
             mode,
@@ -283,9 +310,10 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             effective_iops: per(f.ops as f64, f.wall_s),
             apparent_mib_s: per(f.bytes as f64, write_s) / (1u64 << 20) as f64,
             effective_mib_s: per(f.bytes as f64, f.wall_s) / (1u64 << 20) as f64,
-            device_write_bytes: r.device.as_ref().map(|d| d.write_bytes),
-            capped_by_time: f.bytes < per_thread * threads as u64 && !r.interrupted,
-            warnings: r.warnings.iter().map(|w| w.code.as_str().to_string()).collect(),
+            device_write_bytes: f.device_write_bytes,
+            capped_by_time: f.bytes < per_thread * threads as u64 * ranks as u64 && !f.interrupted,
+            warnings: f.warnings,
+            per_rank: f.per_rank,
         });
     }
     drop(shared);
@@ -294,7 +322,9 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
         suite: "write-modes",
         target: cfg.target.display().to_string(),
         bs: cfg.bs,
-        bytes_per_mode: per_thread * threads as u64,
+        bytes_per_mode: per_thread * threads as u64 * ranks as u64,
+        bytes_per_rank: (ranks > 1).then_some(per_thread * threads as u64),
+        processes: ctx.processes(),
         threads,
         region_per_thread: region,
         random_map: true,
@@ -355,6 +385,12 @@ pub fn render(r: &WriteModesResult) -> String {
         ]);
     }
     t.render(&mut out);
+    if let Some(p) = &r.processes {
+        out.push_str(&p.line(&format!(
+            "every rank wrote {} per mode into fresh files of its own",
+            format_bytes(r.bytes_per_rank.unwrap_or(r.bytes_per_mode))
+        )));
+    }
     out.push_str(
         "apparent = ops / time inside write calls (mean per thread); effective = ops / whole phase (fsync and close included); \
          device MiB = bytes the device wrote inside the phase\n",

@@ -315,6 +315,10 @@ pub struct SaturateArgs {
     /// Curves, comma-separated (randread, randwrite, read, write).
     #[arg(long, default_value = "randread,randwrite", value_delimiter = ',')]
     pub rw: Vec<String>,
+    /// Cores of a compute node: also report how many such nodes, one request in flight per
+    /// core, saturate the target (ceil(saturation concurrency / cores)).
+    #[arg(long, value_name = "K")]
+    pub cores_per_node: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Parser;
+use iolens_suites::LocalRunner;
 
 /// Exit code when stdout was a closed pipe: what a shell shows for a process killed by SIGPIPE
 /// (128 + 13), the usual fate of a writer into `| head`; iolens finishes its files first.
@@ -68,16 +69,16 @@ fn main() -> ExitCode {
     }
     let outcome = match args.command {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
-        cli::Command::Quick(a) => quick::quick(a, &stop, command),
+        cli::Command::Quick(a) => quick::quick(&LocalRunner, a, &stop, command),
         cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
         cli::Command::Beff(a) => beff_cmd::refuse(&a, &command),
         cli::Command::Doe(a) => stats_cmd::doe(a, &stop, command),
         cli::Command::Validate(a) => suites::validate(a, &stop, command),
         cli::Command::Correlate(a) => stats_cmd::correlate(a, command),
         cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
-        cli::Command::Sweep(a) => suites::sweep(a, &stop, command),
-        cli::Command::Saturate(a) => suites::saturate(a, &stop, command),
-        cli::Command::WriteModes(a) => suites::write_modes(a, &stop, command),
+        cli::Command::Sweep(a) => suites::sweep(&LocalRunner, a, &stop, command),
+        cli::Command::Saturate(a) => suites::saturate(&LocalRunner, a, &stop, command),
+        cli::Command::WriteModes(a) => suites::write_modes(&LocalRunner, a, &stop, command),
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
         cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
         cli::Command::Convert(a) => run_cmd::convert(a),
@@ -138,14 +139,45 @@ fn under_mpi(
             code
         }
         cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
+        cli::Command::Sweep(a) => {
+            let json = a.suite.json.clone();
+            mpi_suite(json, command, |runner, command| suites::sweep(runner, a, stop, command))
+        }
+        cli::Command::Saturate(a) => {
+            let json = a.suite.json.clone();
+            mpi_suite(json, command, |runner, command| suites::saturate(runner, a, stop, command))
+        }
+        cli::Command::WriteModes(a) => {
+            let json = a.json.clone();
+            mpi_suite(json, command, |runner, command| suites::write_modes(runner, a, stop, command))
+        }
+        cli::Command::Quick(a) => {
+            let json = a.output.json.clone();
+            mpi_suite(json, command, |runner, command| quick::quick(runner, a, stop, command))
+        }
         _ => {
             errln!(
-                "iolens: error: {how}; only `iolens run` and `iolens beff` run across MPI ranks so far (sweep, saturate, \
-                 write-modes, quick and beff-io over MPI are not done yet); run other commands without mpirun"
+                "iolens: error: {how}; only `run`, `beff`, `sweep`, `saturate`, `write-modes` and `quick` run across \
+                 MPI ranks so far (beff-io over MPI-IO is not done yet); run other commands without mpirun"
             );
             output::EXIT_USAGE
         }
     }
+}
+
+/// A suite under MPI: every rank runs it, each point across all ranks; rank 0 reports.
+#[cfg(feature = "mpi")]
+fn mpi_suite(
+    json: Option<std::path::PathBuf>,
+    command: String,
+    body: impl FnOnce(&dyn iolens_suites::PointRunner, String) -> Result<(), u8>,
+) -> u8 {
+    clean_cmd::remove_leftovers_quietly();
+    let code = mpi_cmd::suite(json, &command.clone(), |runner| body(runner, command)).err().unwrap_or(0);
+    if code == 0 && output::write_failed() {
+        return output::EXIT_FAILED;
+    }
+    code
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

@@ -1,6 +1,10 @@
 //! `iolens quick`: the storage behind a directory in a few minutes — which device and file
 //! system, a short block-size sweep, the saturation point (capped), the write modes, and
 //! b_eff_io with a short T — on one summary page, each part's full result saved as JSON.
+//!
+//! Under `mpirun` the sweep, saturation and write modes run each point on every rank (each in a
+//! scratch directory of its own), and rank 0 alone writes the page and the results; b_eff_io is
+//! skipped there (its thread version would run once per rank), saying so.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -12,7 +16,9 @@ use std::time::Instant;
 use iolens_engine::ownership::ScratchDir;
 use iolens_metrics::SCHEMA_VERSION;
 use iolens_report::table::{fmt_rate, Table};
-use iolens_suites::{beff_io, saturate, sweep, write_modes, SuiteContext, SuiteError};
+use iolens_suites::{
+    beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError,
+};
 use iolens_workload::{format_bytes, parse_duration, parse_size};
 use serde::Serialize;
 
@@ -41,6 +47,9 @@ struct PartOutcome {
     json: Option<String>,
     seconds: f64,
     error: Option<String>,
+    /// Why the part did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -56,6 +65,9 @@ struct QuickReport {
     device: Option<String>,
     direct_supported: bool,
     memory: u64,
+    /// Under MPI: the ranks each part's points ran on, and their hosts.
+    #[serde(flatten)]
+    processes: Option<Processes>,
     time_per_point_s: f64,
     results_dir: String,
     parts: Vec<PartOutcome>,
@@ -85,6 +97,7 @@ struct Quick<'a> {
     stop: &'a Arc<AtomicBool>,
     quiet: bool,
     command: String,
+    runner: &'a dyn PointRunner,
 }
 
 impl Quick<'_> {
@@ -99,16 +112,24 @@ impl Quick<'_> {
             return;
         }
         let started = Instant::now();
-        let progress = ProgressLine::new(self.quiet, name);
+        let progress = ProgressLine::new(self.quiet || self.runner.rank() != 0, name);
         // quick writes only in its own scratch directory, removed at the end.
-        let result = run(&crate::suites::context(false, false, self.stop, &progress, &self.command));
+        let result =
+            run(&crate::suites::context(false, false, self.stop, &progress, &self.command, self.runner));
         progress.finish();
-        let mut outcome =
-            PartOutcome { part: name, json: None, seconds: started.elapsed().as_secs_f64(), error: None };
+        let mut outcome = PartOutcome {
+            part: name,
+            json: None,
+            seconds: started.elapsed().as_secs_f64(),
+            error: None,
+            skipped: None,
+        };
         match result {
             Ok(r) => {
                 let file = format!("{name}.json");
-                write_json_or_warn(&self.results.join(&file), &r);
+                if self.runner.rank() == 0 {
+                    write_json_or_warn(&self.results.join(&file), &r);
+                }
                 outcome.json = Some(file);
                 summarize(&r, &mut self.report.headlines, &mut self.report.warnings);
             }
@@ -227,7 +248,24 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
     w.extend(r.warnings.iter().map(|x| format!("beff-io: {}", x.message)));
 }
 
-pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+/// An error of this process alone (its directory): under MPI every rank ends, as the others
+/// would wait for this one.
+fn failed_alone(
+    runner: &dyn PointRunner,
+    out: &crate::cli::OutputArgs,
+    command: &str,
+    message: String,
+) -> u8 {
+    let e = runner.failed_alone(message);
+    fail(out, command, &e.to_string(), false, EXIT_FAILED)
+}
+
+pub fn quick(
+    runner: &dyn PointRunner,
+    a: QuickArgs,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> Result<(), u8> {
     let out = &a.output;
     let started = Instant::now();
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -246,42 +284,57 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     let size =
         parse_size(&a.size).map_err(|e| fail(out, &command, &format!("--size: {e}"), false, EXIT_USAGE))?;
     let results = a.results.clone().unwrap_or_else(default_results_dir);
-    std::fs::create_dir_all(&results).map_err(|e| {
-        fail(
-            out,
-            &command,
-            &format!("cannot create the results directory {}: {e}", results.display()),
-            false,
-            EXIT_FAILED,
-        )
-    })?;
+    let rank0 = runner.rank() == 0;
+    if rank0 {
+        std::fs::create_dir_all(&results).map_err(|e| {
+            failed_alone(
+                runner,
+                out,
+                &command,
+                format!("cannot create the results directory {}: {e}", results.display()),
+            )
+        })?;
+    }
     // Removed when quick ends, however it ends; found and removed by a later run if killed.
+    // Under MPI each rank has its own (file per process).
     let scratch = ScratchDir::create(&base, "iolens-quick-", out.keep).map_err(|e| {
-        fail(
+        failed_alone(
+            runner,
             out,
             &command,
-            &format!("cannot create a scratch directory in {}: {e}", base.display()),
-            false,
-            EXIT_FAILED,
+            format!("cannot create a scratch directory in {}: {e}", base.display()),
         )
     })?;
     let dir = scratch.path().to_path_buf();
-    let direct = direct_supported(&dir);
+    // Rank 0's answer for every rank, so all run the same parts the same way.
+    let mut direct_flag = [u64::from(direct_supported(&dir))];
+    runner.share(&mut direct_flag);
+    let direct = direct_flag[0] != 0;
     let fs_type = iolens_device::filesystem_type(&dir).ok();
     let memory_backed = fs_type.is_some_and(|f| f.memory_backed());
     let filesystem = fs_type.map_or_else(|| "unknown".to_string(), |f| f.name.to_string());
     let device = iolens_device::device_for_path(&dir).ok().flatten().map(|d| d.name);
     let memory = iolens_device::memory_total().unwrap_or(1 << 30);
-    sayln!(
-        "quick: {} on {} ({}), {} per point, {} files; results in {}{}",
-        dir.display(),
-        device.as_deref().unwrap_or("no block device"),
-        filesystem,
-        a.time,
-        format_bytes(size),
-        results.display(),
-        if direct { "" } else { "; O_DIRECT unsupported here: everything runs buffered" }
-    );
+    let processes = Processes::of(runner);
+    if rank0 {
+        sayln!(
+            "quick: {} on {} ({}), {} per point, {} files; results in {}{}",
+            dir.display(),
+            device.as_deref().unwrap_or("no block device"),
+            filesystem,
+            a.time,
+            format_bytes(size),
+            results.display(),
+            if direct { "" } else { "; O_DIRECT unsupported here: everything runs buffered" }
+        );
+        if let Some(p) = &processes {
+            sayln!(
+                "quick: every rank runs each point in its own scratch directory; {} ranks on {}",
+                p.ranks,
+                p.hosts.join(", ")
+            );
+        }
+    }
 
     let mut q = Quick {
         report: QuickReport {
@@ -295,6 +348,7 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
             device,
             direct_supported: direct,
             memory,
+            processes,
             time_per_point_s: time.as_secs_f64(),
             results_dir: results.display().to_string(),
             parts: Vec::new(),
@@ -307,6 +361,7 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
         stop,
         quiet: out.quiet,
         command,
+        runner,
     };
 
     let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
@@ -332,25 +387,43 @@ pub fn quick(a: QuickArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     modes_cfg.time_cap = Some(time * 2);
     q.part("write-modes", |ctx| write_modes::write_modes(&modes_cfg, ctx), summarize_write_modes);
 
-    let mut beff_cfg = beff_io::BeffIoConfig::new(dir.clone(), memory);
-    beff_cfg.time = time * BEFF_IO_T_FACTOR;
-    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
-    let stop_flag = Arc::clone(stop);
-    q.part("beff-io", move |_| beff_io::run(&beff_cfg, &stop_flag), summarize_beff_io);
+    if runner.ranks() > 1 {
+        q.report.parts.push(PartOutcome {
+            part: "beff-io",
+            json: None,
+            seconds: 0.0,
+            error: None,
+            skipped: Some(
+                "not run under MPI: its thread version would run once per rank at the same time; \
+                 run `iolens beff-io DIR` without mpirun"
+                    .into(),
+            ),
+        });
+    } else {
+        let mut beff_cfg = beff_io::BeffIoConfig::new(dir.clone(), memory);
+        beff_cfg.time = time * BEFF_IO_T_FACTOR;
+        beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
+        let stop_flag = Arc::clone(stop);
+        q.part("beff-io", move |_| beff_io::run(&beff_cfg, &stop_flag), summarize_beff_io);
+    }
 
     let mut report = q.report;
     if memory_backed {
         say_memory_backed(&mut report);
     }
-    report.interrupted = stop.load(Ordering::SeqCst);
+    report.interrupted = runner.any_stopped(stop.load(Ordering::SeqCst));
     report.elapsed_s = started.elapsed().as_secs_f64();
+    let errors: Vec<String> =
+        report.parts.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.part))).collect();
+    if !rank0 {
+        // Rank 0 speaks for the job; every rank had the same parts fail.
+        return if errors.is_empty() { Ok(()) } else { Err(EXIT_FAILED) };
+    }
     say!("{}", render(&report));
     write_json_or_warn(&results.join("quick.json"), &report);
     if let Some(path) = &out.json {
         write_json_or_warn(path, &report);
     }
-    let errors: Vec<String> =
-        report.parts.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.part))).collect();
     if errors.is_empty() {
         Ok(())
     } else {
@@ -398,7 +471,19 @@ fn render(r: &QuickReport) -> String {
         table.rows.push(vec![h.part.into(), h.figure.clone(), h.value.clone(), h.measured.clone()]);
     }
     table.render(&mut s);
+    if let Some(p) = &r.processes {
+        let _ = writeln!(
+            s,
+            "ranks: {} on {} host(s) ({}); figures are the aggregate over all ranks",
+            p.ranks,
+            p.hosts.len(),
+            p.hosts.join(", ")
+        );
+    }
     for p in &r.parts {
+        if let Some(why) = &p.skipped {
+            let _ = writeln!(s, "{}: skipped: {why}", p.part);
+        }
         match (&p.json, &p.error) {
             (_, Some(e)) => {
                 let _ = writeln!(s, "{}: failed after {:.1} s: {e}", p.part, p.seconds);

@@ -1,4 +1,6 @@
 //! `iolens sweep`, `saturate` and `write-modes`: argument handling around `iolens_suites`.
+//! Each runs its points through a [`PointRunner`]: alone [`LocalRunner`], under `mpirun` the
+//! MPI runner of `mpi_cmd`, with which only rank 0 prints and writes.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,7 +8,8 @@ use std::sync::Arc;
 
 use iolens_engine::TargetPolicy;
 use iolens_suites::{
-    beff_io, saturate, sweep, validate as validation, write_modes, SuiteContext, SuiteError,
+    beff_io, saturate, sweep, validate as validation, write_modes, LocalRunner, PointRunner, SuiteContext,
+    SuiteError,
 };
 use iolens_workload::{parse_duration, parse_size};
 use serde::Serialize;
@@ -28,15 +31,20 @@ fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std:
     })
 }
 
-/// Runs a suite with a progress line, prints its table, writes its JSON.
+/// Prints a suite's table and writes its JSON; under MPI only rank 0 does (every rank has the
+/// same outcome, so the others stay silent).
 fn finish<R: Serialize>(
     result: Result<R, SuiteError>,
     render: impl Fn(&R) -> String,
     json: &Option<std::path::PathBuf>,
     stop: &AtomicBool,
     command: &str,
+    runner: &dyn PointRunner,
 ) -> Result<(), u8> {
     let out = outputs(json);
+    if runner.rank() != 0 {
+        return result.map(|_| ()).map_err(|_| EXIT_FAILED);
+    }
     let r =
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
@@ -54,6 +62,7 @@ pub fn context<'a>(
     stop: &Arc<AtomicBool>,
     progress: &'a ProgressLine,
     command: &str,
+    runner: &'a dyn PointRunner,
 ) -> SuiteContext<'a> {
     SuiteContext {
         stop: Arc::clone(stop),
@@ -61,6 +70,7 @@ pub fn context<'a>(
         policy: TargetPolicy { allow_overwrite, keep_cache: false, sparse: false },
         keep,
         command: command.to_string(),
+        runner,
     }
 }
 
@@ -69,7 +79,12 @@ fn logical_sector(target: &Path) -> u64 {
     iolens_device::device_for_path(target).ok().flatten().map_or(512, |d| d.logical_sector.max(512))
 }
 
-pub fn sweep(a: SweepArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn sweep(
+    runner: &dyn PointRunner,
+    a: SweepArgs,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
     let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
     cfg.rw = a.rw.clone();
@@ -83,14 +98,21 @@ pub fn sweep(a: SweepArgs, stop: &Arc<AtomicBool>, command: String) -> Result<()
     };
     cfg.max_size = size("--max-bs", &a.max_bs, &out, &command)?;
     cfg.floor_iops = a.floor_iops;
-    let progress = ProgressLine::new(a.suite.quiet, "sweep");
-    let result =
-        sweep::sweep(&cfg, &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command));
+    let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "sweep");
+    let result = sweep::sweep(
+        &cfg,
+        &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
+    );
     progress.finish();
-    finish(result, sweep::render, &a.suite.json, stop, &command)
+    finish(result, sweep::render, &a.suite.json, stop, &command, runner)
 }
 
-pub fn saturate(a: SaturateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn saturate(
+    runner: &dyn PointRunner,
+    a: SaturateArgs,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
     let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
@@ -100,14 +122,22 @@ pub fn saturate(a: SaturateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     cfg.time_per_point = duration("--time", &a.suite.time, &out, &command)?;
     cfg.region = size("--size", &a.suite.size, &out, &command)?;
     cfg.loads = a.rw.clone();
-    let progress = ProgressLine::new(a.suite.quiet, "saturate");
-    let result =
-        saturate::saturate(&cfg, &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command));
+    cfg.cores_per_node = a.cores_per_node;
+    let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "saturate");
+    let result = saturate::saturate(
+        &cfg,
+        &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
+    );
     progress.finish();
-    finish(result, saturate::render, &a.suite.json, stop, &command)
+    finish(result, saturate::render, &a.suite.json, stop, &command, runner)
 }
 
-pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn write_modes(
+    runner: &dyn PointRunner,
+    a: WriteModesArgs,
+    stop: &Arc<AtomicBool>,
+    command: String,
+) -> Result<(), u8> {
     let out = outputs(&a.json);
     let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
@@ -127,11 +157,13 @@ pub fn write_modes(a: WriteModesArgs, stop: &Arc<AtomicBool>, command: String) -
     if let Some(v) = &a.size {
         cfg.region = Some(size("--size", v, &out, &command)?);
     }
-    let progress = ProgressLine::new(a.quiet, "write-modes");
-    let result =
-        write_modes::write_modes(&cfg, &context(a.allow_overwrite, a.keep, stop, &progress, &command));
+    let progress = ProgressLine::new(a.quiet || runner.rank() != 0, "write-modes");
+    let result = write_modes::write_modes(
+        &cfg,
+        &context(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
+    );
     progress.finish();
-    finish(result, write_modes::render, &a.json, stop, &command)
+    finish(result, write_modes::render, &a.json, stop, &command, runner)
 }
 
 pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -157,7 +189,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         );
     }
     let result = beff_io::run(&cfg, stop);
-    finish(result, beff_io::render, &a.json, stop, &command)
+    finish(result, beff_io::render, &a.json, stop, &command, &LocalRunner)
 }
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -172,7 +204,7 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     cfg.extra_target = a.target.clone();
     let progress = ProgressLine::new(a.quiet, "validate");
     // validate only writes the files it lays out in a directory of its own.
-    let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command));
+    let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command, &LocalRunner));
     progress.finish();
-    finish(result, validation::render, &a.json, stop, &command)
+    finish(result, validation::render, &a.json, stop, &command, &LocalRunner)
 }
