@@ -105,6 +105,13 @@ impl World {
         self.comm.abort(code)
     }
 
+    /// Collective: whether `mine` is true on any rank (a logical or over all ranks).
+    pub fn any(&self, mine: bool) -> bool {
+        let mut any = 0u64;
+        self.comm.all_reduce_into(&(mine as u64), &mut any, SystemOperation::max());
+        any != 0
+    }
+
     /// Every rank's clock offset to rank 0's, by ping-pong (see [`crate::clock`]). Collective:
     /// rank 0 gets one estimate per rank (its own is zero), the others an empty list.
     pub fn clock_offsets(&self) -> Vec<OffsetEstimate> {

@@ -12,16 +12,18 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job_detailed, Layout, Placement, RunOptions, TargetPolicy};
 use iolens_mpi::clock::ClockCorrection;
-use iolens_mpi::combine::{combine, Gathered};
+use iolens_mpi::combine::{combine, Gathered, MpiRunResult};
 use iolens_mpi::wire::{RankReport, RawTotals};
 use iolens_mpi::world::World;
 use iolens_record::busy::read_period_log;
 use iolens_record::Interval;
-use iolens_workload::load_job_file;
+use iolens_workload::{load_job_file, Job, OpMix};
 
 use crate::cli::RunArgs;
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
-use crate::run_cmd::job_from_flags;
+use crate::output::{
+    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+};
+use crate::run_cmd::{job_from_flags, publish_repeated, verify_failed, Repetitions};
 
 /// `path` with `.rN` before its extension: each rank's own trace or busy log.
 fn rank_path(path: &Path, rank: usize) -> PathBuf {
@@ -69,18 +71,15 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     }
     let layout =
         Layout::parse(&a.layout).map_err(|e| me.fatal(&format!("--layout: {e}"), false, EXIT_USAGE))?;
-    if a.repeat != 1 {
-        return Err(me.fatal(
-            "--repeat is not supported under MPI yet; run mpirun once per repetition",
-            false,
-            EXIT_USAGE,
-        ));
+    if a.repeat == 0 {
+        return Err(me.fatal("--repeat: give at least 1", false, EXIT_USAGE));
     }
     let job = match &a.job {
         Some(path) => load_job_file(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
     };
     let job = job.map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
+    let reorder = check_reorder(&job, a.reorder_ranks, size).map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
 
     let scratch = tempfile::Builder::new().prefix("iolens-mpi-").tempdir().map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)
@@ -91,89 +90,198 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.as_ref().map(|p| rank_path(p, rank)),
-        busy_log: Some(busy_log.clone()),
+        busy_log: Some(busy_log),
         stop: Arc::clone(stop),
         command: command.clone(),
-        placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout }),
-    };
-
-    let before = world.clock_offsets();
-    let progress = ProgressLine::new(a.output.quiet || rank != 0, &job.name);
-    let detail = run_job_detailed(&job, &opts, &progress, &world);
-    progress.finish();
-    let detail = detail.map_err(|e| me.fatal(&e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
-    let after = world.clock_offsets();
-
-    let own_error = detail.result.error.clone();
-    let report = RankReport {
-        rank,
-        host: world.host().to_string(),
-        raw: RawTotals::from_raw(&detail.total),
-        files: detail.files.iter().map(|p| p.display().to_string()).collect(),
-        result: serde_json::to_value(&detail.result).expect("a result always serializes"),
-    };
-    let reports = world.gather_reports(&report).map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
-    let periods: Box<dyn Iterator<Item = Interval>> = match read_period_log(&busy_log) {
-        Ok(p) => Box::new(p),
-        Err(e) => {
-            // Still take part in the merge (with nothing), or every rank would wait forever.
-            errln!("iolens: warning: rank {rank}: cannot read its busy periods {}: {e}", busy_log.display());
-            Box::new(std::iter::empty())
-        }
-    };
-    let clocks: Vec<ClockCorrection> = before
-        .iter()
-        .zip(&after)
-        .enumerate()
-        .map(|(r, (b, a))| if r == 0 { ClockCorrection::identity() } else { ClockCorrection::new(*b, *a) })
-        .collect();
-    let corrections: Vec<Box<dyn Fn(u64) -> u64 + '_>> =
-        clocks.iter().map(|c| Box::new(move |t| c.to_root(t)) as Box<dyn Fn(u64) -> u64>).collect();
-    let refs: Vec<&dyn Fn(u64) -> u64> = corrections.iter().map(|f| f.as_ref()).collect();
-    let union = world.busy_union(periods, &refs);
-
-    let (Some(reports), Some(union)) = (reports, union) else {
-        // A non-zero rank: its part is with rank 0.
-        return match own_error {
-            Some(_) => Err(EXIT_FAILED),
-            None => Ok(()),
-        };
+        placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout, reorder }),
     };
     let layout_name =
         if a.shared_file { format!("shared-{}", layout.name()) } else { "file-per-process".into() };
-    let combined = combine(Gathered {
-        base: detail.result,
-        reports: &reports,
-        clocks: &clocks,
-        union,
-        block_unit: job.block_unit,
-        layout: layout_name,
-        mpi_library: world.library(),
-    })
-    .map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
+    let one = OneRun { me: &me, job: &job, opts: &opts, layout: &layout_name, reorder };
+    let outcome = if a.repeat > 1 { repeated(&one) } else { single(&one) };
+    drop(scratch);
+    outcome
+}
 
-    say!("{}", iolens_report::render_run(&combined.run));
-    sayln!(
-        "ranks: {} on {} host(s) ({}); layout {}; clock offsets within ±{:.1} µs; {}",
+/// `--reorder-ranks N` as the placement's shift, refused where it would mean nothing.
+fn check_reorder(job: &Job, reorder: Option<usize>, ranks: usize) -> Result<usize, String> {
+    let Some(n) = reorder else { return Ok(0) };
+    if n % ranks == 0 {
+        return Err(format!(
+            "--reorder-ranks {n} is a multiple of the {ranks} ranks: every rank would read its own data; give \
+             a shift that is not (1 reads the next rank's data)"
+        ));
+    }
+    if !job.agents.iter().any(|a| a.op == OpMix::Read) {
+        return Err(format!(
+            "--reorder-ranks {n}: no agent only reads, and only reading agents move to another rank's data; \
+             write the data first (with --keep), then read it with --reorder-ranks"
+        ));
+    }
+    Ok(n)
+}
+
+/// One job across the ranks, as each repetition runs it.
+struct OneRun<'a> {
+    me: &'a Rank<'a>,
+    job: &'a Job,
+    opts: &'a RunOptions,
+    layout: &'a str,
+    reorder: usize,
+}
+
+/// A run as one rank sees it after the results are combined.
+struct RankOutcome {
+    /// This rank's own run ended with an error.
+    failed: bool,
+    /// The combined result, on rank 0 only.
+    combined: Option<MpiRunResult>,
+}
+
+impl OneRun<'_> {
+    /// Runs the job on every rank and combines the results on rank 0. Collective.
+    fn run(&self, label: &str) -> Result<RankOutcome, u8> {
+        let (me, world, stop) = (self.me, self.me.world, &self.opts.stop);
+        let rank = world.rank();
+        let before = world.clock_offsets();
+        let progress = ProgressLine::new(me.a.output.quiet || rank != 0, label);
+        let detail = run_job_detailed(self.job, self.opts, &progress, world);
+        progress.finish();
+        let detail =
+            detail.map_err(|e| me.fatal(&e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
+        let after = world.clock_offsets();
+
+        let failed = detail.result.error.is_some();
+        let report = RankReport {
+            rank,
+            host: world.host().to_string(),
+            raw: RawTotals::from_raw(&detail.total),
+            files: detail.files.iter().map(|p| p.display().to_string()).collect(),
+            result: serde_json::to_value(&detail.result).expect("a result always serializes"),
+        };
+        let reports = world.gather_reports(&report).map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
+        let busy_log = self.opts.busy_log.as_ref().expect("an MPI run always logs its busy periods");
+        let periods: Box<dyn Iterator<Item = Interval>> = match read_period_log(busy_log) {
+            Ok(p) => Box::new(p),
+            Err(e) => {
+                // Still take part in the merge (with nothing), or every rank would wait forever.
+                errln!(
+                    "iolens: warning: rank {rank}: cannot read its busy periods {}: {e}",
+                    busy_log.display()
+                );
+                Box::new(std::iter::empty())
+            }
+        };
+        let clocks: Vec<ClockCorrection> = before
+            .iter()
+            .zip(&after)
+            .enumerate()
+            .map(
+                |(r, (b, a))| if r == 0 { ClockCorrection::identity() } else { ClockCorrection::new(*b, *a) },
+            )
+            .collect();
+        let corrections: Vec<Box<dyn Fn(u64) -> u64 + '_>> =
+            clocks.iter().map(|c| Box::new(move |t| c.to_root(t)) as Box<dyn Fn(u64) -> u64>).collect();
+        let refs: Vec<&dyn Fn(u64) -> u64> = corrections.iter().map(|f| f.as_ref()).collect();
+        let union = world.busy_union(periods, &refs);
+
+        let (Some(reports), Some(union)) = (reports, union) else {
+            // A non-zero rank: its part is with rank 0.
+            return Ok(RankOutcome { failed, combined: None });
+        };
+        let combined = combine(Gathered {
+            base: detail.result,
+            reports: &reports,
+            clocks: &clocks,
+            union,
+            block_unit: self.job.block_unit,
+            layout: self.layout.to_string(),
+            mpi_library: world.library(),
+            reorder_ranks: self.reorder,
+        })
+        .map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
+        Ok(RankOutcome { failed, combined: Some(combined) })
+    }
+}
+
+/// The table of a combined run and the line describing the ranks.
+fn render_combined(combined: &MpiRunResult) -> String {
+    let mut text = iolens_report::render_run(&combined.run);
+    text.push_str(&format!(
+        "ranks: {} on {} host(s) ({}); layout {}{}; clock offsets within ±{:.1} µs; {}\n",
         combined.ranks,
         combined.hosts.len(),
         combined.hosts.join(", "),
         combined.layout,
+        match combined.reorder_ranks {
+            0 => String::new(),
+            n => format!("; readers read rank+{n}'s data"),
+        },
         combined.clock_uncertainty_ns as f64 / 1e3,
         combined.mpi_library
-    );
+    ));
+    text
+}
+
+/// One combined run: rank 0 prints it and writes its JSON and CSV.
+fn single(one: &OneRun<'_>) -> Result<(), u8> {
+    let a = one.me.a;
+    let outcome = one.run(&one.job.name)?;
+    let Some(combined) = outcome.combined else {
+        return if outcome.failed { Err(EXIT_FAILED) } else { Ok(()) };
+    };
+    say!("{}", render_combined(&combined));
     if let Some(path) = &a.output.json {
         write_json_or_warn(path, &combined);
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &combined.run));
     }
-    drop(scratch);
-    match &combined.run.error {
-        Some(e) => {
+    match (&combined.run.error, verify_failed(&combined.run)) {
+        (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
-        None => Ok(()),
+        (None, Some(e)) => {
+            errln!("iolens: error: {e}");
+            Err(EXIT_VERIFY)
+        }
+        (None, None) => Ok(()),
     }
+}
+
+/// `--repeat K`: K combined runs, summarized by rank 0 as `run --repeat` does alone. Whether
+/// to run the next repetition is agreed by all ranks, so none waits for the others forever.
+fn repeated(one: &OneRun<'_>) -> Result<(), u8> {
+    let (a, world, stop) = (one.me.a, one.me.world, &one.opts.stop);
+    let mut runs: Vec<MpiRunResult> = Vec::new();
+    let (mut error, mut verify_error, mut failed) = (None, None, false);
+    for i in 1..=a.repeat {
+        if world.any(failed || stop.load(Ordering::SeqCst)) {
+            break;
+        }
+        let outcome = one.run(&format!("{} {i}/{}", one.job.name, a.repeat))?;
+        failed = outcome.failed;
+        let Some(combined) = outcome.combined else { continue };
+        if let (None, Some(e)) = (&verify_error, verify_failed(&combined.run)) {
+            verify_error = Some(format!("repetition {i}: {e}"));
+        }
+        match &combined.run.error {
+            Some(e) => error = Some(format!("repetition {i}: {e}")),
+            None if !stop.load(Ordering::SeqCst) => runs.push(combined),
+            None => {}
+        }
+    }
+    if world.rank() != 0 {
+        return if failed { Err(EXIT_FAILED) } else { Ok(()) };
+    }
+    let done = Repetitions {
+        runs: &runs,
+        aggregates: runs.iter().map(|r| r.run.clone()).collect(),
+        last_table: runs.last().map(render_combined),
+        error,
+        verify_error,
+        interrupted: stop.load(Ordering::SeqCst),
+    };
+    publish_repeated(a, one.me.command, done)
 }
