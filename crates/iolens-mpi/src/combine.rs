@@ -70,6 +70,11 @@ pub struct Gathered<'a> {
     pub reorder_ranks: usize,
 }
 
+/// Warnings a rank draws from comparing its own bytes with whole-device counters. When other
+/// ranks share its host (and so its disk), the device also counts their I/O: these warnings
+/// then say nothing about the job, and stay in the rank's own result only.
+const DEVICE_WARNINGS: [&str; 3] = ["device_shared", "page_cache_reads", "writes_not_durable"];
+
 fn text(v: &serde_json::Value, key: &str) -> String {
     v.get(key).and_then(|x| x.as_str()).unwrap_or_default().to_string()
 }
@@ -86,6 +91,8 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     let mut peak_pending = 0;
     let mut stalls = 0;
     let mut dropped = 0;
+    let shared_host =
+        g.reports.iter().enumerate().any(|(i, r)| g.reports[..i].iter().any(|o| o.host == r.host));
     for (report, clock) in g.reports.iter().zip(g.clocks) {
         let mut raw = report.raw.to_raw()?;
         let figures = raw.figures(g.block_unit);
@@ -106,7 +113,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         stalls += r.get("union_ring_stalls").and_then(|v| v.as_u64()).unwrap_or(0);
         dropped += r.get("trace_dropped_records").and_then(|v| v.as_u64()).unwrap_or(0);
         if report.rank != 0 {
-            for w in r.get("warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+            let warnings_of_rank = r.get("warnings").and_then(|w| w.as_array()).into_iter().flatten();
+            for w in warnings_of_rank
+                .filter(|w| !(shared_host && DEVICE_WARNINGS.contains(&text(w, "code").as_str())))
+            {
                 warnings.push(Warning::new(
                     WarningCode::RankWarning,
                     format!("rank {} [{}]: {}", report.rank, text(w, "code"), text(w, "message")),
@@ -151,7 +161,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     let aggregate = total.figures(g.block_unit);
     let clock_uncertainty_ns = g.clocks.iter().map(|c| c.uncertainty_ns()).max().unwrap_or(0);
     let mut run = g.base;
-    // Rank 0's own warnings stay (they describe the job).
+    // Rank 0's own warnings stay (they describe the job), but for its device ones.
+    if shared_host {
+        run.warnings.retain(|w| !DEVICE_WARNINGS.contains(&w.code.as_str()));
+    }
     run.warnings.extend(warnings);
     let total_uncertainty: u64 = g.clocks.iter().map(|c| c.uncertainty_ns()).sum();
     if total_uncertainty as f64 > 0.01 * g.union.busy_ns as f64 {
@@ -170,7 +183,7 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         None => (None, Vec::new()),
     };
     run.verify = ranks_verify(g.reports);
-    let device_shared = hosts.len() < g.reports.len();
+    let device_shared = shared_host;
     run.aggregate = aggregate;
     run.agents = rows;
     run.device = device;
@@ -450,8 +463,15 @@ mod tests {
         for r in &mut reports {
             r.host = "a".into();
             r.result["device"] = device_json("sda", 1000 * 4096, 0.5);
+            r.result["warnings"] = serde_json::json!([{"code": "device_shared", "message": "4x"},
+                {"code": "writes_not_durable", "message": "m"}, {"code": "few_ops", "message": "m"}]);
         }
         let m = combined(&reports);
+        // Each rank compared its own bytes with the disk all four wrote: not the job's warnings.
+        let texts: Vec<&str> = m.run.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert!(texts.iter().all(|t| t.contains("[few_ops]")), "{texts:?}");
+        assert_eq!(m.per_rank[1].result["warnings"][0]["code"], "device_shared", "kept per rank");
         let d = m.run.device.as_ref().expect("one host: its device");
         assert_eq!(d.write_bytes, 1000 * 4096, "not 4 times the same disk");
         assert_eq!(d.device, "sda");
