@@ -91,8 +91,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     let mut peak_pending = 0;
     let mut stalls = 0;
     let mut dropped = 0;
-    let shared_host =
-        g.reports.iter().enumerate().any(|(i, r)| g.reports[..i].iter().any(|o| o.host == r.host));
+    let distinct_hosts: std::collections::BTreeSet<&str> =
+        g.reports.iter().map(|r| r.host.as_str()).collect();
+    // Some host runs several ranks, which share its devices.
+    let shared_host = distinct_hosts.len() < g.reports.len();
     for (report, clock) in g.reports.iter().zip(g.clocks) {
         let mut raw = report.raw.to_raw()?;
         let figures = raw.figures(g.block_unit);
