@@ -3,7 +3,8 @@
 //! Order of the collective steps, the same on every rank: clock ping-pong, the run (its phases
 //! separated by MPI barriers), clock ping-pong again, every rank's report to rank 0, every
 //! rank's busy periods to rank 0 in chunks. Rank 0 prints the one table and writes the one JSON;
-//! the other ranks print nothing to stdout and write no result. An error on any rank before
+//! the other ranks print nothing to stdout and write no result. `--repeat K` does all of that K
+//! times, the ranks agreeing before each repetition whether to go on. An error on any rank before
 //! the results are combined ends the whole job (`MPI_Abort`), naming the rank and its host.
 
 use std::path::{Path, PathBuf};

@@ -533,7 +533,7 @@ fn sigint_to_mpirun_stops_the_job_and_leaves_no_files() {
     };
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    println!("mpirun ended {:?} after SIGINT: {status}", sent.elapsed());
+    println!("mpirun ended {:?} after SIGINT: {status}; JSON written: {}", sent.elapsed(), json.exists());
     assert!(!status.success(), "{err}");
     if json.exists() {
         let d = read_json(&json);
