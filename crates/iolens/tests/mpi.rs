@@ -413,6 +413,34 @@ fn reorder_ranks_reads_what_the_next_rank_wrote() {
             }
             assert_eq!(u(&entry["result"]["verify"]["blocks_checked"]), 16, "rank {r}");
         }
+        if !shared {
+            // A job file's reading agent moves the same way (its job and agent names are the
+            // flags' ones, so it finds the files the write run kept).
+            let job = dir.path().join("read.toml");
+            std::fs::write(
+                &job,
+                format!(
+                    "name = \"run\"\n[[agent]]\nname = \"agent0\"\ntarget = \"{}\"\nrw = \"read\"\nbs = \"64k\"\nsize = \"1m\"\n",
+                    data.display()
+                ),
+            )
+            .unwrap();
+            let script = format!(
+                "exec \"$IOLENS_BIN\" run --job '{}' --reorder-ranks 3 -q --json '{}'",
+                job.display(),
+                json.display()
+            );
+            let out = mpirun_sh_in(&state, &script);
+            assert!(out.status.success(), "job file: {}", stderr(&out));
+            let d = read_json(&json);
+            for (r, entry) in d["per_rank"].as_array().unwrap().iter().enumerate() {
+                let file = entry["files"][0].as_str().unwrap();
+                assert!(
+                    file.ends_with(&format!("-r{}.dat", (r + 3) % RANKS)),
+                    "job file: rank {r} read {file}"
+                );
+            }
+        }
         // The control: the same expectation on the rank's own data fails everywhere.
         let out = mpirun_sh_in(&state, &read(""));
         assert_eq!(out.status.code(), Some(3), "shared {shared}: {}", stderr(&out));
