@@ -9,6 +9,10 @@
 //!   `p, p + P, p + 2P, …` (IOR's interleaved `-t` transfers).
 //!
 //! Agents generate offsets in `[0, R)` as always; an [`OffsetMap`] moves each into the file.
+//!
+//! `reorder` (IOR's `-C`): an agent that only reads addresses the data of the rank `reorder`
+//! further on — its files, or its participants' shares — so on a cluster it reads what another
+//! node wrote, which this node's page cache does not hold.
 
 /// How participants share one file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,6 +46,8 @@ pub struct Placement {
     /// All processes' agents use one file (else each process its own files).
     pub shared_file: bool,
     pub layout: Layout,
+    /// Agents that only read use the data of rank `(rank + reorder) mod ranks` (0: their own).
+    pub reorder: usize,
 }
 
 impl Placement {
@@ -50,9 +56,24 @@ impl Placement {
         (self.ranks.max(1) * agents.max(1)) as u64
     }
 
-    /// The participant index of this rank's `agent`.
-    pub fn participant(&self, agent: usize, agents: usize) -> u64 {
-        (self.rank * agents.max(1) + agent) as u64
+    /// The rank whose data an agent addresses: its own, or for an agent that only reads, the
+    /// rank `reorder` further on.
+    pub fn data_rank(&self, reads_only: bool) -> usize {
+        if reads_only {
+            (self.rank + self.reorder) % self.ranks.max(1)
+        } else {
+            self.rank
+        }
+    }
+
+    /// Whether an agent addresses another rank's data.
+    pub fn reordered(&self, reads_only: bool) -> bool {
+        self.data_rank(reads_only) != self.rank
+    }
+
+    /// The participant index whose share this rank's `agent` addresses.
+    pub fn participant(&self, agent: usize, agents: usize, reads_only: bool) -> u64 {
+        (self.data_rank(reads_only) * agents.max(1) + agent) as u64
     }
 }
 
@@ -123,8 +144,21 @@ mod tests {
 
     #[test]
     fn participants_number_agents_rank_major() {
-        let p = Placement { rank: 2, ranks: 4, shared_file: true, layout: Layout::Strided };
+        let p = Placement { rank: 2, ranks: 4, shared_file: true, layout: Layout::Strided, reorder: 0 };
         assert_eq!(p.participants(3), 12);
-        assert_eq!(p.participant(1, 3), 7);
+        assert_eq!(p.participant(1, 3, false), 7);
+        assert_eq!(p.participant(1, 3, true), 7);
+    }
+
+    #[test]
+    fn reordered_readers_address_the_data_of_the_rank_further_on() {
+        let p = Placement { rank: 3, ranks: 4, shared_file: true, layout: Layout::Segmented, reorder: 1 };
+        assert_eq!(p.data_rank(true), 0, "wraps around");
+        assert_eq!(p.data_rank(false), 3, "writers keep their own");
+        assert!(p.reordered(true) && !p.reordered(false));
+        assert_eq!(p.participant(1, 3, true), 1);
+        assert_eq!(p.participant(1, 3, false), 10);
+        let whole_turn = Placement { reorder: 8, ..p };
+        assert!(!whole_turn.reordered(true));
     }
 }

@@ -363,7 +363,7 @@ fn measure(
                     index: i as u16,
                     spec,
                     region: targets.agent_region(i, n, alignment(&spec.sizes)),
-                    map: targets.offset_map(i, n, spec.sizes.max()),
+                    map: targets.offset_map(i, n, spec.sizes.max(), spec.op == OpMix::Read),
                     align: alignment(&spec.sizes),
                     stop: &halt,
                     start: &start,

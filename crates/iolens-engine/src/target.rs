@@ -94,12 +94,13 @@ impl Targets {
         }
     }
 
-    /// Where agent `agent` (of `agents`, with requests of `block` bytes) puts its offsets.
-    pub fn offset_map(&self, agent: usize, agents: usize, block: u64) -> OffsetMap {
+    /// Where agent `agent` (of `agents`, with requests of `block` bytes; `reads_only`: it only
+    /// reads, so `reorder` applies) puts its offsets.
+    pub fn offset_map(&self, agent: usize, agents: usize, block: u64, reads_only: bool) -> OffsetMap {
         match &self.shared {
             None => OffsetMap::IDENTITY,
             Some(p) => {
-                let index = p.participant(agent, agents);
+                let index = p.participant(agent, agents, reads_only);
                 match p.layout {
                     Layout::Segmented => OffsetMap::segmented(index, self.agent_region(agent, agents, 1)),
                     Layout::Strided => OffsetMap::strided(index, p.participants(agents), block),
@@ -371,8 +372,11 @@ fn resolve_placed_path(
 ) -> Result<(PathBuf, bool), EngineError> {
     let Some(p) = placement else { return resolve_path(job, agent) };
     let is_dir = std::fs::metadata(&agent.target).is_ok_and(|m| m.is_dir());
-    match (is_dir, p.shared_file) {
-        (true, false) => Ok((rank_file_in_dir(&agent.target, &job.name, &agent.name, p.rank), true)),
+    let reads_only = agent.op == iolens_workload::OpMix::Read;
+    let resolved = match (is_dir, p.shared_file) {
+        (true, false) => {
+            Ok((rank_file_in_dir(&agent.target, &job.name, &agent.name, p.data_rank(reads_only)), true))
+        }
         (true, true) => Ok((shared_file_in_dir(&agent.target, &job.name), true)),
         (false, true) => resolve_path(job, agent),
         (false, false) if agent.engine == iolens_workload::EngineKind::Null => resolve_path(job, agent),
@@ -384,7 +388,21 @@ fn resolve_placed_path(
                 p.ranks
             ),
         })),
+    }?;
+    if p.reordered(reads_only) && std::fs::symlink_metadata(&resolved.0).is_err() {
+        // Laid out here, the data would be this rank's own, in this node's page cache.
+        return Err(EngineError::BadTarget {
+            path: resolved.0,
+            reason: format!(
+                "does not exist: with --reorder-ranks {} rank {} reads what rank {} wrote there; write it \
+                 first (mpirun … iolens run with the same job and agent names, a write and --keep)",
+                p.reorder,
+                p.rank,
+                p.data_rank(reads_only)
+            ),
+        });
     }
+    Ok(resolved)
 }
 
 /// The shared file rank 0 prepared, for another rank: opened by the same path, checked to be

@@ -1,8 +1,8 @@
 use iolens_device::DiskStats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One per-second sample of the device, as a delta over the sample's interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSample {
     /// Seconds since the measurement window started (end of the sample's interval).
     pub t_s: f64,
@@ -38,7 +38,7 @@ impl DeviceSample {
 /// Device figures count what reached the block device: cache hits never show up here, and
 /// read-ahead, metadata and journal writes do. The counters are device-wide, so other activity
 /// on the same device during the run is included.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceReport {
     pub device: String,
     pub filesystem: String,

@@ -1,9 +1,9 @@
 //! What a run's data verification found, as the JSON result reports it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Header fields of a block, as expected or as found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockFields {
     /// The 8 magic bytes, hex.
     pub magic: String,
@@ -14,7 +14,7 @@ pub struct BlockFields {
 }
 
 /// One block that failed verification.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifyFailure {
     pub agent: String,
     pub file: String,
@@ -34,7 +34,7 @@ pub struct VerifyFailure {
 }
 
 /// The verification of a run: counts over all agents, the first failures of each.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerifyReport {
     /// The methods in use (`crc32c`, `xxh3`, `pattern`; several joined by `+`).
     pub kind: String,

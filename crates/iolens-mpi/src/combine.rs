@@ -1,6 +1,8 @@
 //! Rank 0's combined result: one aggregate over all ranks, and each rank's part.
 
-use iolens_metrics::{AgentInfo, AgentRaw, AgentResult, Figures, RunResult, Warning, WarningCode};
+use iolens_metrics::{
+    AgentInfo, AgentRaw, AgentResult, DeviceReport, Figures, RunResult, VerifyReport, Warning, WarningCode,
+};
 use iolens_record::busy::UnionTotals;
 use serde::Serialize;
 
@@ -42,6 +44,14 @@ pub struct MpiRunResult {
     pub mpi_library: String,
     /// The largest offset uncertainty of any rank.
     pub clock_uncertainty_ns: u64,
+    /// Reading agents read the data of rank (rank + reorder_ranks) mod ranks (0: their own).
+    pub reorder_ranks: usize,
+    /// The ranks whose device counters make up the aggregate `device`: one per host (the
+    /// lowest rank on it), since every rank of a host reads the same whole-device counters.
+    /// Empty when some host has none (the aggregate `device` is then null).
+    pub device_ranks: Vec<usize>,
+    /// Some host runs more than one rank: its device counters count all of them once.
+    pub device_shared: bool,
     pub per_rank: Vec<RankEntry>,
 }
 
@@ -56,7 +66,14 @@ pub struct Gathered<'a> {
     pub block_unit: u64,
     pub layout: String,
     pub mpi_library: String,
+    /// `--reorder-ranks`, recorded in the result.
+    pub reorder_ranks: usize,
 }
+
+/// Warnings a rank draws from comparing its own bytes with whole-device counters. When other
+/// ranks share its host (and so its disk), the device also counts their I/O: these warnings
+/// then say nothing about the job, and stay in the rank's own result only.
+const DEVICE_WARNINGS: [&str; 3] = ["device_shared", "page_cache_reads", "writes_not_durable"];
 
 fn text(v: &serde_json::Value, key: &str) -> String {
     v.get(key).and_then(|x| x.as_str()).unwrap_or_default().to_string()
@@ -74,6 +91,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     let mut peak_pending = 0;
     let mut stalls = 0;
     let mut dropped = 0;
+    let distinct_hosts: std::collections::BTreeSet<&str> =
+        g.reports.iter().map(|r| r.host.as_str()).collect();
+    // Some host runs several ranks, which share its devices.
+    let shared_host = distinct_hosts.len() < g.reports.len();
     for (report, clock) in g.reports.iter().zip(g.clocks) {
         let mut raw = report.raw.to_raw()?;
         let figures = raw.figures(g.block_unit);
@@ -94,7 +115,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         stalls += r.get("union_ring_stalls").and_then(|v| v.as_u64()).unwrap_or(0);
         dropped += r.get("trace_dropped_records").and_then(|v| v.as_u64()).unwrap_or(0);
         if report.rank != 0 {
-            for w in r.get("warnings").and_then(|w| w.as_array()).into_iter().flatten() {
+            let warnings_of_rank = r.get("warnings").and_then(|w| w.as_array()).into_iter().flatten();
+            for w in warnings_of_rank
+                .filter(|w| !(shared_host && DEVICE_WARNINGS.contains(&text(w, "code").as_str())))
+            {
                 warnings.push(Warning::new(
                     WarningCode::RankWarning,
                     format!("rank {} [{}]: {}", report.rank, text(w, "code"), text(w, "message")),
@@ -139,8 +163,10 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     let aggregate = total.figures(g.block_unit);
     let clock_uncertainty_ns = g.clocks.iter().map(|c| c.uncertainty_ns()).max().unwrap_or(0);
     let mut run = g.base;
-    // Rank 0's own warnings stay (they describe the job); the device report is rank 0's node
-    // only, so it stays in rank 0's entry, not on the aggregate.
+    // Rank 0's own warnings stay (they describe the job), but for its device ones.
+    if shared_host {
+        run.warnings.retain(|w| !DEVICE_WARNINGS.contains(&w.code.as_str()));
+    }
     run.warnings.extend(warnings);
     let total_uncertainty: u64 = g.clocks.iter().map(|c| c.uncertainty_ns()).sum();
     if total_uncertainty as f64 > 0.01 * g.union.busy_ns as f64 {
@@ -154,9 +180,15 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
             ),
         ));
     }
+    let (device, device_ranks) = match hosts_device(g.reports, &aggregate) {
+        Some((d, ranks)) => (Some(d), ranks),
+        None => (None, Vec::new()),
+    };
+    run.verify = ranks_verify(g.reports);
+    let device_shared = shared_host;
     run.aggregate = aggregate;
     run.agents = rows;
-    run.device = None;
+    run.device = device;
     run.interrupted = interrupted;
     run.error = if errors.is_empty() { None } else { Some(errors.join("; ")) };
     run.union_peak_pending = peak_pending;
@@ -170,8 +202,96 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         layout: g.layout,
         mpi_library: g.mpi_library,
         clock_uncertainty_ns,
+        reorder_ranks: g.reorder_ranks,
+        device_ranks,
+        device_shared,
         per_rank,
     })
+}
+
+/// Every rank's verification summed: counts and times added, each rank's listed failures kept
+/// (their agent prefixed with the rank). `None` when no rank verified.
+fn ranks_verify(reports: &[RankReport]) -> Option<VerifyReport> {
+    let mut total: Option<VerifyReport> = None;
+    let mut generations = Vec::new();
+    for report in reports {
+        let Some(v) = report.result.get("verify").filter(|v| !v.is_null()) else { continue };
+        let Ok(v) = serde_json::from_value::<VerifyReport>(v.clone()) else { continue };
+        let t = total.get_or_insert_with(VerifyReport::default);
+        for kind in v.kind.split('+').filter(|k| !k.is_empty()) {
+            if !t.kind.split('+').any(|k| k == kind) {
+                t.kind = if t.kind.is_empty() { kind.to_string() } else { format!("{}+{kind}", t.kind) };
+            }
+        }
+        generations.extend(v.generation_written);
+        t.blocks_written += v.blocks_written;
+        t.blocks_checked += v.blocks_checked;
+        t.failures_total += v.failures_total;
+        t.cost_s += v.cost_s;
+        t.read_back_s += v.read_back_s;
+        t.failures.extend(v.failures.into_iter().map(|mut f| {
+            f.agent = format!("rank {} {}", report.rank, f.agent);
+            f
+        }));
+    }
+    if let Some(t) = &mut total {
+        // Each rank stamps its own generation unless the job names one; per_rank has each.
+        generations.dedup();
+        t.generation_written = if generations.len() == 1 { generations.first().copied() } else { None };
+    }
+    total
+}
+
+/// The device counters of the whole job: one report per host (its lowest rank's; every rank of
+/// a host reads the same whole-device counters, so adding them would count the disk once per
+/// rank), summed over hosts. `None` when some host has no device report.
+fn hosts_device(reports: &[RankReport], aggregate: &Figures) -> Option<(DeviceReport, Vec<usize>)> {
+    let mut seen_hosts: Vec<&str> = Vec::new();
+    let mut per_host: Vec<(&str, usize, DeviceReport)> = Vec::new();
+    for report in reports {
+        if seen_hosts.contains(&report.host.as_str()) {
+            continue;
+        }
+        seen_hosts.push(&report.host);
+        let device = report.result.get("device").filter(|d| !d.is_null())?;
+        per_host.push((&report.host, report.rank, serde_json::from_value(device.clone()).ok()?));
+    }
+    let ranks = per_host.iter().map(|(_, rank, _)| *rank).collect();
+    let mut sum = if per_host.len() == 1 {
+        per_host.pop()?.2
+    } else {
+        let n = per_host.len() as f64;
+        let mut sum = DeviceReport { whole_device: true, ..DeviceReport::default() };
+        let mut names = Vec::new();
+        let mut filesystems: Vec<&str> = Vec::new();
+        for (host, _, d) in &per_host {
+            names.push(format!("{host}:{}", d.device));
+            if !filesystems.contains(&d.filesystem.as_str()) {
+                filesystems.push(&d.filesystem);
+            }
+            sum.window_s = sum.window_s.max(d.window_s);
+            sum.read_ops += d.read_ops;
+            sum.write_ops += d.write_ops;
+            sum.read_bytes += d.read_bytes;
+            sum.write_bytes += d.write_bytes;
+            sum.read_merges += d.read_merges;
+            sum.write_merges += d.write_merges;
+            sum.flushes += d.flushes;
+            // Busy shares of different devices do not add up: their mean does.
+            sum.util += d.util / n;
+            sum.avg_queue += d.avg_queue;
+        }
+        sum.device = names.join("+");
+        sum.filesystem = filesystems.join("+");
+        // The hosts' per-second samples start at different instants: none is kept.
+        sum
+    };
+    // Against the bytes of every rank, which all went to these devices.
+    let amp = |dev: u64, app: u64| (app > 0).then(|| dev as f64 / app as f64);
+    sum.read_amplification = amp(sum.read_bytes, aggregate.read_bytes);
+    sum.write_amplification = amp(sum.write_bytes, aggregate.write_bytes);
+    sum.amplification = amp(sum.read_bytes + sum.write_bytes, aggregate.read_bytes + aggregate.write_bytes);
+    Some((sum, ranks))
 }
 
 #[cfg(test)]
@@ -223,6 +343,7 @@ mod tests {
             block_unit: 4096,
             layout: "file-per-process".into(),
             mpi_library: "test".into(),
+            reorder_ranks: 0,
         })
         .unwrap();
         assert_eq!(m.ranks, 4);
@@ -260,9 +381,137 @@ mod tests {
             block_unit: 512,
             layout: "x".into(),
             mpi_library: "test".into(),
+            reorder_ranks: 0,
         })
         .unwrap();
         assert!(m.run.warnings.iter().any(|w| w.code == WarningCode::ClockUncertain));
         assert_eq!(m.run.error.as_deref(), Some("rank 1 on a: disk full"));
+    }
+
+    fn combined(reports: &[RankReport]) -> MpiRunResult {
+        let clocks: Vec<ClockCorrection> = reports.iter().map(|_| ClockCorrection::identity()).collect();
+        combine(Gathered {
+            base: RunResult::default(),
+            reports,
+            clocks: &clocks,
+            union: UnionTotals { busy_ns: 1_000_000_000, ..UnionTotals::default() },
+            block_unit: 4096,
+            layout: "file-per-process".into(),
+            mpi_library: "test".into(),
+            reorder_ranks: 0,
+        })
+        .unwrap()
+    }
+
+    fn verify_json(checked: u64, failures: u64, generation: u64) -> serde_json::Value {
+        let failure = serde_json::json!({"agent": "agent0", "file": "/d/f", "offset": 0, "kind": "stale",
+            "phase": "read", "expected": {"magic": "00", "offset": 0, "size": 4096, "generation": generation},
+            "found": null, "first_bad_byte": null, "first_bad_offset": null, "bytes_read": 4096});
+        serde_json::json!({"kind": "crc32c", "generation_written": generation, "blocks_written": checked,
+            "blocks_checked": checked, "failures_total": failures,
+            "failures": vec![failure; failures.min(2) as usize], "cost_s": 0.5, "read_back_s": 0.25,
+            "included_in_io_time": false})
+    }
+
+    #[test]
+    fn verification_counts_are_summed_over_ranks_and_failures_name_the_rank() {
+        let mut reports: Vec<RankReport> = (0..3).map(|r| report(r, 10, 1_000)).collect();
+        reports[0].result["verify"] = verify_json(100, 0, 7);
+        reports[1].result["verify"] = verify_json(200, 5, 7);
+        reports[2].result["verify"] = verify_json(300, 1, 9);
+        let m = combined(&reports);
+        let v = m.run.verify.as_ref().expect("an aggregate verify block");
+        assert_eq!(v.blocks_checked, 600);
+        assert_eq!(v.blocks_written, 600);
+        assert_eq!(v.failures_total, 6);
+        assert_eq!(v.failures.len(), 3, "every rank's listed failures: {:?}", v.failures);
+        assert_eq!(v.failures[0].agent, "rank 1 agent0");
+        assert_eq!(v.failures[2].agent, "rank 2 agent0");
+        assert!((v.cost_s - 1.5).abs() < 1e-12 && (v.read_back_s - 0.75).abs() < 1e-12);
+        assert_eq!(v.kind, "crc32c");
+        // Ranks stamped different generations: no one generation stands for all of them.
+        assert_eq!(v.generation_written, None);
+        assert_eq!(m.per_rank[1].result["verify"]["failures_total"], 5);
+    }
+
+    #[test]
+    fn without_verification_there_is_no_verify_block() {
+        let reports: Vec<RankReport> = (0..2).map(|r| report(r, 10, 1_000)).collect();
+        assert!(combined(&reports).run.verify.is_none());
+    }
+
+    fn device_json(name: &str, write_bytes: u64, util: f64) -> serde_json::Value {
+        serde_json::to_value(DeviceReport {
+            device: name.into(),
+            filesystem: "ext4".into(),
+            window_s: 1.0,
+            whole_device: true,
+            write_ops: write_bytes / 4096,
+            write_bytes,
+            util,
+            avg_queue: 2.0,
+            write_amplification: Some(1.0),
+            amplification: Some(1.0),
+            ..DeviceReport::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_device_shared_by_the_ranks_of_one_host_is_counted_once() {
+        // 4 ranks on one host wrote 1000 blocks of 4096 bytes in all; each rank's counters are
+        // the whole disk's, so each saw all 1000, whichever rank read them.
+        let mut reports: Vec<RankReport> = (0..4).map(|r| report(r, 100 * (r as u64 + 1), 1_000)).collect();
+        for r in &mut reports {
+            r.host = "a".into();
+            r.result["device"] = device_json("sda", 1000 * 4096, 0.5);
+            r.result["warnings"] = serde_json::json!([{"code": "device_shared", "message": "4x"},
+                {"code": "writes_not_durable", "message": "m"}, {"code": "few_ops", "message": "m"}]);
+        }
+        let m = combined(&reports);
+        // Each rank compared its own bytes with the disk all four wrote: not the job's warnings.
+        let texts: Vec<&str> = m.run.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert!(texts.iter().all(|t| t.contains("[few_ops]")), "{texts:?}");
+        assert_eq!(m.per_rank[1].result["warnings"][0]["code"], "device_shared", "kept per rank");
+        let d = m.run.device.as_ref().expect("one host: its device");
+        assert_eq!(d.write_bytes, 1000 * 4096, "not 4 times the same disk");
+        assert_eq!(d.device, "sda");
+        assert!(m.device_shared);
+        assert_eq!(m.device_ranks, vec![0]);
+        // Amplification against every rank's bytes, not one rank's.
+        assert_eq!(d.write_amplification, Some(1.0));
+        assert_eq!(m.per_rank[3].result["device"]["write_bytes"], 1000 * 4096);
+    }
+
+    #[test]
+    fn devices_of_several_hosts_are_summed_once_per_host() {
+        // Ranks 0, 1 on host a, ranks 2, 3 on host b.
+        let mut reports: Vec<RankReport> = (0..4).map(|r| report(r, 250, 1_000)).collect();
+        for r in &mut reports {
+            let (bytes, util) = if r.host == "a" { (600 * 4096, 0.2) } else { (400 * 4096, 0.6) };
+            r.result["device"] = device_json("sda", bytes, util);
+        }
+        let m = combined(&reports);
+        let d = m.run.device.as_ref().expect("every host has a device");
+        assert_eq!(d.write_bytes, 1000 * 4096);
+        assert_eq!(d.write_ops, 1000);
+        assert_eq!(d.device, "a:sda+b:sda");
+        assert!((d.util - 0.4).abs() < 1e-12, "mean over the devices: {}", d.util);
+        assert!((d.avg_queue - 4.0).abs() < 1e-12, "requests in flight add up: {}", d.avg_queue);
+        assert_eq!(d.write_amplification, Some(1.0));
+        assert!(d.samples.is_empty(), "the hosts' samples are not aligned in time");
+        assert!(m.device_shared);
+        assert_eq!(m.device_ranks, vec![0, 2]);
+    }
+
+    #[test]
+    fn a_host_without_a_device_leaves_the_aggregate_without_one() {
+        let mut reports: Vec<RankReport> = (0..4).map(|r| report(r, 10, 1_000)).collect();
+        reports[0].result["device"] = device_json("sda", 4096, 0.1);
+        reports[1].result["device"] = device_json("sda", 4096, 0.1);
+        let m = combined(&reports);
+        assert!(m.run.device.is_none(), "host b's device is unknown: a sum would be too small");
+        assert!(m.device_ranks.is_empty());
     }
 }

@@ -107,6 +107,13 @@ impl World {
         self.comm.abort(code)
     }
 
+    /// Collective: whether `mine` is true on any rank (a logical or over all ranks).
+    pub fn any(&self, mine: bool) -> bool {
+        let mut any = 0u64;
+        self.comm.all_reduce_into(&(mine as u64), &mut any, SystemOperation::max());
+        any != 0
+    }
+
     /// Every rank's clock offset to rank 0's, by ping-pong (see [`crate::clock`]). Collective:
     /// rank 0 gets one estimate per rank (its own is zero), the others an empty list.
     pub fn clock_offsets(&self) -> Vec<OffsetEstimate> {
@@ -157,13 +164,6 @@ impl World {
         // Rank 0's own length: a bounded allocation of exactly what it sends.
         bytes.resize(usize::try_from(len).expect("rank 0 sent a buffer it holds"), 0);
         root.broadcast_into(&mut bytes[..]);
-    }
-
-    /// Collective: whether `here` is true on any rank.
-    pub fn any(&self, here: bool) -> bool {
-        let mut total = 0u64;
-        self.comm.all_reduce_into(&(here as u64), &mut total, SystemOperation::sum());
-        total > 0
     }
 
     /// Collective: every rank's host, in rank order, on every rank.

@@ -213,6 +213,10 @@ pub struct RunArgs {
     /// strided (interleaved blocks of the request size).
     #[arg(long, default_value = "segmented", requires = "shared_file")]
     pub layout: String,
+    /// Under MPI, as IOR's -C: agents that only read read what rank (rank + N) mod ranks wrote
+    /// (its files, or its share of the shared file), so its data is not in this node's cache.
+    #[arg(long, value_name = "N")]
+    pub reorder_ranks: Option<usize>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -6,8 +6,9 @@
 //! rank's report to rank 0, every rank's busy periods to rank 0 in chunks. Rank 0 prints the one
 //! table and writes the one JSON; the other ranks print nothing to stdout and write no result.
 //! An error on any rank before the results are combined ends the whole job (`MPI_Abort`),
-//! naming the rank and its host. In a suite, rank 0 also sends each point's combined figures to
-//! every rank, so all ranks take the same next step.
+//! naming the rank and its host. `run --repeat K` does all of that K times, the ranks agreeing
+//! before each repetition whether to go on. In a suite, rank 0 also sends each point's combined
+//! figures to every rank, so all ranks take the same next step.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,11 +24,13 @@ use iolens_mpi::world::World;
 use iolens_record::busy::read_period_log;
 use iolens_record::Interval;
 use iolens_suites::{PointFigures, PointRunner, RankShare, SuiteError};
-use iolens_workload::{load_job, Job};
+use iolens_workload::{load_job, Job, OpMix};
 
 use crate::cli::{OutputArgs, RunArgs};
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
-use crate::run_cmd::job_from_flags;
+use crate::output::{
+    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+};
+use crate::run_cmd::{job_from_flags, publish_repeated, verify_failed, Repetitions};
 
 /// `path` with `.rN` before its extension: each rank's own trace or busy log.
 fn rank_path(path: &Path, rank: usize) -> PathBuf {
@@ -75,18 +78,15 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     }
     let layout =
         Layout::parse(&a.layout).map_err(|e| me.fatal(&format!("--layout: {e}"), false, EXIT_USAGE))?;
-    if a.repeat != 1 {
-        return Err(me.fatal(
-            "--repeat is not supported under MPI yet; run mpirun once per repetition",
-            false,
-            EXIT_USAGE,
-        ));
+    if a.repeat == 0 {
+        return Err(me.fatal("--repeat: give at least 1", false, EXIT_USAGE));
     }
     let job = match &a.job {
         Some(path) => load_job(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
     };
     let job = job.map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
+    let reorder = check_reorder(&job, a.reorder_ranks, size).map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
 
     let scratch = tempfile::Builder::new().prefix("iolens-mpi-").tempdir().map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)
@@ -97,49 +97,140 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.as_ref().map(|p| rank_path(p, rank)),
-        busy_log: Some(busy_log.clone()),
+        busy_log: Some(busy_log),
         stop: Arc::clone(stop),
         command: command.clone(),
-        placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout }),
+        placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout, reorder }),
     };
-
-    let progress = ProgressLine::new(a.output.quiet || rank != 0, &job.name);
     let layout_name =
         if a.shared_file { format!("shared-{}", layout.name()) } else { "file-per-process".into() };
-    let outcome = run_across(&world, &job, &opts, &progress, layout_name);
-    progress.finish();
-    let outcome = outcome.map_err(|(message, interrupted)| me.fatal(&message, interrupted, EXIT_FAILED))?;
-    let Some(combined) = outcome.combined else {
-        // A non-zero rank: its part is with rank 0.
-        return match outcome.own_error {
-            Some(_) => Err(EXIT_FAILED),
-            None => Ok(()),
-        };
-    };
-    say!("{}", iolens_report::render_run(&combined.run));
-    sayln!(
-        "ranks: {} on {} host(s) ({}); layout {}; clock offsets within ±{:.1} µs; {}",
+    let one = OneRun { me: &me, a: &a, job: &job, opts: &opts, layout: &layout_name, reorder };
+    let outcome = if a.repeat > 1 { repeated(&one) } else { single(&one) };
+    drop(scratch);
+    outcome
+}
+
+/// `--reorder-ranks N` as the placement's shift, refused where it would mean nothing.
+fn check_reorder(job: &Job, reorder: Option<usize>, ranks: usize) -> Result<usize, String> {
+    let Some(n) = reorder else { return Ok(0) };
+    if n % ranks == 0 {
+        return Err(format!(
+            "--reorder-ranks {n} is a multiple of the {ranks} ranks: every rank would read its own data; give \
+             a shift that is not (1 reads the next rank's data)"
+        ));
+    }
+    if !job.agents.iter().any(|a| a.op == OpMix::Read) {
+        return Err(format!(
+            "--reorder-ranks {n}: no agent only reads, and only reading agents move to another rank's data; \
+             write the data first (with --keep), then read it with --reorder-ranks"
+        ));
+    }
+    Ok(n)
+}
+
+/// One job across the ranks, as each repetition of `run` runs it.
+struct OneRun<'a> {
+    me: &'a Rank<'a>,
+    a: &'a RunArgs,
+    job: &'a Job,
+    opts: &'a RunOptions,
+    layout: &'a str,
+    reorder: usize,
+}
+
+impl OneRun<'_> {
+    /// Runs the job on every rank and combines the results on rank 0. Collective.
+    fn run(&self, label: &str) -> Result<RankOutcome, u8> {
+        let rank = self.me.world.rank();
+        let progress = ProgressLine::new(self.a.output.quiet || rank != 0, label);
+        let outcome =
+            run_across(self.me.world, self.job, self.opts, &progress, self.layout.into(), self.reorder);
+        progress.finish();
+        outcome.map_err(|(message, interrupted)| self.me.fatal(&message, interrupted, EXIT_FAILED))
+    }
+}
+
+/// The table of a combined run and the line describing the ranks.
+fn render_combined(combined: &MpiRunResult) -> String {
+    let mut text = iolens_report::render_run(&combined.run);
+    text.push_str(&format!(
+        "ranks: {} on {} host(s) ({}); layout {}{}; clock offsets within ±{:.1} µs; {}\n",
         combined.ranks,
         combined.hosts.len(),
         combined.hosts.join(", "),
         combined.layout,
+        match combined.reorder_ranks {
+            0 => String::new(),
+            n => format!("; readers read rank+{n}'s data"),
+        },
         combined.clock_uncertainty_ns as f64 / 1e3,
         combined.mpi_library
-    );
+    ));
+    text
+}
+
+/// One combined run: rank 0 prints it and writes its JSON and CSV.
+fn single(one: &OneRun<'_>) -> Result<(), u8> {
+    let a = one.a;
+    let outcome = one.run(&one.job.name)?;
+    let Some(combined) = outcome.combined else {
+        // A non-zero rank: its part is with rank 0.
+        return if outcome.own_error.is_some() { Err(EXIT_FAILED) } else { Ok(()) };
+    };
+    say!("{}", render_combined(&combined));
     if let Some(path) = &a.output.json {
         write_json_or_warn(path, &combined);
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &combined.run));
     }
-    drop(scratch);
-    match &combined.run.error {
-        Some(e) => {
+    match (&combined.run.error, verify_failed(&combined.run)) {
+        (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
         }
-        None => Ok(()),
+        (None, Some(e)) => {
+            errln!("iolens: error: {e}");
+            Err(EXIT_VERIFY)
+        }
+        (None, None) => Ok(()),
     }
+}
+
+/// `--repeat K`: K combined runs, summarized by rank 0 as `run --repeat` does alone. Whether
+/// to run the next repetition is agreed by all ranks, so none waits for the others forever.
+fn repeated(one: &OneRun<'_>) -> Result<(), u8> {
+    let (a, world, stop) = (one.a, one.me.world, &one.opts.stop);
+    let mut runs: Vec<MpiRunResult> = Vec::new();
+    let (mut error, mut verify_error, mut failed) = (None, None, false);
+    for i in 1..=a.repeat {
+        if world.any(failed || stop.load(Ordering::SeqCst)) {
+            break;
+        }
+        let outcome = one.run(&format!("{} {i}/{}", one.job.name, a.repeat))?;
+        failed = outcome.own_error.is_some();
+        let Some(combined) = outcome.combined else { continue };
+        if let (None, Some(e)) = (&verify_error, verify_failed(&combined.run)) {
+            verify_error = Some(format!("repetition {i}: {e}"));
+        }
+        match &combined.run.error {
+            Some(e) => error = Some(format!("repetition {i}: {e}")),
+            None if !stop.load(Ordering::SeqCst) => runs.push(combined),
+            None => {}
+        }
+    }
+    if world.rank() != 0 {
+        return if failed { Err(EXIT_FAILED) } else { Ok(()) };
+    }
+    let done = Repetitions {
+        runs: &runs,
+        aggregates: runs.iter().map(|r| r.run.clone()).collect(),
+        last_table: runs.last().map(render_combined),
+        error,
+        verify_error,
+        interrupted: stop.load(Ordering::SeqCst),
+    };
+    publish_repeated(a, one.me.command, done)
 }
 
 /// What one rank has after [`run_across`].
@@ -159,6 +250,7 @@ fn run_across(
     opts: &RunOptions,
     observer: &dyn RunObserver,
     layout: String,
+    reorder_ranks: usize,
 ) -> Result<RankOutcome, (String, bool)> {
     let rank = world.rank();
     let busy_log = opts.busy_log.clone().expect("every rank logs its busy periods");
@@ -206,6 +298,7 @@ fn run_across(
         block_unit: job.block_unit,
         layout,
         mpi_library: world.library(),
+        reorder_ranks,
     })
     .map_err(|e| (e, false))?;
     Ok(RankOutcome { combined: Some(combined), own_error })
@@ -264,7 +357,7 @@ impl PointRunner for MpiRunner<'_> {
             placement: None,
             ..opts.clone()
         };
-        let outcome = run_across(world, job, &opts, observer, "file-per-process".into())
+        let outcome = run_across(world, job, &opts, observer, "file-per-process".into(), 0)
             .map_err(|(message, interrupted)| self.end_all(&message, interrupted))?;
         let mut bytes = match &outcome.combined {
             Some(c) => serde_json::to_vec(&point_figures(c)).expect("figures serialize"),

@@ -14,7 +14,7 @@ use crate::output::{
 };
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
-fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
+pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
     let v = run.verify.as_ref().filter(|v| v.failures_total > 0)?;
     Some(format!(
         "data verification failed: {} of {} blocks checked are bad (listed above and in the JSON result)",
@@ -85,6 +85,15 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
             EXIT_USAGE,
         ));
     }
+    if a.reorder_ranks.is_some() {
+        return Err(fail(
+            &a.output,
+            &command,
+            "--reorder-ranks: only under MPI (mpirun … iolens run): it makes each rank read another rank's data",
+            false,
+            EXIT_USAGE,
+        ));
+    }
     if a.repeat == 0 {
         return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
     }
@@ -118,9 +127,10 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     }
 }
 
-/// What `run --repeat N --json` writes.
+/// What `run --repeat N --json` writes; `R` is one repetition's result (one process's, or
+/// under MPI the combined one).
 #[derive(Serialize)]
-struct RepeatedRuns<'a> {
+struct RepeatedRuns<'a, R: Serialize> {
     schema_version: u32,
     command: &'a str,
     repeat: u32,
@@ -129,7 +139,22 @@ struct RepeatedRuns<'a> {
     error: Option<String>,
     summary: Vec<repeat::MetricRepeats>,
     warnings: Vec<iolens_metrics::Warning>,
-    runs: &'a [iolens_metrics::RunResult],
+    runs: &'a [R],
+}
+
+/// How the repetitions of a run went.
+pub(crate) struct Repetitions<'a, R: Serialize> {
+    /// The completed repetitions (interrupted or failed ones are not kept).
+    pub runs: &'a [R],
+    /// The aggregate of each of `runs`, in the same order.
+    pub aggregates: Vec<iolens_metrics::RunResult>,
+    /// The last completed repetition as a table.
+    pub last_table: Option<String>,
+    /// The repetition that failed, and why.
+    pub error: Option<String>,
+    /// The first repetition whose verification found bad blocks.
+    pub verify_error: Option<String>,
+    pub interrupted: bool,
 }
 
 fn run_repeated(
@@ -169,25 +194,41 @@ fn run_repeated(
             }
         }
     }
-    let (summary, warnings) = repeat::summarize_runs(&runs, a.cv_warn);
-    if let Some(last) = runs.last() {
-        say!("{}", iolens_report::render_run(last));
+    let done = Repetitions {
+        runs: &runs,
+        aggregates: runs.clone(),
+        last_table: runs.last().map(iolens_report::render_run),
+        error,
+        verify_error,
+        interrupted: stop.load(Ordering::SeqCst),
+    };
+    publish_repeated(a, command, done)
+}
+
+/// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
+pub(crate) fn publish_repeated<R: Serialize>(
+    a: &RunArgs,
+    command: &str,
+    done: Repetitions<'_, R>,
+) -> Result<(), u8> {
+    let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
+    if let Some(table) = &done.last_table {
+        say!("{table}");
     }
     say!("{}", repeat::render(&summary));
     for w in &warnings {
         sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }
-    let interrupted = stop.load(Ordering::SeqCst);
     let report = RepeatedRuns {
         schema_version: iolens_metrics::SCHEMA_VERSION,
         command,
         repeat: a.repeat,
-        completed: runs.len(),
-        interrupted,
-        error: error.clone(),
+        completed: done.runs.len(),
+        interrupted: done.interrupted,
+        error: done.error.clone(),
         summary,
         warnings,
-        runs: &runs,
+        runs: done.runs,
     };
     if let Some(path) = &a.output.json {
         write_json_or_warn(path, &report);
@@ -196,7 +237,7 @@ fn run_repeated(
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
-    match (error, verify_error) {
+    match (done.error, done.verify_error) {
         (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)

@@ -536,3 +536,267 @@ fn quick_runs_its_parts_across_ranks_and_rank_0_writes_one_page() {
     assert_eq!(u(&saturate["curves"][0]["points"][0]["concurrency"]), RANKS as u64);
     assert_eq!(left_behind(&work, &[]), Vec::<String>::new(), "every rank's scratch directory is gone");
 }
+
+/// mpirun running SCRIPT per rank with its own ownership registry (`state`), not the user's.
+fn mpirun_sh_in(state: &Path, script: &str) -> Output {
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string(), "sh", "-c", script]);
+    c.env("IOLENS_BIN", bin()).env("IOLENS_STATE_DIR", state);
+    c.output().expect("mpirun (install openmpi-bin)")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// IOR's `-C`: every rank writes its data stamped with a generation of its own (1000 + rank);
+/// then with `--reorder-ranks 1` rank r reads, and verifies against generation 1000 + r + 1,
+/// what rank r + 1 wrote — its file, or its segment of the shared file. Without the shift the
+/// same expectation fails on every block (exit 3, the failures of all ranks summed).
+#[test]
+fn reorder_ranks_reads_what_the_next_rank_wrote() {
+    for shared in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let layout = if shared { "--shared-file" } else { "" };
+        let common = format!("--target '{}' --bs 64k --size 1m --verify crc32c -q {layout}", data.display());
+        let write = format!(
+           "exec \"$IOLENS_BIN\" run {common} --rw write --keep --verify-generation $((1000 + OMPI_COMM_WORLD_RANK))"
+       );
+        let out = mpirun_sh_in(&state, &write);
+        assert!(out.status.success(), "write: {}", stderr(&out));
+        let json = dir.path().join("read.json");
+        let read = |extra: &str| {
+            format!(
+                "exec \"$IOLENS_BIN\" run {common} --rw read --keep --json '{}' {extra} \
+                --verify-generation $((1000 + (OMPI_COMM_WORLD_RANK + 1) % {RANKS}))",
+                json.display()
+            )
+        };
+        let out = mpirun_sh_in(&state, &read("--reorder-ranks 1"));
+        assert!(out.status.success(), "shared {shared}: read: {}", stderr(&out));
+        let d = read_json(&json);
+        assert_eq!(u(&d["reorder_ranks"]), 1);
+        let blocks = RANKS as u64 * 16;
+        assert_eq!(u(&d["verify"]["blocks_checked"]), blocks, "shared {shared}: {}", d["verify"]);
+        assert_eq!(u(&d["verify"]["failures_total"]), 0, "shared {shared}: {}", d["verify"]);
+        for (r, entry) in d["per_rank"].as_array().unwrap().iter().enumerate() {
+            let file = entry["files"][0].as_str().unwrap();
+            if shared {
+                assert!(file.ends_with("iolens-run-shared.dat"), "{file}");
+            } else {
+                assert!(file.ends_with(&format!("-r{}.dat", (r + 1) % RANKS)), "rank {r} read {file}");
+            }
+            assert_eq!(u(&entry["result"]["verify"]["blocks_checked"]), 16, "rank {r}");
+        }
+        if !shared {
+            // A job file's reading agent moves the same way (its job and agent names are the
+            // flags' ones, so it finds the files the write run kept).
+            let job = dir.path().join("read.toml");
+            std::fs::write(
+               &job,
+               format!(
+                   "name = \"run\"\n[[agent]]\nname = \"agent0\"\ntarget = \"{}\"\nrw = \"read\"\nbs = \"64k\"\nsize = \"1m\"\n",
+                   data.display()
+               ),
+           )
+           .unwrap();
+            let script = format!(
+                "exec \"$IOLENS_BIN\" run --job '{}' --reorder-ranks 3 -q --json '{}'",
+                job.display(),
+                json.display()
+            );
+            let out = mpirun_sh_in(&state, &script);
+            assert!(out.status.success(), "job file: {}", stderr(&out));
+            let d = read_json(&json);
+            for (r, entry) in d["per_rank"].as_array().unwrap().iter().enumerate() {
+                let file = entry["files"][0].as_str().unwrap();
+                assert!(
+                    file.ends_with(&format!("-r{}.dat", (r + 3) % RANKS)),
+                    "job file: rank {r} read {file}"
+                );
+            }
+        }
+        // The control: the same expectation on the rank's own data fails everywhere.
+        let out = mpirun_sh_in(&state, &read(""));
+        assert_eq!(out.status.code(), Some(3), "shared {shared}: {}", stderr(&out));
+        let d = read_json(&json);
+        assert_eq!(u(&d["reorder_ranks"]), 0);
+        assert_eq!(u(&d["verify"]["failures_total"]), blocks, "shared {shared}: {}", d["verify"]);
+        let per_rank: u64 = d["per_rank"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| u(&e["result"]["verify"]["failures_total"]))
+            .sum();
+        assert_eq!(per_rank, blocks);
+        assert!(d["verify"]["failures"][0]["agent"].as_str().unwrap().starts_with("rank "));
+    }
+}
+
+/// `--reorder-ranks` where it means nothing is refused, naming the reason.
+#[test]
+fn reorder_ranks_refuses_what_it_cannot_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let target = format!("--target '{}' --bs 64k --size 1m -q", dir.path().display());
+    for (args, why) in [
+        ("--rw read --reorder-ranks 4", "multiple of the 4 ranks"),
+        ("--rw read --reorder-ranks 0", "multiple of the 4 ranks"),
+        ("--rw write --reorder-ranks 1", "no agent only reads"),
+        ("--rw read --reorder-ranks 1", "does not exist"),
+    ] {
+        let out = mpirun_sh_in(&state, &format!("exec \"$IOLENS_BIN\" run {target} {args}"));
+        assert!(!out.status.success(), "{args}");
+        assert!(stderr(&out).contains(why), "{args}: {}", stderr(&out));
+    }
+    let out = Command::new(bin())
+        .args(["run", "--target", dir.path().to_str().unwrap(), "--rw", "read", "--reorder-ranks", "1"])
+        .env("IOLENS_STATE_DIR", &state)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("only under MPI"), "{}", stderr(&out));
+}
+
+/// `--repeat 3` under mpirun: three combined runs, summarized as without MPI.
+#[test]
+fn repeat_under_mpi_summarizes_every_combined_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    mpirun(&[
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "1m",
+        "--repeat",
+        "3",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let d = read_json(&json);
+    assert_eq!(u(&d["repeat"]), 3);
+    assert_eq!(u(&d["completed"]), 3);
+    let runs = d["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        assert_eq!(u(&run["ranks"]), RANKS as u64);
+        assert_eq!(run["per_rank"].as_array().unwrap().len(), RANKS);
+        assert_eq!(u(&run["aggregate"]["write_bytes"]), RANKS as u64 * (1 << 20));
+    }
+    let bps = d["summary"].as_array().unwrap().iter().find(|m| m["name"] == "bps").unwrap();
+    let values: Vec<f64> = bps["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let want: Vec<f64> = runs.iter().map(|r| r["aggregate"]["bps"].as_f64().unwrap()).collect();
+    assert_eq!(values, want);
+    assert!(data_files(dir.path()).is_empty(), "every repetition removes its files");
+}
+
+/// SIGINT to mpirun (which passes SIGTERM to the ranks, SIGKILL later) acts as Ctrl-C does:
+/// the job ends within 10 s, the JSON, if rank 0 wrote it, is valid and marked interrupted,
+/// and no data file remains (after `iolens clean` at most).
+#[test]
+fn sigint_to_mpirun_stops_the_job_and_leaves_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let json = dir.path().join("result.json");
+    let mut child = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string(), bin()])
+        .args(["run", "--target", data.to_str().unwrap(), "--rw", "write", "--bs", "64k", "--size", "4m"])
+        .args(["--time", "60s", "-q", "--json", json.to_str().unwrap()])
+        .env("IOLENS_STATE_DIR", &state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun");
+    // Wait until every rank has its file (the measurement runs), then interrupt.
+    let begun = Instant::now();
+    while data_files(&data).len() < RANKS && begun.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("mpirun still runs 10 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    println!("mpirun ended {:?} after SIGINT: {status}; JSON written: {}", sent.elapsed(), json.exists());
+    assert!(!status.success(), "{err}");
+    if json.exists() {
+        let d = read_json(&json);
+        assert_eq!(d["interrupted"], true, "{d}");
+    }
+    let clean = Command::new(bin()).arg("clean").env("IOLENS_STATE_DIR", &state).output().unwrap();
+    assert!(clean.status.success(), "{}", stderr(&clean));
+    assert!(data_files(&data).is_empty(), "left: {:?}\n{err}", data_files(&data));
+}
+
+/// The issue's check: the global busy time equals the offline union of the four ranks'
+/// `--trace` files — every operation moved to rank 0's clock by the reported correction —
+/// within 1 µs per busy period. Rank 1's clock runs 5 ms ahead; the rate leaves idle gaps.
+#[test]
+fn global_busy_time_is_the_union_of_the_rank_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let trace = dir.path().join("ops.trace");
+    let script = format!(
+       "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then export IOLENS_CLOCK_SKEW_NS={SKEW_NS}; fi; \
+        exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 16k --size 8m --time 1s --rate 2000 --threads 2 \
+        --trace '{}' -q --json '{}'",
+       dir.path().display(),
+       trace.display(),
+       json.display()
+   );
+    let out = mpirun_sh(&script);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = read_json(&json);
+    let estimate = |v: &Value| OffsetEstimate {
+        offset_ns: v["offset_ns"].as_i64().unwrap(),
+        uncertainty_ns: u(&v["uncertainty_ns"]),
+        rtt_ns: u(&v["rtt_ns"]),
+        at_ns: u(&v["at_ns"]),
+    };
+    let mut ops: Vec<Interval> = Vec::new();
+    for (r, entry) in d["per_rank"].as_array().unwrap().iter().enumerate() {
+        let c = ClockCorrection::new(estimate(&entry["clock"]["before"]), estimate(&entry["clock"]["after"]));
+        assert_eq!(c.offset_ns(), entry["offset_ns"].as_i64().unwrap());
+        let mut reader = TraceReader::open(&dir.path().join(format!("ops.r{r}.trace"))).unwrap();
+        while let Some(op) = reader.next_record().unwrap() {
+            let start = c.to_root(op.start_ns);
+            ops.push(Interval::new(start, c.to_root(op.end_ns).max(start)));
+        }
+    }
+    let offline = union_of(&mut ops);
+    let global = (d["aggregate"]["busy_s"].as_f64().unwrap() * 1e9).round() as u64;
+    println!(
+        "global busy {global} ns, offline union of the traces {} ns over {} periods ({} ops)",
+        offline.busy_ns,
+        offline.periods,
+        ops.len()
+    );
+    assert!(offline.periods > RANKS as u64, "idle gaps between operations: {}", offline.periods);
+    assert!(
+        global.abs_diff(offline.busy_ns) <= 1_000 * offline.periods,
+        "global {global} vs {}",
+        offline.busy_ns
+    );
+}
