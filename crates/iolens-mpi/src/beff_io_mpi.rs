@@ -50,7 +50,7 @@ const TAG_LOG: i32 = 202;
 pub type Fatal<'a> = &'a dyn Fn(&str) -> Infallible;
 
 /// Ends the job through `fatal`.
-fn die(fatal: Fatal, message: &str) -> ! {
+pub fn die(fatal: Fatal, message: &str) -> ! {
     match fatal(message) {}
 }
 

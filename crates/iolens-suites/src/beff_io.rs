@@ -1104,6 +1104,20 @@ pub fn assemble_partition(
     }
 }
 
+/// An MPI-IO hint as `--hint KEY=VALUE` gives it: the key is everything before the first `=`.
+pub fn parse_hint(s: &str) -> Result<(String, String), String> {
+    let hint = "give KEY=VALUE, e.g. --hint romio_cb_write=enable";
+    let (key, value) = s.split_once('=').ok_or_else(|| format!("--hint {s:?}: no '=': {hint}"))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("--hint {s:?}: the key is empty: {hint}"));
+    }
+    if s.contains('\0') {
+        return Err(format!("--hint {s:?}: contains a NUL byte"));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
 /// Refuses a configuration b_eff_io cannot run: no directory, or no or zero rank counts.
 pub fn check(cfg: &BeffIoConfig) -> Result<(), SuiteError> {
     if !cfg.dir.is_dir() {
@@ -1335,6 +1349,16 @@ mod tests {
         let seg =
             Placement { pattern_type: 3, ranks: 2, rank: 1, base: 5, segment: 1000, chunk: 10, memory: 10 };
         assert_eq!(seg.offset(2, 0), 1000 + 5 + 20);
+    }
+
+    #[test]
+    fn hints_split_at_the_first_equals_sign() {
+        assert_eq!(parse_hint("cb_nodes=2").unwrap(), ("cb_nodes".into(), "2".into()));
+        assert_eq!(parse_hint("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+        assert_eq!(parse_hint("striping_unit=").unwrap(), ("striping_unit".into(), String::new()));
+        assert!(parse_hint("novalue").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_hint("=1").unwrap_err().contains("key is empty"));
+        assert!(parse_hint("a=\0").unwrap_err().contains("NUL"));
     }
 
     #[test]

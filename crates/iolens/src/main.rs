@@ -4,6 +4,8 @@
 #[macro_use]
 mod output;
 mod beff_cmd;
+#[cfg(feature = "mpi")]
+mod beff_io_cmd;
 mod clean_cmd;
 mod cli;
 mod monitor;
@@ -133,10 +135,18 @@ fn under_mpi(
             code
         }
         cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
+        cli::Command::BeffIo(a) => {
+            clean_cmd::remove_leftovers_quietly();
+            let code = beff_io_cmd::run(a, stop, command).err().unwrap_or(0);
+            if code == 0 && output::write_failed() {
+                return output::EXIT_FAILED;
+            }
+            code
+        }
         _ => {
             errln!(
-                "iolens: error: {how}; only `iolens run` and `iolens beff` run across MPI ranks so far (sweep, saturate, \
-                 write-modes, quick and beff-io over MPI are not done yet); run other commands without mpirun"
+                "iolens: error: {how}; only `iolens run`, `iolens beff` and `iolens beff-io` run across MPI ranks so \
+                 far (sweep, saturate, write-modes and quick over MPI are not done yet); run other commands without mpirun"
             );
             output::EXIT_USAGE
         }
