@@ -1207,11 +1207,21 @@ pub fn system_result(
 
 pub fn render(r: &BeffIoResult) -> String {
     let mut out = format!(
-        "b_eff_io {} (T = {:.0} s per partition, MPART = {}):\n",
+        "b_eff_io {} (T = {:.0} s per partition, MPART = {}; ranks are {}):\n",
         r.dir,
         r.time_s,
-        format_bytes(r.mpart)
+        format_bytes(r.mpart),
+        r.ranks_are
     );
+    if let Some(mpi) = &r.mpi {
+        let hints: Vec<String> = mpi.hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!(
+            "MPI-IO: {} on {}; hints: {}\n",
+            mpi.library,
+            mpi.hosts.join(", "),
+            if hints.is_empty() { "none".to_string() } else { hints.join(" ") }
+        ));
+    }
     for p in &r.partitions {
         out.push_str(&format!(
             "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s for T = {:.1} s: {})\n",
@@ -1246,6 +1256,14 @@ pub fn render(r: &BeffIoResult) -> String {
         t.render(&mut out);
     }
     if let Some(p) = r.partitions.iter().find(|p| p.ranks == r.best_ranks) {
+        out.push_str("\ncalls per pattern type (write and rewrite / read):\n");
+        for ty in 0..=4u8 {
+            let call =
+                |m: Method| p.types.iter().find(|t| t.pattern_type == ty && t.method == m).map(|t| &t.call);
+            if let (Some(w), Some(rd)) = (call(Method::Write), call(Method::Read)) {
+                out.push_str(&format!("  type {ty}: {w} / {rd}\n"));
+            }
+        }
         out.push_str(&format!("\nprotocol of the best partition ({} ranks), MB/s per pattern:\n", p.ranks));
         let mut t =
             Table::new(vec!["no", "type", "l", "L", "U", "write", "rewrite", "read", "calls/rank (write)"]);
