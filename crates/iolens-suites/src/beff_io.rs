@@ -24,9 +24,11 @@
 //!
 //! Rewrite and read repeat at most as many calls as the initial write made, so they always
 //! touch written data. Collective access (types 0, 1 and 4) synchronizes the ranks after
-//! every call, as a collective MPI-IO call does. Ranks are threads of this process here; the
-//! pattern code speaks to them through [`Ranks`] and to files through [`PatternFile`], which an
-//! MPI-IO backend implements the same way.
+//! every call, as a collective MPI-IO call does. The rank loop ([`run_rank`]) speaks to the other
+//! ranks through [`Ranks`] and to files through [`PatternIo`] and [`PatternFile`], one call of a
+//! pattern at a time: here ranks are threads making `pwrite`/`pread` calls ([`run`]); in
+//! `iolens-mpi` they are MPI processes making the paper's MPI-IO calls, and the same
+//! [`assemble_partition`] and [`system_result`] turn their logs into the protocol and the value.
 //!
 //! Bandwidths are in MB/s of 10^6 bytes, as the paper reports them; chunk sizes are binary
 //! (1 MB = 2^20 bytes in Table 2).
