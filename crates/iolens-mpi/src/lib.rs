@@ -11,9 +11,13 @@
 //! The crate builds without MPI: [`launch`] detects an MPI launch from the environment (so a
 //! binary built without MPI can refuse it instead of letting every rank write the same file),
 //! and [`clock`], [`wire`] and [`combine`] hold the logic that needs no MPI and is tested
-//! without it. The feature `mpi` adds [`world`], the rsmpi-based communicator.
+//! without it. The feature `mpi` adds [`world`], the rsmpi-based communicator, and the two
+//! benchmarks of the b_eff_io paper that run on it: [`beff_mpi`] (the network) and
+//! [`beff_io_mpi`] (MPI-IO, reusing the pattern loop of `iolens_suites::beff_io`).
 
 pub mod beff;
+#[cfg(feature = "mpi")]
+pub mod beff_io_mpi;
 #[cfg(feature = "mpi")]
 pub mod beff_mpi;
 pub mod clock;

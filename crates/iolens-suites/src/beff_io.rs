@@ -24,9 +24,11 @@
 //!
 //! Rewrite and read repeat at most as many calls as the initial write made, so they always
 //! touch written data. Collective access (types 0, 1 and 4) synchronizes the ranks after
-//! every call, as a collective MPI-IO call does. Ranks are threads of this process here; the
-//! pattern code speaks to them through [`Ranks`] and to files through [`PatternFile`], which an
-//! MPI-IO backend implements the same way.
+//! every call, as a collective MPI-IO call does. The rank loop ([`run_rank`]) speaks to the other
+//! ranks through [`Ranks`] and to files through [`PatternIo`] and [`PatternFile`], one call of a
+//! pattern at a time: here ranks are threads making `pwrite`/`pread` calls ([`run`]); in
+//! `iolens-mpi` they are MPI processes making the paper's MPI-IO calls, and the same
+//! [`assemble_partition`] and [`system_result`] turn their logs into the protocol and the value.
 //!
 //! Bandwidths are in MB/s of 10^6 bytes, as the paper reports them; chunk sizes are binary
 //! (1 MB = 2^20 bytes in Table 2).
@@ -153,31 +155,134 @@ pub fn mpart_for(memory: u64) -> u64 {
 }
 
 /// What ranks need from each other: a barrier and an all-gather of one number. Threads of one
-/// process implement it with [`ThreadRanks`]; MPI ranks with MPI_Barrier and MPI_Allgather.
-pub trait Ranks: Send + Sync {
+/// process implement it with [`ThreadRanks`]; MPI ranks (in `iolens-mpi`) with MPI_Barrier and
+/// MPI_Allgather on the partition's communicator.
+pub trait Ranks {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
     fn barrier(&self);
     /// Every rank's `value`, in rank order, on every rank.
     fn all_gather(&self, value: u64) -> Vec<u64>;
+    /// After every call of a collective pattern type (0, 1, 4). A collective MPI-IO call
+    /// synchronizes the ranks by itself; threads stand in for it with a barrier.
+    fn collective_call_done(&self) {
+        self.barrier();
+    }
 }
 
-/// What a pattern does with a file; POSIX here, MPI-IO in the MPI backend.
+/// Where one pattern's calls go: its pattern type, the ranks, where it starts, and how one call's
+/// L bytes of memory map to l-byte chunks on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub pattern_type: u8,
+    pub ranks: u64,
+    pub rank: u64,
+    /// Where the pattern starts: in the shared file (types 0, 1), the rank's file (type 2), or
+    /// inside the rank's segment (types 3, 4).
+    pub base: u64,
+    /// Segment size per rank of types 3 and 4.
+    pub segment: u64,
+    /// Contiguous chunk on disk (l).
+    pub chunk: u64,
+    /// Bytes in memory per call (L, a whole number of chunks).
+    pub memory: u64,
+}
+
+impl Placement {
+    /// Chunks per call: L / l.
+    pub fn pieces(&self) -> u64 {
+        self.memory / self.chunk.max(1)
+    }
+
+    /// Where a rank's call `call` puts its chunk `piece`.
+    pub fn offset(&self, call: u64, piece: u64) -> u64 {
+        let chunk = self.chunk;
+        match self.pattern_type {
+            // Chunk by chunk, the ranks interleave across the file.
+            0 => self.base + ((call * self.pieces() + piece) * self.ranks + self.rank) * chunk,
+            1 => self.base + (call * self.ranks + self.rank) * chunk,
+            2 => self.base + call * chunk,
+            _ => self.rank * self.segment + self.base + call * chunk,
+        }
+    }
+
+    /// Bytes of the file the pattern covered in `calls` calls, to place the next pattern after it.
+    pub fn advance(&self, calls: u64) -> u64 {
+        match self.pattern_type {
+            0 | 1 => calls * self.memory * self.ranks,
+            _ => calls * self.memory,
+        }
+    }
+}
+
+/// One open pattern-type file of one rank: POSIX here, MPI-IO in `iolens-mpi`. Calls come in
+/// the same order on every rank (the decisions are collective), so an implementation may make
+/// collective calls in any of them.
 pub trait PatternFile {
-    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()>;
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
-    fn sync(&self) -> std::io::Result<()>;
+    /// Before a pattern's first call: set up where its calls go (a file view, a file pointer).
+    fn begin(&mut self, place: &Placement) -> std::io::Result<()>;
+    /// Call `call` of the pattern begun last: writes `buf` (L bytes) or reads into it.
+    fn transfer(&mut self, method: Method, call: u64, buf: &mut [u8]) -> std::io::Result<()>;
+    /// Closes a write loop, inside its timed region.
+    fn sync(&mut self) -> std::io::Result<()>;
 }
 
-impl PatternFile for File {
-    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        self.write_all_at(buf, offset)
+/// Opens the files of the pattern types and names the calls they make.
+pub trait PatternIo {
+    /// The file of `pattern_type` for `method`: one per rank for type 2, one shared otherwise.
+    /// The write creates it; rewrite and read open what the write made.
+    fn open(&mut self, pattern_type: u8, method: Method) -> std::io::Result<Box<dyn PatternFile + '_>>;
+    /// The call a pattern type makes for `method`, for the protocol.
+    fn call_name(&self, pattern_type: u8, method: Method) -> String;
+}
+
+/// Pattern files of threads: POSIX `pwrite`/`pread` per chunk, `fdatasync` to close a write loop.
+pub struct PosixIo<'a> {
+    pub dir: &'a Path,
+    pub rank: usize,
+}
+
+struct PosixFile {
+    file: File,
+    place: Option<Placement>,
+}
+
+impl PatternFile for PosixFile {
+    fn begin(&mut self, place: &Placement) -> std::io::Result<()> {
+        self.place = Some(*place);
+        Ok(())
     }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        self.read_exact_at(buf, offset)
+    fn transfer(&mut self, method: Method, call: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let Some(place) = self.place else { return Err(std::io::Error::other("a call before its pattern")) };
+        let chunk = place.chunk as usize;
+        for (piece, part) in buf.chunks_exact_mut(chunk).enumerate() {
+            let offset = place.offset(call, piece as u64);
+            match method {
+                Method::Read => self.file.read_exact_at(part, offset)?,
+                _ => self.file.write_all_at(part, offset)?,
+            }
+        }
+        Ok(())
     }
-    fn sync(&self) -> std::io::Result<()> {
-        self.sync_data()
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+impl PatternIo for PosixIo<'_> {
+    fn open(&mut self, pattern_type: u8, method: Method) -> std::io::Result<Box<dyn PatternFile + '_>> {
+        let file = open_type_file(self.dir, pattern_type, self.rank, method)?;
+        Ok(Box::new(PosixFile { file, place: None }))
+    }
+    fn call_name(&self, pattern_type: u8, method: Method) -> String {
+        let call = if method == Method::Read { "pread" } else { "pwrite" };
+        match pattern_type {
+            0 => format!("{call} per l-byte chunk of L, strided over ranks"),
+            1 => format!("{call} at the rank's turn in a shared order"),
+            2 => format!("{call} on the rank's own file"),
+            3 => format!("{call} in the rank's segment"),
+            _ => format!("{call} in the rank's segment, ranks in step"),
+        }
     }
 }
 
@@ -281,6 +386,8 @@ pub struct PatternRecord {
 pub struct TypeRecord {
     pub method: Method,
     pub pattern_type: u8,
+    /// The call the type makes, e.g. "MPI_File_write_all (view: hvector)".
+    pub call: String,
     pub bytes: u64,
     pub time_s: f64,
     pub mb_s: f64,
@@ -337,6 +444,22 @@ pub struct BeffIoResult {
     pub partitions: Vec<Partition>,
     pub warnings: Vec<Warning>,
     pub interrupted: bool,
+    /// What a rank was: "threads of one process" or "MPI processes".
+    pub ranks_are: &'static str,
+    /// The MPI library and the hints of an MPI-IO run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<MpiIoInfo>,
+}
+
+/// What an MPI-IO run of b_eff_io used besides the file system.
+#[derive(Debug, Clone, Serialize)]
+pub struct MpiIoInfo {
+    /// `MPI_Get_library_version`, first line.
+    pub library: String,
+    /// The `--hint key=value` pairs passed to every `MPI_File_open` (an MPI_Info).
+    pub hints: Vec<(String, String)>,
+    /// The hosts of the ranks, in rank order (one entry per distinct host).
+    pub hosts: Vec<String>,
 }
 
 /// Bandwidth in MB/s (10^6 bytes per second).
@@ -377,37 +500,6 @@ fn size_driven_plan(write: &[PatternRecord], ranks: u64, mpart: u64) -> (Vec<u64
         segment += n * chunk;
     }
     (calls, segment.div_ceil(MIB) * MIB)
-}
-
-/// Where a rank's call `k` of a pattern puts its chunks.
-struct Placement {
-    pattern_type: u8,
-    ranks: u64,
-    rank: u64,
-    /// Where the pattern starts: in the shared file (types 0, 1), the rank's file (type 2), or
-    /// inside the rank's segment (types 3, 4).
-    base: u64,
-    segment: u64,
-}
-
-impl Placement {
-    fn offset(&self, call: u64, piece: u64, pieces: u64, chunk: u64) -> u64 {
-        match self.pattern_type {
-            // Chunk by chunk, the ranks interleave across the file.
-            0 => self.base + ((call * pieces + piece) * self.ranks + self.rank) * chunk,
-            1 => self.base + (call * self.ranks + self.rank) * chunk,
-            2 => self.base + call * chunk,
-            _ => self.rank * self.segment + self.base + call * chunk,
-        }
-    }
-
-    /// Bytes of the file the pattern covered, to place the next pattern after it.
-    fn advance(&self, calls: u64, memory: u64) -> u64 {
-        match self.pattern_type {
-            0 | 1 => calls * memory * self.ranks,
-            _ => calls * memory,
-        }
-    }
 }
 
 /// What one rank did in one pattern.
@@ -467,22 +559,21 @@ impl RankContext<'_> {
         Some((batch * 2).min(fits).min(cap - done).max(1))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn run_pattern(
         &mut self,
-        file: Option<&dyn PatternFile>,
-        def: &PatternDef,
+        mut file: Option<&mut (dyn PatternFile + '_)>,
         method: Method,
         place: &Placement,
         calls: CallPlan,
-        fill_bytes: u64,
     ) -> RankPattern {
-        let (chunk, memory) = if def.fill { (fill_bytes, fill_bytes) } else { (def.chunk, def.memory) };
-        if chunk == 0 {
+        if place.chunk == 0 {
             return RankPattern::default();
         }
-        let pieces = memory / chunk;
-        let collective = matches!(def.pattern_type, 0 | 1 | 4);
+        let collective = matches!(place.pattern_type, 0 | 1 | 4);
+        if let (Some(f), None) = (file.as_deref_mut(), &self.failed) {
+            let result = f.begin(place);
+            self.record(result);
+        }
         let start = Instant::now();
         let mut done = 0u64;
         let mut batch = 1u64;
@@ -495,21 +586,19 @@ impl RankContext<'_> {
             CallPlan::Timed { budget, cap } => (budget.as_nanos() as u64, cap),
             CallPlan::Exactly(n) => (u64::MAX, n),
         };
+        // Out of `self` while the loop runs, so the decisions can borrow the rest.
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let buf = &mut buffer[..place.memory as usize];
         loop {
             let end = (done + batch).min(cap);
             for call in done..end {
-                for piece in 0..pieces {
-                    let (Some(file), None) = (file, &self.failed) else { break };
-                    let offset = place.offset(call, piece, pieces, chunk);
-                    let buf = &mut self.buffer[(piece * chunk) as usize..((piece + 1) * chunk) as usize];
-                    let result = match method {
-                        Method::Read => file.read_at(buf, offset),
-                        _ => file.write_at(buf, offset),
-                    };
-                    self.record(result);
+                if let (Some(f), None) = (file.as_deref_mut(), &self.failed) {
+                    if let Err(e) = f.transfer(method, call, buf) {
+                        self.failed = Some(e);
+                    }
                 }
                 if collective {
-                    self.ranks.barrier();
+                    self.ranks.collective_call_done();
                 }
             }
             done = end;
@@ -524,9 +613,10 @@ impl RankContext<'_> {
                 None => break,
             }
         }
+        self.buffer = buffer;
         let synced = Instant::now();
-        if let (Some(file), None, true) = (file, &self.failed, method != Method::Read) {
-            let result = file.sync();
+        if let (Some(f), None, true) = (file, &self.failed, method != Method::Read) {
+            let result = f.sync();
             self.record(result);
         }
         let ns = start.elapsed().as_nanos() as u64;
@@ -541,7 +631,7 @@ impl RankContext<'_> {
         };
         RankPattern {
             calls: done,
-            bytes: done * memory,
+            bytes: done * place.memory,
             ns,
             budget_ns,
             sync_ns: if method != Method::Read { self.last_sync_ns } else { 0 },
@@ -560,11 +650,59 @@ enum CallPlan {
 
 /// Everything one rank measured in one partition, per method, in Table 2 order.
 #[derive(Default)]
-struct RankLog {
+pub struct RankLog {
     patterns: Vec<(Method, usize, RankPattern)>,
     /// (method, type, open-to-close ns).
     types: Vec<(Method, u8, u64)>,
     segment: u64,
+}
+
+/// Numbers per pattern in [`RankLog::numbers`].
+const NUMBERS_PER_PATTERN: usize = 6;
+
+impl RankLog {
+    /// This rank's measurements as plain numbers, to send to another process: per pattern its
+    /// calls, bytes, ns, budget (u64::MAX for none), sync ns and capped flag, then per type its
+    /// open-to-close ns. Which pattern and type each is comes from the receiver's own log: every
+    /// rank runs the same patterns in the same order (the decisions are collective).
+    pub fn numbers(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.patterns.len() * NUMBERS_PER_PATTERN + self.types.len());
+        for (_, _, p) in &self.patterns {
+            out.extend([p.calls, p.bytes, p.ns, p.budget_ns.unwrap_or(u64::MAX), p.sync_ns, p.capped as u64]);
+        }
+        out.extend(self.types.iter().map(|t| t.2));
+        out
+    }
+
+    /// Another rank's log from its [`numbers`](RankLog::numbers), laid out as this one.
+    pub fn with_numbers(&self, numbers: &[u64]) -> Result<RankLog, String> {
+        let expected = self.patterns.len() * NUMBERS_PER_PATTERN + self.types.len();
+        if numbers.len() != expected {
+            return Err(format!(
+                "a rank reported {} numbers where {expected} were expected: the ranks ran different patterns",
+                numbers.len()
+            ));
+        }
+        let (per_pattern, per_type) = numbers.split_at(self.patterns.len() * NUMBERS_PER_PATTERN);
+        let patterns = self
+            .patterns
+            .iter()
+            .zip(per_pattern.chunks_exact(NUMBERS_PER_PATTERN))
+            .map(|((method, index, _), n)| {
+                let p = RankPattern {
+                    calls: n[0],
+                    bytes: n[1],
+                    ns: n[2],
+                    budget_ns: (n[3] != u64::MAX).then_some(n[3]),
+                    sync_ns: n[4],
+                    capped: n[5] != 0,
+                };
+                (*method, *index, p)
+            })
+            .collect();
+        let types = self.types.iter().zip(per_type).map(|((m, t, _), ns)| (*m, *t, *ns)).collect();
+        Ok(RankLog { patterns, types, segment: self.segment })
+    }
 }
 
 fn type_file(dir: &Path, pattern_type: u8, rank: usize) -> PathBuf {
@@ -682,10 +820,11 @@ impl Schedule {
     }
 }
 
-/// One rank's part of a partition.
-fn run_rank(
+/// One rank's part of a partition: every pattern of Table 2 with every access method, through
+/// `io`, in step with the other `ranks`. `started` is the partition's start (after a barrier).
+pub fn run_rank(
     ranks: &dyn Ranks,
-    dir: &Path,
+    io: &mut dyn PatternIo,
     table: &[PatternDef],
     cfg: &BeffIoConfig,
     stop: &AtomicBool,
@@ -693,7 +832,7 @@ fn run_rank(
 ) -> std::io::Result<RankLog> {
     let size = ranks.size() as u64;
     let rank = ranks.rank();
-    let largest = table.iter().map(|p| p.memory).max().unwrap_or(MIB);
+    let largest = table.iter().map(|p| p.memory).max().unwrap_or(MIB).max(MIB);
     let mut buffer = vec![0u8; largest as usize];
     iolens_engine::buffers::fill_random(&mut buffer, 0xbeff_0000 + rank as u64);
     let mut ctx = RankContext { ranks, stop, buffer, failed: None, last_sync_ns: 0 };
@@ -719,7 +858,7 @@ fn run_rank(
             }
             ranks.barrier();
             let opened = Instant::now();
-            let file = match open_type_file(dir, pattern_type, rank, method) {
+            let mut file = match io.open(pattern_type, method) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     ctx.record(Err(e));
@@ -734,36 +873,40 @@ fn run_rank(
                 }
                 let step = schedule.position(method, index);
                 let segment = plan.as_ref().map_or(0, |p| p.1);
-                let place = Placement { pattern_type, ranks: size, rank: rank as u64, base, segment };
-                let (calls, fill) = if pattern_type >= 3 {
+                let mut place = Placement {
+                    pattern_type,
+                    ranks: size,
+                    rank: rank as u64,
+                    base,
+                    segment,
+                    chunk: def.chunk,
+                    memory: def.memory,
+                };
+                let calls = if pattern_type >= 3 {
                     let (counts, _) = plan.as_ref().expect("planned before type 3");
                     if def.fill {
-                        (CallPlan::Exactly(1), segment.saturating_sub(base))
+                        // The rest of the segment, in one call.
+                        place.chunk = segment.saturating_sub(base);
+                        place.memory = place.chunk;
+                        CallPlan::Exactly(1)
                     } else {
-                        (CallPlan::Exactly(counts[position]), 0)
+                        CallPlan::Exactly(counts[position])
                     }
                 } else if def.units == 0 {
-                    (CallPlan::Exactly(1), 0)
+                    CallPlan::Exactly(1)
                 } else {
                     let mine = schedule.budget_ns(step, started.elapsed().as_nanos() as u64);
                     // The ranks' clocks and logs differ a little: all take the least.
                     let budget = ranks.all_gather(mine).into_iter().min().unwrap_or(0);
                     let budget = Duration::from_nanos(budget);
                     let cap = if method == Method::Write { u64::MAX } else { written[index] };
-                    (CallPlan::Timed { budget, cap }, 0)
+                    CallPlan::Timed { budget, cap }
                 };
-                let result = ctx.run_pattern(
-                    file.as_ref().map(|f| f as &dyn PatternFile),
-                    def,
-                    method,
-                    &place,
-                    calls,
-                    fill,
-                );
+                let result = ctx.run_pattern(file.as_deref_mut(), method, &place, calls);
                 if method == Method::Write {
                     written[index] = result.calls;
                 }
-                base += place.advance(result.calls, if def.fill { fill } else { def.memory });
+                base += place.advance(result.calls);
                 schedule.done(step, &result);
                 log.patterns.push((method, index, result));
             }
@@ -856,7 +999,10 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             .into_iter()
             .map(|ranks| {
                 let (dir, table) = (&dir, &table);
-                s.spawn(move || run_rank(&ranks, dir, table, cfg, stop, started))
+                s.spawn(move || {
+                    let mut io = PosixIo { dir, rank: ranks.rank() };
+                    run_rank(&ranks, &mut io, table, cfg, stop, started)
+                })
             })
             .collect();
         handles
@@ -870,7 +1016,21 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| SuiteError::Config(format!("b_eff_io with {n} ranks: {e}")))?;
+    let io = PosixIo { dir: &dir, rank: 0 };
+    Ok(assemble_partition(cfg, &table, &logs, elapsed_s, &|t, m| io.call_name(t, m)))
+}
 
+/// A partition's record from every rank's log (rank order): a pattern's bytes are summed over
+/// the ranks and its time is the slowest rank's; likewise a type's open-to-close time.
+/// `elapsed_s` is the partition's time by its clock; `call_name` names each type's call.
+pub fn assemble_partition(
+    cfg: &BeffIoConfig,
+    table: &[PatternDef],
+    logs: &[RankLog],
+    elapsed_s: f64,
+    call_name: &dyn Fn(u8, Method) -> String,
+) -> Partition {
+    let n = logs.len();
     let mut patterns = Vec::new();
     for (k, (method, index, first)) in logs[0].patterns.iter().enumerate() {
         let all: Vec<RankPattern> = logs.iter().map(|l| l.patterns[k].2).collect();
@@ -896,6 +1056,7 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
         types.push(TypeRecord {
             method: *method,
             pattern_type: *pattern_type,
+            call: call_name(*pattern_type, *method),
             bytes,
             time_s,
             mb_s: mb_s(bytes, time_s),
@@ -931,22 +1092,36 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
             )
         }
     });
-    Ok(Partition {
+    Partition {
         ranks: n,
         b_eff_io: partition_value(&methods),
         methods,
         types,
         patterns,
-        segment_bytes: logs[0].segment,
+        segment_bytes: logs.first().map_or(0, |l| l.segment),
         scheduled_s: t,
         elapsed_s,
         schedule_held,
         schedule_note,
-    })
+    }
 }
 
-/// Runs every partition of `cfg` and derives the system value.
-pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteError> {
+/// An MPI-IO hint as `--hint KEY=VALUE` gives it: the key is everything before the first `=`.
+pub fn parse_hint(s: &str) -> Result<(String, String), String> {
+    let hint = "give KEY=VALUE, e.g. --hint romio_cb_write=enable";
+    let (key, value) = s.split_once('=').ok_or_else(|| format!("--hint {s:?}: no '=': {hint}"))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("--hint {s:?}: the key is empty: {hint}"));
+    }
+    if s.contains('\0') {
+        return Err(format!("--hint {s:?}: contains a NUL byte"));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// Refuses a configuration b_eff_io cannot run: no directory, or no or zero rank counts.
+pub fn check(cfg: &BeffIoConfig) -> Result<(), SuiteError> {
     if !cfg.dir.is_dir() {
         return Err(SuiteError::Config(format!(
             "{} is not a directory: b_eff_io writes its own files into a directory",
@@ -956,6 +1131,31 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
     if cfg.ranks.is_empty() || cfg.ranks.contains(&0) {
         return Err(SuiteError::Config("--ranks: give one or more positive rank counts, e.g. 1,2,4".into()));
     }
+    Ok(())
+}
+
+/// Runs every partition of `cfg` with threads as ranks and derives the system value.
+pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteError> {
+    check(cfg)?;
+    let mut partitions = Vec::new();
+    for &n in &cfg.ranks {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        partitions.push(run_partition(cfg, n, stop)?);
+    }
+    Ok(system_result(cfg, partitions, stop.load(Ordering::SeqCst), "threads of one process", None))
+}
+
+/// The system's b_eff_io from its partitions (the best one), with the warnings the paper's rules
+/// call for. `ranks_are` says what a rank was; `mpi` describes an MPI-IO run.
+pub fn system_result(
+    cfg: &BeffIoConfig,
+    partitions: Vec<Partition>,
+    interrupted: bool,
+    ranks_are: &'static str,
+    mpi: Option<MpiIoInfo>,
+) -> BeffIoResult {
     let mut warnings = Vec::new();
     if cfg.time < Duration::from_secs(15 * 60) {
         warnings.push(Warning::new(
@@ -966,14 +1166,6 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
             ),
         ));
     }
-    let mut partitions = Vec::new();
-    for &n in &cfg.ranks {
-        if stop.load(Ordering::SeqCst) {
-            break;
-        }
-        partitions.push(run_partition(cfg, n, stop)?);
-    }
-    let interrupted = stop.load(Ordering::SeqCst);
     let best = partitions.iter().max_by(|a, b| a.b_eff_io.total_cmp(&b.b_eff_io));
     let (b_eff_io, best_ranks) = best.map_or((0.0, 0), |p| (p.b_eff_io, p.ranks));
     for p in partitions.iter().filter(|p| overran_schedule(p.elapsed_s, p.scheduled_s)) {
@@ -995,7 +1187,7 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
             ));
         }
     }
-    Ok(BeffIoResult {
+    BeffIoResult {
         schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "beff-io",
         dir: cfg.dir.display().to_string(),
@@ -1010,16 +1202,28 @@ pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteE
         partitions,
         warnings,
         interrupted,
-    })
+        ranks_are,
+        mpi,
+    }
 }
 
 pub fn render(r: &BeffIoResult) -> String {
     let mut out = format!(
-        "b_eff_io {} (T = {:.0} s per partition, MPART = {}):\n",
+        "b_eff_io {} (T = {:.0} s per partition, MPART = {}; ranks are {}):\n",
         r.dir,
         r.time_s,
-        format_bytes(r.mpart)
+        format_bytes(r.mpart),
+        r.ranks_are
     );
+    if let Some(mpi) = &r.mpi {
+        let hints: Vec<String> = mpi.hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!(
+            "MPI-IO: {} on {}; hints: {}\n",
+            mpi.library,
+            mpi.hosts.join(", "),
+            if hints.is_empty() { "none".to_string() } else { hints.join(" ") }
+        ));
+    }
     for p in &r.partitions {
         out.push_str(&format!(
             "\n{} ranks: b_eff_io {:.1} MB/s ({:.1} s for T = {:.1} s: {})\n",
@@ -1054,6 +1258,14 @@ pub fn render(r: &BeffIoResult) -> String {
         t.render(&mut out);
     }
     if let Some(p) = r.partitions.iter().find(|p| p.ranks == r.best_ranks) {
+        out.push_str("\ncalls per pattern type (write and rewrite / read):\n");
+        for ty in 0..=4u8 {
+            let call =
+                |m: Method| p.types.iter().find(|t| t.pattern_type == ty && t.method == m).map(|t| &t.call);
+            if let (Some(w), Some(rd)) = (call(Method::Write), call(Method::Read)) {
+                out.push_str(&format!("  type {ty}: {w} / {rd}\n"));
+            }
+        }
         out.push_str(&format!("\nprotocol of the best partition ({} ranks), MB/s per pattern:\n", p.ranks));
         let mut t =
             Table::new(vec!["no", "type", "l", "L", "U", "write", "rewrite", "read", "calls/rank (write)"]);
@@ -1143,18 +1355,58 @@ mod tests {
         // Two ranks, type 0 with 4 pieces per call, 3 calls: every chunk at its own offset.
         let mut seen = std::collections::BTreeSet::new();
         for rank in 0..2 {
-            let p = Placement { pattern_type: 0, ranks: 2, rank, base: 100, segment: 0 };
+            let p =
+                Placement { pattern_type: 0, ranks: 2, rank, base: 100, segment: 0, chunk: 10, memory: 40 };
             for call in 0..3 {
                 for piece in 0..4 {
-                    assert!(seen.insert(p.offset(call, piece, 4, 10)));
+                    assert!(seen.insert(p.offset(call, piece)));
                 }
             }
-            assert_eq!(p.advance(3, 40), 240);
+            assert_eq!(p.advance(3), 240);
         }
         assert_eq!(seen.first(), Some(&100));
         assert_eq!(seen.last(), Some(&(100 + 23 * 10)));
-        let seg = Placement { pattern_type: 3, ranks: 2, rank: 1, base: 5, segment: 1000 };
-        assert_eq!(seg.offset(2, 0, 1, 10), 1000 + 5 + 20);
+        let seg =
+            Placement { pattern_type: 3, ranks: 2, rank: 1, base: 5, segment: 1000, chunk: 10, memory: 10 };
+        assert_eq!(seg.offset(2, 0), 1000 + 5 + 20);
+    }
+
+    #[test]
+    fn hints_split_at_the_first_equals_sign() {
+        assert_eq!(parse_hint("cb_nodes=2").unwrap(), ("cb_nodes".into(), "2".into()));
+        assert_eq!(parse_hint("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+        assert_eq!(parse_hint("striping_unit=").unwrap(), ("striping_unit".into(), String::new()));
+        assert!(parse_hint("novalue").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_hint("=1").unwrap_err().contains("key is empty"));
+        assert!(parse_hint("a=\0").unwrap_err().contains("NUL"));
+    }
+
+    #[test]
+    fn a_rank_log_travels_as_numbers() {
+        let pattern = |calls| RankPattern {
+            calls,
+            bytes: calls * 10,
+            ns: 7,
+            budget_ns: (calls > 1).then_some(9),
+            sync_ns: 3,
+            capped: calls == 2,
+        };
+        let log = RankLog {
+            patterns: vec![(Method::Write, 0, pattern(1)), (Method::Read, 4, pattern(2))],
+            types: vec![(Method::Write, 0, 11), (Method::Read, 0, 12)],
+            segment: 5,
+        };
+        let numbers = log.numbers();
+        let back = log.with_numbers(&numbers).unwrap();
+        assert_eq!(back.numbers(), numbers);
+        assert_eq!(back.patterns[1].0, Method::Read);
+        assert_eq!(back.patterns[1].1, 4);
+        assert_eq!(back.patterns[1].2.budget_ns, Some(9));
+        assert_eq!(back.patterns[0].2.budget_ns, None);
+        assert!(back.patterns[1].2.capped && !back.patterns[0].2.capped);
+        assert_eq!(back.types[1], (Method::Read, 0, 12));
+        let err = log.with_numbers(&numbers[1..]).err().unwrap();
+        assert!(err.contains("different patterns"), "{err}");
     }
 
     #[test]

@@ -330,9 +330,17 @@ pub struct BeffIoArgs {
     /// A directory: b_eff_io makes (and removes) a directory of its own files in it.
     pub dir: PathBuf,
     /// Rank counts of the partitions (threads), e.g. 1,2,4; the value is the maximum over them.
-    /// Default: the number of cores.
+    /// Default: the number of cores. Under mpirun, use --partitions.
     #[arg(long, value_delimiter = ',')]
     pub ranks: Vec<usize>,
+    /// Under mpirun (a `--features mpi` build): the partitions' sizes in MPI processes, e.g.
+    /// 1,2,4, each run on the first N ranks over MPI-IO; the value is the best. Default: all ranks.
+    #[arg(long, value_delimiter = ',')]
+    pub partitions: Vec<usize>,
+    /// Under mpirun: an MPI-IO hint for every MPI_File_open, e.g. romio_cb_write=enable
+    /// (repeatable; reported in the JSON).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub hint: Vec<String>,
     /// Scheduled time T of one partition (the paper's rule is at least 15m).
     #[arg(long, default_value = "15m")]
     pub time: String,

@@ -4,6 +4,8 @@
 #[macro_use]
 mod output;
 mod beff_cmd;
+#[cfg(feature = "mpi")]
+mod beff_io_cmd;
 mod clean_cmd;
 mod cli;
 mod monitor;
@@ -155,10 +157,18 @@ fn under_mpi(
             let json = a.output.json.clone();
             mpi_suite(json, command, |runner, command| quick::quick(runner, a, stop, command))
         }
+        cli::Command::BeffIo(a) => {
+            clean_cmd::remove_leftovers_quietly();
+            let code = beff_io_cmd::run(a, stop, command).err().unwrap_or(0);
+            if code == 0 && output::write_failed() {
+                return output::EXIT_FAILED;
+            }
+            code
+        }
         _ => {
             errln!(
-                "iolens: error: {how}; only `run`, `beff`, `sweep`, `saturate`, `write-modes` and `quick` run across \
-                 MPI ranks so far (beff-io over MPI-IO is not done yet); run other commands without mpirun"
+                "iolens: error: {how}; only `run`, `beff`, `beff-io`, `sweep`, `saturate`, `write-modes` and \
+                 `quick` run across MPI ranks; run other commands without mpirun"
             );
             output::EXIT_USAGE
         }

@@ -166,19 +166,33 @@ pub fn write_modes(
     finish(result, write_modes::render, &a.json, stop, &command, runner)
 }
 
-pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
-    let out = outputs(&a.json);
+/// What `beff-io`'s flags say, for the thread and the MPI-IO version alike; the message why not.
+pub fn beff_io_config(a: &BeffIoArgs) -> Result<beff_io::BeffIoConfig, String> {
     let memory = match &a.memory {
-        Some(v) => size("--memory", v, &out, &command)?,
+        Some(v) => parse_size(v).map_err(|e| format!("--memory: {e}"))?,
         None => iolens_device::memory_total().unwrap_or(1 << 30),
     };
     let mut cfg = beff_io::BeffIoConfig::new(a.dir.clone(), memory);
+    cfg.time = parse_duration(&a.time)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("--time: {:?} is not a positive duration", a.time))?;
+    if let Some(v) = &a.mpart {
+        cfg.mpart = parse_size(v).map_err(|e| format!("--mpart: {e}"))?;
+    }
+    Ok(cfg)
+}
+
+pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let out = outputs(&a.json);
+    if !a.partitions.is_empty() || !a.hint.is_empty() {
+        let message = "--partitions and --hint are for b_eff_io over MPI-IO: run `mpirun -np N iolens beff-io DIR \
+                       --partitions 1,2,4` with an iolens built with `--features mpi` (alone, --ranks sets threads)";
+        return Err(fail(&out, &command, message, false, EXIT_USAGE));
+    }
+    let mut cfg = beff_io_config(&a).map_err(|e| fail(&out, &command, &e, false, EXIT_USAGE))?;
     if !a.ranks.is_empty() {
         cfg.ranks = a.ranks.clone();
-    }
-    cfg.time = duration("--time", &a.time, &out, &command)?;
-    if let Some(v) = &a.mpart {
-        cfg.mpart = size("--mpart", v, &out, &command)?;
     }
     if !a.quiet {
         errln!(

@@ -206,6 +206,8 @@ fn beff_io_value_is_recomputed_from_its_protocol() {
                 let pattern_time: f64 = of_type.iter().map(|x| f(&x["time_s"])).sum();
                 assert!(f(&t["time_s"]) >= pattern_time * 0.999, "open-to-close covers the patterns");
                 assert!(close(f(&t["mb_s"]), bytes as f64 / f(&t["time_s"]) / 1e6));
+                let call = if *method == "read" { "pread" } else { "pwrite" };
+                assert!(t["call"].as_str().unwrap().starts_with(call), "{method} type {ty}: {}", t["call"]);
                 if ty >= 3 {
                     assert_eq!(
                         bytes,
@@ -303,6 +305,24 @@ fn beff_io_holds_its_scheduled_time_or_says_why() {
     } else {
         assert!(f(&p["elapsed_s"]) <= 0.22);
     }
+}
+
+/// `--partitions` and `--hint` belong to the MPI-IO version: alone they are refused.
+#[test]
+fn beff_io_without_mpirun_refuses_partitions_and_hints() {
+    let dir = scratch();
+    for flags in [["--partitions", "1,2"], ["--hint", "cb_nodes=2"]] {
+        let out = iolens()
+            .args(["beff-io"])
+            .arg(dir.path())
+            .args(flags)
+            .args(["--time", "1s", "-q"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("mpirun -np N iolens beff-io"), "{flags:?}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
 }
 
 #[test]
