@@ -1,0 +1,215 @@
+//! What the hooks share: the descriptor table (which file, which position), and the encoding
+//! of events into the thread's buffer.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+
+use iolens_record::event::{encode_event, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, NO_FILE, UNKNOWN_OFFSET};
+use libc::{c_char, c_int, iovec};
+
+use crate::stream::{append, flush_slot, my_slot, push_decimal, tid, DROPPED, SLOT_BYTES, STREAM_FD};
+use crate::PID;
+
+static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
+pub(crate) const MAX_FDS: usize = 65536;
+/// Path id of each descriptor: NO_FILE = unknown yet, NOT_A_FILE = checked, not a file.
+pub(crate) static FD_PATH: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(NO_FILE) }; MAX_FDS];
+/// Our own idea of each descriptor's file position, for read/write without an offset.
+pub(crate) static FD_OFFSET: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(UNKNOWN_OFFSET) }; MAX_FDS];
+pub(crate) const NOT_A_FILE: u32 = NO_FILE - 1;
+
+/// Registers `fd` as referring to `path`; emits the path frame.
+pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int) -> u32 {
+    if fd < 0 || fd as usize >= MAX_FDS || path.is_null() {
+        return NO_FILE;
+    }
+    let id = NEXT_PATH.fetch_add(1, Relaxed);
+    let mut full = [0u8; 4096];
+    let mut len = 0;
+    if *path != b'/' as c_char {
+        // Relative: to the working directory, or to the directory `dirfd` refers to.
+        if dirfd == libc::AT_FDCWD {
+            if !libc::getcwd(full.as_mut_ptr().cast(), full.len() - 2).is_null() {
+                len = libc::strlen(full.as_ptr().cast());
+            }
+        } else if dirfd >= 0 {
+            len = fd_link(dirfd, &mut full).unwrap_or(0);
+        }
+        if len > 0 && len < full.len() - 1 {
+            full[len] = b'/';
+            len += 1;
+        }
+    }
+    let name_len = libc::strlen(path).min(full.len() - len);
+    std::ptr::copy_nonoverlapping(path.cast::<u8>(), full.as_mut_ptr().add(len), name_len);
+    len += name_len;
+    let len = len.min(u16::MAX as usize);
+    let mut head = [0u8; 7];
+    head[0] = 2;
+    head[1..5].copy_from_slice(&id.to_le_bytes());
+    head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
+    append(&[&head, &full[..len]], 0);
+    FD_PATH[fd as usize].store(id, Relaxed);
+    id
+}
+
+/// What `/proc/self/fd/<fd>` points to, written into `out` (not NUL-terminated); its length.
+pub(crate) unsafe fn fd_link(fd: c_int, out: &mut [u8; 4096]) -> Option<usize> {
+    let mut link = [0u8; 40];
+    let mut at = 0;
+    for b in b"/proc/self/fd/" {
+        link[at] = *b;
+        at += 1;
+    }
+    push_decimal(&mut link, &mut at, fd as u64);
+    let n =
+        libc::syscall(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
+    (n > 0).then_some(n as usize)
+}
+
+/// The path id of `fd`, discovering inherited descriptors through /proc/self/fd once.
+pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return NOT_A_FILE;
+    }
+    let id = FD_PATH[fd as usize].load(Relaxed);
+    if id != NO_FILE {
+        return id;
+    }
+    let mut target = [0u8; 4096];
+    let n = fd_link(fd, &mut target).unwrap_or(0);
+    let mut st: libc::stat = std::mem::zeroed();
+    let is_file = n > 0
+        && target[0] == b'/'
+        && libc::fstat(fd, &mut st) == 0
+        && (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
+    if !is_file || fd == STREAM_FD.load(Relaxed) {
+        FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
+        return NOT_A_FILE;
+    }
+    target[n] = 0;
+    let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+    FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
+    register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
+}
+
+pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
+    let e = IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file,
+        op,
+        layer: Layer::Posix,
+        flags,
+        offset: UNKNOWN_OFFSET,
+        requested: 0,
+        result: 0,
+        start_ns: t,
+        end_ns: t,
+    };
+    let mut frame = [0u8; EVENT_FRAME_LEN];
+    encode_event(&e, &mut frame);
+    append(&[&frame], 1);
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) unsafe fn record(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) {
+    let e = IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file,
+        op,
+        layer,
+        flags: 0,
+        offset,
+        requested,
+        result,
+        start_ns: start,
+        end_ns: end,
+    };
+    let Some(slot) = my_slot() else {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    };
+    let len = &mut *slot.len.get();
+    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+        flush_slot(slot);
+    }
+    let data = &mut *slot.data.get();
+    let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut data[*len..*len + EVENT_FRAME_LEN]).try_into().unwrap();
+    encode_event(&e, frame);
+    *len += EVENT_FRAME_LEN;
+    *slot.events.get() += 1;
+}
+
+pub(crate) fn result_of(ret: i64, err: c_int) -> i64 {
+    if ret < 0 {
+        -(err as i64)
+    } else {
+        ret
+    }
+}
+
+/// Wraps a call on `fd`: times it and records it if `fd` is a file. `offset` is the explicit
+/// offset, or `None` to use (and advance) the tracked position.
+macro_rules! traced_fd_call {
+    ($op:expr, $fd:expr, $offset:expr, $requested:expr, $call:expr) => {{
+        match $crate::Guard::enter() {
+            None => $call,
+            Some(_g) => {
+                let fd: libc::c_int = $fd;
+                let file = $crate::record::path_of(fd);
+                if file == $crate::record::NOT_A_FILE {
+                    $call
+                } else {
+                    let t0 = $crate::clock::now_ns();
+                    let ret = $call;
+                    let t1 = $crate::clock::now_ns();
+                    let err = $crate::errno();
+                    let explicit: Option<u64> = $offset;
+                    let ret64 = ret as i64;
+                    let offset = match explicit {
+                        Some(o) => o,
+                        None => {
+                            let slot = &$crate::record::FD_OFFSET[fd as usize];
+                            let at = slot.load(std::sync::atomic::Ordering::Relaxed);
+                            if ret64 > 0 && at != iolens_record::event::UNKNOWN_OFFSET {
+                                slot.store(at + ret64 as u64, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            at
+                        }
+                    };
+                    $crate::record::record(
+                        $op,
+                        iolens_record::event::Layer::Posix,
+                        file,
+                        offset,
+                        $requested as u64,
+                        $crate::record::result_of(ret64, err),
+                        t0,
+                        t1,
+                    );
+                    $crate::set_errno(err);
+                    ret
+                }
+            }
+        }
+    }};
+}
+
+pub(crate) fn iov_total(iov: *const iovec, n: c_int) -> u64 {
+    if iov.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller passes `n` iovecs, as the real call requires.
+    unsafe { std::slice::from_raw_parts(iov, n as usize) }.iter().map(|v| v.iov_len as u64).sum()
+}
