@@ -5,10 +5,7 @@ use libc::c_int;
 
 use crate::clock::now_ns;
 use crate::record::{fd_link, record_flagged};
-use iolens_record::event::{IoOp, NO_FILE};
-
-/// Event flag: the process had an io_uring instance, whose I/O bypasses every hook.
-pub const FLAG_IO_URING_SEEN: u16 = 1;
+use iolens_record::event::{IoOp, FLAG_IO_URING_SEEN, NO_FILE};
 
 /// Looks for io_uring instances among the process's descriptors (their requests never pass
 /// through libc, so the summary must say they were missed).

@@ -82,6 +82,40 @@ macro_rules! creat_hook {
 creat_hook!(creat, "creat");
 creat_hook!(creat64, "creat64");
 
+// _FORTIFY_SOURCE builds call these instead of open/openat when the flags are not constant
+// (Debian's tar, for one): without them such programs' opens would go unseen.
+macro_rules! fortified_open_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, c_int) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(path, flags) };
+            let t0 = now_ns();
+            let fd = real(path, flags);
+            opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+fortified_open_hook!(__open_2, "__open_2");
+fortified_open_hook!(__open64_2, "__open64_2");
+
+macro_rules! fortified_openat_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(dirfd, path, flags) };
+            let t0 = now_ns();
+            let fd = real(dirfd, path, flags);
+            opened(fd, path, dirfd, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+fortified_openat_hook!(__openat_2, "__openat_2");
+fortified_openat_hook!(__openat64_2, "__openat64_2");
+
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let real = real!("close" as unsafe extern "C" fn(c_int) -> c_int);

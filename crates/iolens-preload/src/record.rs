@@ -93,22 +93,7 @@ pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
-    let e = IoEvent {
-        pid: PID.load(Relaxed),
-        tid: tid(),
-        file,
-        op,
-        layer: Layer::Posix,
-        flags,
-        offset: UNKNOWN_OFFSET,
-        requested: 0,
-        result: 0,
-        start_ns: t,
-        end_ns: t,
-    };
-    let mut frame = [0u8; EVENT_FRAME_LEN];
-    encode_event(&e, &mut frame);
-    append(&[&frame], 1);
+    push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -123,7 +108,23 @@ pub(crate) unsafe fn record(
     start: u64,
     end: u64,
 ) {
-    let e = IoEvent {
+    push(&event(op, layer, file, offset, requested, result, start, end));
+}
+
+/// An event of the calling thread, without flags.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn event(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) -> IoEvent {
+    IoEvent {
         pid: PID.load(Relaxed),
         tid: tid(),
         file,
@@ -135,7 +136,12 @@ pub(crate) unsafe fn record(
         result,
         start_ns: start,
         end_ns: end,
-    };
+    }
+}
+
+/// Encodes `e` into the thread's buffer.
+#[inline]
+pub(crate) unsafe fn push(e: &IoEvent) {
     let Some(slot) = my_slot() else {
         DROPPED.fetch_add(1, Relaxed);
         return;
@@ -146,9 +152,32 @@ pub(crate) unsafe fn record(
     }
     let data = &mut *slot.data.get();
     let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut data[*len..*len + EVENT_FRAME_LEN]).try_into().unwrap();
-    encode_event(&e, frame);
+    encode_event(e, frame);
     *len += EVENT_FRAME_LEN;
     *slot.events.get() += 1;
+    // Flushed as soon as it is full, not when the next event comes: every event of a buffer
+    // then ends before the clock reading its flush takes (see `flush_slot`).
+    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+        flush_slot(slot);
+    }
+}
+
+/// The offset a call on `fd` worked at: `explicit`, or the tracked position, which a call
+/// that moved `moved` bytes without an explicit offset advances.
+#[inline]
+pub(crate) fn position(fd: c_int, explicit: Option<u64>, moved: i64) -> u64 {
+    if let Some(at) = explicit {
+        return at;
+    }
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return UNKNOWN_OFFSET;
+    }
+    let slot = &FD_OFFSET[fd as usize];
+    let at = slot.load(Relaxed);
+    if moved > 0 && at != UNKNOWN_OFFSET {
+        slot.store(at + moved as u64, Relaxed);
+    }
+    at
 }
 
 pub(crate) fn result_of(ret: i64, err: c_int) -> i64 {
@@ -175,19 +204,8 @@ macro_rules! traced_fd_call {
                     let ret = $call;
                     let t1 = $crate::clock::now_ns();
                     let err = $crate::errno();
-                    let explicit: Option<u64> = $offset;
                     let ret64 = ret as i64;
-                    let offset = match explicit {
-                        Some(o) => o,
-                        None => {
-                            let slot = &$crate::record::FD_OFFSET[fd as usize];
-                            let at = slot.load(std::sync::atomic::Ordering::Relaxed);
-                            if ret64 > 0 && at != iolens_record::event::UNKNOWN_OFFSET {
-                                slot.store(at + ret64 as u64, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            at
-                        }
-                    };
+                    let offset = $crate::record::position(fd, $offset, ret64);
                     $crate::record::record(
                         $op,
                         iolens_record::event::Layer::Posix,

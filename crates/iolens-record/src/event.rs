@@ -30,6 +30,14 @@ const TAG_EVENT: u8 = 1;
 const TAG_PATH: u8 = 2;
 const TAG_DROPPED: u8 = 3;
 
+/// Event flag: a marker (op `Other`, no file) that the process had an io_uring instance, whose
+/// requests bypass libc and so every hook.
+pub const FLAG_IO_URING_SEEN: u16 = 1;
+/// Event flag: the read half of an in-kernel copy (copy_file_range, sendfile, splice), recorded
+/// beside the write half over the same interval. Its bytes and call count; its time is the
+/// write half's, so it adds no busy time and no second call in flight.
+pub const FLAG_COPY_SOURCE: u16 = 2;
+
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]

@@ -13,15 +13,12 @@ use std::time::Instant;
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{IoEvent, IoOp};
+use iolens_record::event::{IoEvent, IoOp, FLAG_IO_URING_SEEN};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
 const PRELOAD_NAME: &str = "libiolens_preload.so";
-
-/// Event flag set by the preload on a marker event: the process used io_uring.
-const FLAG_IO_URING_SEEN: u16 = 1;
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed.
 struct Feed<'a> {
