@@ -24,7 +24,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 
-use libc::{c_char, c_int, c_void, FILE};
+use libc::{c_int, c_void, FILE};
 
 use crate::io_uring::note_io_uring;
 use crate::process::after_fork_in_child;
@@ -65,7 +65,6 @@ extern "C" {
         child: Option<unsafe extern "C" fn()>,
     ) -> c_int;
     fn fileno_unlocked(stream: *mut FILE) -> c_int;
-    fn vfprintf(stream: *mut FILE, format: *const c_char, ap: *mut c_void) -> c_int;
 }
 
 // Process-wide state.

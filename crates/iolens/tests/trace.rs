@@ -83,9 +83,21 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path) -> Counts {
     counts
 }
 
-/// Runs `cmd` under `iolens trace` and counts the POSIX events on files under `under` from
-/// the per-op CSV; returns the counts and the JSON summary.
-fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json::Value) {
+/// One row of `iolens trace --csv`.
+#[derive(Debug, Clone)]
+struct Op {
+    tid: u64,
+    path: String,
+    op: String,
+    layer: String,
+    requested: u64,
+    result: i64,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// Runs `cmd` under `iolens trace`; returns its per-op rows and its JSON summary.
+fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
     let out = scratch();
     let csv = out.path().join("ops.csv");
     let json = out.path().join("s.json");
@@ -105,36 +117,52 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json:
         String::from_utf8_lossy(&run.stderr),
         String::from_utf8_lossy(&run.stdout)
     );
-    let under = under.to_str().unwrap();
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col =
         |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("CSV column {name}"));
-    let (c_path, c_op, c_layer, c_result) = (col("path"), col("op"), col("layer"), col("result"));
+    let ops = lines
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            Op {
+                tid: f[col("tid")].parse().unwrap(),
+                path: f[col("path")].trim_matches('"').to_string(),
+                op: f[col("op")].to_string(),
+                layer: f[col("layer")].to_string(),
+                requested: f[col("requested")].parse().unwrap(),
+                result: f[col("result")].parse().unwrap(),
+                start_ns: f[col("start_ns")].parse().unwrap(),
+                end_ns: f[col("end_ns")].parse().unwrap(),
+            }
+        })
+        .collect();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (ops, summary)
+}
+
+/// Runs `cmd` under `iolens trace` and counts the events on files under `under`, as
+/// [`strace_counts`] does; returns the counts and the JSON summary.
+fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json::Value) {
+    let (ops, summary) = iolens_ops(cmd, cwd);
+    let under = under.to_str().unwrap();
     let mut counts = Counts::new();
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        if !f[c_path].trim_matches('"').starts_with(under) {
-            continue;
-        }
+    for o in ops.iter().filter(|o| o.path.starts_with(under)) {
         // stdio's opens are the program's (its kernel calls bypass the POSIX hooks); its reads
         // and writes are buffered, so only the POSIX ones match strace call for call.
-        let class = match (f[c_op], f[c_layer]) {
+        let class = match (o.op.as_str(), o.layer.as_str()) {
             ("open", "posix" | "stdio") => "open",
             ("read", "posix") => "read",
             ("write", "posix") => "write",
             ("fsync" | "fdatasync", "posix") => "sync",
             _ => continue,
         };
-        let result: i64 = f[c_result].parse().unwrap();
         let e = counts.entry(class).or_default();
         e.0 += 1;
-        if (class == "read" || class == "write") && result > 0 {
-            e.1 += result as u64;
+        if (class == "read" || class == "write") && o.result > 0 {
+            e.1 += o.result as u64;
         }
     }
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     (counts, summary)
 }
 
@@ -217,6 +245,99 @@ fn tar_czf_opens_through_the_fortified_open() {
             write_file(&dir.join(f), (i + 1) * 40_000);
         }
     });
+}
+
+/// Compiles the C program `source` into `dir` (fortified, as distributions build); `None`, with
+/// a note, without gcc.
+fn compile_c(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not installed");
+        return None;
+    }
+    let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&c, source).unwrap();
+    let out =
+        Command::new("gcc").args(["-O2", "-D_FORTIFY_SOURCE=2", "-o"]).arg(&exe).arg(&c).output().unwrap();
+    assert!(out.status.success(), "gcc {name}: {}", String::from_utf8_lossy(&out.stderr));
+    Some(exe)
+}
+
+const STDIO_PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    FILE *f = fopen("out.txt", "w");
+    for (int i = 0; i < 100; i++) {
+        fprintf(f, "line %d\n", i);
+        fputs("fputs\n", f);
+        fputc('c', f);
+        putc('\n', f);
+        fwrite("0123456789", 1, 10, f);
+    }
+    fclose(f);
+    for (int i = 0; i < 50; i++) printf("stdout %d\n", i);
+    fflush(stdout);
+    char buf[4096];
+    f = fopen("out.txt", "r");
+    while (fgets(buf, sizeof buf, f)) {}
+    rewind(f);
+    char *line = NULL;
+    size_t n = 0;
+    while (getline(&line, &n, f) > 0) {}
+    free(line);
+    rewind(f);
+    while (fgetc(f) != EOF) {}
+    rewind(f);
+    while (getc(f) != EOF) {}
+    rewind(f);
+    while (fread(buf, 1, 1000, f) > 0) {}
+    fclose(f);
+    return 0;
+}
+"#;
+
+#[test]
+fn stdio_calls_count_what_they_moved() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "stdio", STDIO_PROGRAM) else { return };
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let command = format!("{} > stdout.txt", prog.display());
+    let cmd = ["sh", "-c", command.as_str()];
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let expected = strace_counts(&cmd, strace_dir.path(), strace_dir.path());
+    let (ops, _) = iolens_ops(&cmd, iolens_dir.path());
+    let under = iolens_dir.path().to_str().unwrap();
+    let stdio = |op: &str| -> Vec<Op> {
+        ops.iter()
+            .filter(|o| o.layer == "stdio" && o.op == op && o.path.starts_with(under))
+            .cloned()
+            .collect()
+    };
+    let (writes, reads) = (stdio("write"), stdio("read"));
+
+    // fprintf, fputs, fputc, putc, fwrite 100 times each, then printf 50 times.
+    assert_eq!(writes.len(), 550, "every stdio write call");
+    let written: i64 = writes.iter().map(|o| o.result).sum();
+    assert_eq!(written as u64, expected["write"].1, "stdio bytes written vs the kernel's (strace)");
+    assert!(writes.iter().all(|o| o.requested == o.result as u64), "each asked for what it wrote");
+
+    // The file read five times over: by lines (fgets, getline), by characters (fgetc, getc), in
+    // blocks of 1000 (fread); each pass ends with a call that finds the end of the file.
+    let size: u64 = (0..100).map(|i| format!("line {i}\n").len() as u64 + 6 + 2 + 10).sum();
+    let lines = 301; // the last, "0123456789", without its newline
+    let blocks = size.div_ceil(1000);
+    assert_eq!(reads.len() as u64, 2 * (lines + 1) + 2 * (size + 1) + (blocks + 1), "every stdio read call");
+    let read: i64 = reads.iter().map(|o| o.result).sum();
+    assert_eq!(read as u64, 5 * size, "bytes read: five passes over the file");
+    let requested: u64 = reads.iter().map(|o| o.requested).sum();
+    assert_eq!(
+        requested,
+        2 * size + 2 * (size + 1) + (blocks + 1) * 1000,
+        "a line read asks for the line, not the buffer's size"
+    );
 }
 
 #[test]
