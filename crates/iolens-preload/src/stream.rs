@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*
 use iolens_record::event::EVENT_MAGIC;
 use libc::{c_int, c_void};
 
-use crate::clock::{convert_timestamps, TscLine};
+use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
 use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -31,6 +31,8 @@ pub(crate) struct Slot {
     pub(crate) claimed: AtomicBool,
     pub(crate) len: UnsafeCell<usize>,
     pub(crate) events: UnsafeCell<u64>,
+    /// Where the TSC-to-ns segment of the buffer's next flush starts.
+    calibration: UnsafeCell<Calibration>,
     pub(crate) data: UnsafeCell<[u8; SLOT_BYTES]>,
 }
 
@@ -43,6 +45,7 @@ const EMPTY_SLOT: Slot = Slot {
     claimed: AtomicBool::new(false),
     len: UnsafeCell::new(0),
     events: UnsafeCell::new(0),
+    calibration: UnsafeCell::new((0, 0)),
     data: UnsafeCell::new([0; SLOT_BYTES]),
 };
 pub(crate) static POOL: [Slot; SLOTS] = [EMPTY_SLOT; SLOTS];
@@ -64,6 +67,7 @@ pub(crate) unsafe fn my_slot() -> Option<&'static Slot> {
             .find(|&i| POOL[i as usize].claimed.compare_exchange(false, true, AcqRel, Relaxed).is_ok())?;
         *POOL[idx as usize].len.get() = 0;
         *POOL[idx as usize].events.get() = 0;
+        *POOL[idx as usize].calibration.get() = start_point();
         MY_SLOT.with(|s| s.set(idx));
         let key = THREAD_KEY.load(Relaxed);
         if key != u32::MAX {
@@ -200,8 +204,12 @@ pub(crate) unsafe fn flush_slot(slot: &Slot) {
     let saved = errno();
     let fd = stream_fd();
     let data = &mut (&mut *slot.data.get())[..*len];
-    if let Some(line) = TscLine::now() {
+    // The buffer's events all ended before this point (it is flushed as soon as it fills):
+    // they lie on the segment from the previous flush's point to this one.
+    let calibration = &mut *slot.calibration.get();
+    if let Some((line, now)) = TscLine::since(*calibration) {
         convert_timestamps(data, &line);
+        *calibration = now;
     }
     if fd < 0 || !raw_write_all(fd, data) {
         DROPPED.fetch_add(*events, Relaxed);

@@ -341,6 +341,43 @@ fn stdio_calls_count_what_they_moved() {
 }
 
 #[test]
+fn one_thread_never_overlaps_itself() {
+    // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
+    // move a call before the end of the one it followed.
+    let build = scratch();
+    let source = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    char buf[4096];
+    int fd = open("data.bin", O_RDONLY);
+    for (int i = 0; i < 100000; i++)
+        if (pread(fd, buf, sizeof buf, (i % 256) * 4096) != sizeof buf) return 1;
+    return close(fd);
+}
+"#;
+    let Some(prog) = compile_c(build.path(), "preads", source) else { return };
+    let dir = scratch();
+    write_file(&dir.path().join("data.bin"), 1 << 20);
+    let (ops, summary) = iolens_ops(&[prog.to_str().unwrap()], dir.path());
+    let reads: Vec<&Op> = ops.iter().filter(|o| o.op == "read").collect();
+    assert_eq!(reads.len(), 100_000);
+    let overlaps: Vec<(u64, u64)> = reads
+        .windows(2)
+        .filter(|w| w[1].start_ns < w[0].end_ns)
+        .map(|w| (w[0].end_ns, w[1].start_ns))
+        .collect();
+    assert!(
+        overlaps.is_empty(),
+        "{} calls start before the previous one ended: {:?}",
+        overlaps.len(),
+        &overlaps[..overlaps.len().min(5)]
+    );
+    assert!(reads.iter().all(|o| o.tid == reads[0].tid));
+    assert_eq!(summary["concurrency"]["peak_in_flight"], 1, "{}", summary["concurrency"]);
+}
+
+#[test]
 fn python_reads_via_buffered_io_and_pread() {
     let script = "import os\nwith open('data.bin','rb') as f:\n    while f.read(10000): pass\n\
                   fd = os.open('data.bin', os.O_RDONLY)\nfor i in range(100): os.pread(fd, 4096, i * 8192)\nos.close(fd)\n\
