@@ -51,6 +51,7 @@ mod clock;
 #[macro_use]
 mod record;
 mod copy;
+mod dup;
 mod io_uring;
 mod mmap;
 mod posix;

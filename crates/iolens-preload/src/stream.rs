@@ -152,7 +152,7 @@ unsafe fn open_stream() -> c_int {
     if fd < 0 {
         return -1;
     }
-    let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 900);
+    let high = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
     let fd = if high >= 0 {
         libc::syscall(libc::SYS_close, fd);
         high

@@ -17,8 +17,18 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-/// Calls and bytes per class (open, read, write, sync) on files under `under`.
-type Counts = BTreeMap<&'static str, (u64, u64)>;
+/// Calls and bytes per class (open, read, write, sync) on files under `under`, or per file
+/// (relative to `under`) and class: "out.txt write".
+type Counts = BTreeMap<String, (u64, u64)>;
+
+/// Where a call counts: its class, or its file and class.
+fn count_key(by_file: bool, path: &str, under: &str, class: &str) -> String {
+    if by_file {
+        format!("{} {class}", path.strip_prefix(under).unwrap_or(path).trim_start_matches('/'))
+    } else {
+        class.to_string()
+    }
+}
 
 /// The (class, argument index of the file) each traced call counts under: an in-kernel copy is
 /// a read of its source and a write of its destination. `None` for the file: the opened one,
@@ -41,7 +51,7 @@ fn decorated_path(arg: &str) -> Option<&str> {
 }
 
 /// Runs `cmd` under `strace -ff -y` and counts its calls on files under `under`.
-fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path) -> Counts {
+fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Counts {
     let out = tempfile::tempdir().unwrap();
     let prefix = out.path().join("st");
     let status = Command::new("strace")
@@ -68,11 +78,9 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path) -> Counts {
                     Some(i) => args.get(i).and_then(|a| decorated_path(a)),
                     None => decorated_path(result),
                 };
-                if !path.is_some_and(|p| p.starts_with(under)) {
-                    continue;
-                }
+                let Some(path) = path.filter(|p| p.starts_with(under)) else { continue };
                 let bytes: i64 = result.split('<').next().unwrap().parse().unwrap_or(-1);
-                let e = counts.entry(class).or_default();
+                let e = counts.entry(count_key(by_file, path, under, class)).or_default();
                 e.0 += 1;
                 if (class == "read" || class == "write") && bytes > 0 {
                     e.1 += bytes as u64;
@@ -143,7 +151,7 @@ fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
 
 /// Runs `cmd` under `iolens trace` and counts the events on files under `under`, as
 /// [`strace_counts`] does; returns the counts and the JSON summary.
-fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json::Value) {
+fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> (Counts, serde_json::Value) {
     let (ops, summary) = iolens_ops(cmd, cwd);
     let under = under.to_str().unwrap();
     let mut counts = Counts::new();
@@ -157,7 +165,7 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json:
             ("fsync" | "fdatasync", "posix") => "sync",
             _ => continue,
         };
-        let e = counts.entry(class).or_default();
+        let e = counts.entry(count_key(by_file, &o.path, under, class)).or_default();
         e.0 += 1;
         if (class == "read" || class == "write") && o.result > 0 {
             e.1 += o.result as u64;
@@ -170,6 +178,11 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json:
 /// directory prepared by `prepare` (so a program that changes its directory, like sqlite creating
 /// a table, sees the same start both times), and checks the counts on files in it agree.
 fn compare(cmd: &[&str], prepare: impl Fn(&Path)) -> serde_json::Value {
+    compare_counts(cmd, prepare, false)
+}
+
+/// [`compare`], file by file.
+fn compare_counts(cmd: &[&str], prepare: impl Fn(&Path), by_file: bool) -> serde_json::Value {
     if !have("strace") {
         eprintln!("skipped: strace not installed");
         return serde_json::Value::Null;
@@ -177,8 +190,8 @@ fn compare(cmd: &[&str], prepare: impl Fn(&Path)) -> serde_json::Value {
     let (strace_dir, iolens_dir) = (scratch(), scratch());
     prepare(strace_dir.path());
     prepare(iolens_dir.path());
-    let expected = strace_counts(cmd, strace_dir.path(), strace_dir.path());
-    let (got, summary) = iolens_counts(cmd, iolens_dir.path(), iolens_dir.path());
+    let expected = strace_counts(cmd, strace_dir.path(), strace_dir.path(), by_file);
+    let (got, summary) = iolens_counts(cmd, iolens_dir.path(), iolens_dir.path(), by_file);
     assert!(!expected.is_empty(), "strace saw no file I/O for {cmd:?}");
     assert_eq!(got, expected, "iolens trace vs strace for {cmd:?} (calls, bytes) per class");
     summary
@@ -307,7 +320,7 @@ fn stdio_calls_count_what_they_moved() {
     let command = format!("{} > stdout.txt", prog.display());
     let cmd = ["sh", "-c", command.as_str()];
     let (strace_dir, iolens_dir) = (scratch(), scratch());
-    let expected = strace_counts(&cmd, strace_dir.path(), strace_dir.path());
+    let expected = strace_counts(&cmd, strace_dir.path(), strace_dir.path(), false);
     let (ops, _) = iolens_ops(&cmd, iolens_dir.path());
     let under = iolens_dir.path().to_str().unwrap();
     let stdio = |op: &str| -> Vec<Op> {
@@ -375,6 +388,45 @@ int main(void) {
     );
     assert!(reads.iter().all(|o| o.tid == reads[0].tid));
     assert_eq!(summary["concurrency"]["peak_in_flight"], 1, "{}", summary["concurrency"]);
+}
+
+const DUP_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <unistd.h>
+static void put(int fd, int n) { write(fd, "0123456789", n); }
+int main(void) {
+    int log = open("log.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(log, 1);
+    close(log);
+    for (int i = 0; i < 10; i++) put(1, 1);             /* log.txt */
+    int b = open("b.txt", O_WRONLY | O_CREAT, 0644);
+    int c = open("c.txt", O_WRONLY | O_CREAT, 0644);
+    put(b, 2);                                          /* b.txt */
+    dup2(c, b);
+    put(b, 3);                                          /* c.txt, through b's number */
+    put(dup(c), 4);                                     /* c.txt */
+    put(fcntl(c, F_DUPFD, 100), 5);                     /* c.txt */
+    put(fcntl(c, F_DUPFD_CLOEXEC, 200), 6);             /* c.txt */
+    put(dup3(c, 300, O_CLOEXEC), 7);                    /* c.txt */
+    close_range(3, ~0U, 0);
+    put(100, 9);                                        /* closed: EBADF */
+    int y = open("y.txt", O_WRONLY | O_CREAT, 0644);
+    dup2(y, 900);
+    put(900, 8);                                        /* y.txt */
+    return 0;
+}
+"#;
+
+#[test]
+fn duplicated_descriptors_count_under_their_file() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "dups", DUP_PROGRAM) else { return };
+    let summary = compare_counts(&[prog.to_str().unwrap()], |_| {}, true);
+    if !summary.is_null() {
+        let files = summary["files"].to_string();
+        assert!(files.contains("c.txt") && files.contains("log.txt"), "{files}");
+    }
 }
 
 #[test]
