@@ -298,6 +298,11 @@ impl Analyzer {
         self.paths.insert(id, path.to_string());
     }
 
+    /// The path defined for `id`, for notes about events the analysis does not count.
+    pub fn path_name(&self, id: u32) -> Option<&str> {
+        self.paths.get(&id).map(String::as_str)
+    }
+
     fn export(&mut self, e: &IoEvent) {
         if self.exports.is_empty() {
             return;

@@ -429,6 +429,45 @@ fn duplicated_descriptors_count_under_their_file() {
     }
 }
 
+const IO_URING_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    struct io_uring_params params;
+    memset(&params, 0, sizeof params);
+    int ring = syscall(__NR_io_uring_setup, 8, &params);
+    if (ring < 0) return 3; /* io_uring disabled: nothing to note */
+    int fds[2] = {open("ring-data.bin", O_RDWR | O_CREAT, 0644), -1};
+    if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, fds, 2) != 0) return 1;
+    write(fds[0], "plain", 5);
+    /* Closed before the end: the ring is noted when it is made, not found at exit. */
+    close(ring);
+    return 0;
+}
+"#;
+
+#[test]
+fn an_io_uring_ring_is_noted_with_its_registered_files() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "ring", IO_URING_PROGRAM) else { return };
+    let dir = scratch();
+    let run = Command::new(&prog).current_dir(dir.path()).status().unwrap();
+    if run.code() == Some(3) {
+        eprintln!("skipped: io_uring is disabled on this machine");
+        return;
+    }
+    let (ops, summary) = iolens_ops(&[prog.to_str().unwrap()], dir.path());
+    assert_eq!(ops.iter().filter(|o| o.op == "write").count(), 1, "the plain write is counted");
+    let notes = summary["notes"].to_string();
+    assert!(
+        notes.contains("used io_uring (files registered to their rings: ") && notes.contains("ring-data.bin"),
+        "{notes}"
+    );
+}
+
 #[test]
 fn python_reads_via_buffered_io_and_pread() {
     let script = "import os\nwith open('data.bin','rb') as f:\n    while f.read(10000): pass\n\
