@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::*;
 use iolens_record::event::{NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_int, c_uint, c_ulong};
 
-use crate::record::{FD_OFFSET, FD_PATH, MAX_FDS};
+use crate::record::{FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS};
 use crate::stream::STREAM_FD;
 
 fn tracked(fd: c_int) -> bool {
@@ -37,6 +37,9 @@ fn duplicated(old: c_int, new: c_int) {
     } else {
         (NO_FILE, UNKNOWN_OFFSET)
     };
+    if tracked(old) {
+        FD_EXCLUDED[new as usize].store(FD_EXCLUDED[old as usize].load(Relaxed), Relaxed);
+    }
     FD_PATH[new as usize].store(path, Relaxed);
     FD_OFFSET[new as usize].store(offset, Relaxed);
 }

@@ -6,7 +6,10 @@ use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
 use crate::clock::now_ns;
-use crate::record::{iov_total, record, register_path, result_of, FD_OFFSET, FD_PATH, MAX_FDS, NOT_A_FILE};
+use crate::record::{
+    iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS,
+    NOT_A_FILE,
+};
 use crate::stream::STREAM_FD;
 use crate::{errno, set_errno, Guard};
 
@@ -21,6 +24,13 @@ pub(crate) unsafe fn opened(
     let t1 = now_ns();
     let err = errno();
     if fd >= 0 && (fd as usize) < MAX_FDS {
+        if let Some(reason) = not_storage(fd) {
+            // /dev/zero, a terminal, a named pipe: counted as left out, like Darshan does.
+            FD_EXCLUDED[fd as usize].store(reason as u8, Relaxed);
+            FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
+            set_errno(err);
+            return;
+        }
         let id = register_path(fd, path, dirfd);
         let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
         FD_OFFSET[fd as usize].store(start, Relaxed);

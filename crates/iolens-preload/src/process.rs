@@ -24,6 +24,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     for (i, slot) in POOL.iter().enumerate() {
         *slot.len.get() = 0;
         *slot.events.get() = 0;
+        *slot.excluded.get() = Default::default();
         if i as u32 != mine {
             slot.claimed.store(false, Relaxed);
         }

@@ -1,9 +1,11 @@
 //! What the hooks share: the descriptor table (which file, which position), and the encoding
 //! of events into the thread's buffer.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
-use iolens_record::event::{encode_event, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, NO_FILE, UNKNOWN_OFFSET};
+use iolens_record::event::{
+    encode_event, Excluded, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, NO_FILE, UNKNOWN_OFFSET,
+};
 use libc::{c_char, c_int, iovec};
 
 use crate::stream::{append, flush_slot, my_slot, push_decimal, tid, DROPPED, SLOT_BYTES, STREAM_FD};
@@ -16,6 +18,9 @@ pub(crate) static FD_PATH: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(NO_FIL
 /// Our own idea of each descriptor's file position, for read/write without an offset.
 pub(crate) static FD_OFFSET: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(UNKNOWN_OFFSET) }; MAX_FDS];
 pub(crate) const NOT_A_FILE: u32 = NO_FILE - 1;
+/// For a descriptor that is NOT_A_FILE: why ([`Excluded`] as u8).
+pub(crate) static FD_EXCLUDED: [AtomicU8; MAX_FDS] =
+    [const { AtomicU8::new(Excluded::Other as u8) }; MAX_FDS];
 
 /// Registers `fd` as referring to `path`; emits the path frame.
 pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int) -> u32 {
@@ -77,12 +82,12 @@ pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
     }
     let mut target = [0u8; 4096];
     let n = fd_link(fd, &mut target).unwrap_or(0);
-    let mut st: libc::stat = std::mem::zeroed();
-    let is_file = n > 0
-        && target[0] == b'/'
-        && libc::fstat(fd, &mut st) == 0
-        && (st.st_mode & libc::S_IFMT) == libc::S_IFREG;
-    if !is_file || fd == STREAM_FD.load(Relaxed) {
+    let excluded = match file_kind(fd) {
+        libc::S_IFREG if n > 0 && target[0] == b'/' => None,
+        kind => Some(exclusion(kind).unwrap_or(Excluded::Other)),
+    };
+    if let Some(reason) = excluded.or((fd == STREAM_FD.load(Relaxed)).then_some(Excluded::Other)) {
+        FD_EXCLUDED[fd as usize].store(reason as u8, Relaxed);
         FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
         return NOT_A_FILE;
     }
@@ -90,6 +95,43 @@ pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
     let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
     FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
     register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
+}
+
+/// The type bits of what `fd` refers to (0 when fstat fails).
+unsafe fn file_kind(fd: c_int) -> libc::mode_t {
+    let mut st: libc::stat = std::mem::zeroed();
+    if libc::fstat(fd, &mut st) == 0 {
+        st.st_mode & libc::S_IFMT
+    } else {
+        0
+    }
+}
+
+/// Why I/O on a descriptor of this type is not storage I/O; `None` for files and directories.
+fn exclusion(kind: libc::mode_t) -> Option<Excluded> {
+    match kind {
+        libc::S_IFIFO | libc::S_IFSOCK => Some(Excluded::PipeOrSocket),
+        libc::S_IFCHR => Some(Excluded::CharDevice),
+        libc::S_IFBLK => Some(Excluded::BlockDevice),
+        _ => None,
+    }
+}
+
+/// For a descriptor just opened: why it is left out, if it is a device or a pipe.
+pub(crate) unsafe fn not_storage(fd: c_int) -> Option<Excluded> {
+    exclusion(file_kind(fd))
+}
+
+/// Counts a read or write on `fd`, which is not a file, under its reason: `moved` bytes.
+pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
+    if fd < 0 || fd as usize >= MAX_FDS || fd == STREAM_FD.load(Relaxed) {
+        return;
+    }
+    let reason = FD_EXCLUDED[fd as usize].load(Relaxed) as usize;
+    let Some(slot) = my_slot() else { return };
+    let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
+    counts.0 += 1;
+    counts.1 += moved.max(0) as u64;
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
@@ -198,7 +240,11 @@ macro_rules! traced_fd_call {
                 let fd: libc::c_int = $fd;
                 let file = $crate::record::path_of(fd);
                 if file == $crate::record::NOT_A_FILE {
-                    $call
+                    let ret = $call;
+                    if $op.is_data() {
+                        $crate::record::count_excluded(fd, ret as i64);
+                    }
+                    ret
                 } else {
                     let t0 = $crate::clock::now_ns();
                     let ret = $call;

@@ -8,7 +8,7 @@ use libc::{c_char, c_int, c_void, size_t, ssize_t, FILE};
 
 use crate::clock::now_ns;
 use crate::posix::opened;
-use crate::record::{path_of, record, result_of, FD_OFFSET, FD_PATH, MAX_FDS, NOT_A_FILE};
+use crate::record::{count_excluded, path_of, record, result_of, FD_OFFSET, FD_PATH, MAX_FDS, NOT_A_FILE};
 use crate::{errno, fileno_unlocked, set_errno, Guard};
 
 extern "C" {
@@ -35,9 +35,13 @@ macro_rules! traced_stdio_call {
         match Guard::enter() {
             None => $call,
             Some(_g) => {
-                let (_, file) = stream_file($stream);
+                let (fd, file) = stream_file($stream);
                 if file == NOT_A_FILE {
-                    $call
+                    let ret = $call;
+                    if $op.is_data() {
+                        count_excluded(fd, $moved(&ret));
+                    }
+                    ret
                 } else {
                     let t0 = now_ns();
                     let ret = $call;

@@ -5,7 +5,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
-use iolens_record::event::EVENT_MAGIC;
+use iolens_record::event::{encode_excluded, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN};
 use libc::{c_int, c_void};
 
 use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
@@ -31,6 +31,9 @@ pub(crate) struct Slot {
     pub(crate) claimed: AtomicBool,
     pub(crate) len: UnsafeCell<usize>,
     pub(crate) events: UnsafeCell<u64>,
+    /// Calls on descriptors that are not files, and their bytes, by reason, since the last
+    /// write of them.
+    pub(crate) excluded: UnsafeCell<ExcludedCounts>,
     /// Where the TSC-to-ns segment of the buffer's next flush starts.
     calibration: UnsafeCell<Calibration>,
     pub(crate) data: UnsafeCell<[u8; SLOT_BYTES]>,
@@ -45,6 +48,7 @@ const EMPTY_SLOT: Slot = Slot {
     claimed: AtomicBool::new(false),
     len: UnsafeCell::new(0),
     events: UnsafeCell::new(0),
+    excluded: UnsafeCell::new([(0, 0); Excluded::ALL.len()]),
     calibration: UnsafeCell::new((0, 0)),
     data: UnsafeCell::new([0; SLOT_BYTES]),
 };
@@ -68,6 +72,7 @@ pub(crate) unsafe fn my_slot() -> Option<&'static Slot> {
         *POOL[idx as usize].len.get() = 0;
         *POOL[idx as usize].events.get() = 0;
         *POOL[idx as usize].calibration.get() = start_point();
+        *POOL[idx as usize].excluded.get() = Default::default();
         MY_SLOT.with(|s| s.set(idx));
         let key = THREAD_KEY.load(Relaxed);
         if key != u32::MAX {
@@ -227,6 +232,7 @@ pub(crate) unsafe fn flush_all() {
     for slot in &POOL {
         if slot.claimed.load(Acquire) {
             flush_slot(slot);
+            write_excluded(slot);
         }
     }
     let dropped = DROPPED.swap(0, Relaxed);
@@ -248,5 +254,29 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
     }
     let slot = &POOL[idx - 1];
     flush_slot(slot);
+    write_excluded(slot);
     slot.claimed.store(false, Release);
+}
+
+/// Writes the slot's counts of excluded calls, at the end of its thread or process (they are
+/// totals, not events: nothing is lost by keeping them until then).
+unsafe fn write_excluded(slot: &Slot) {
+    let counts = &mut *slot.excluded.get();
+    let mut frames = [0u8; EXCLUDED_FRAME_LEN * Excluded::ALL.len()];
+    let mut len = 0;
+    for (reason, (calls, bytes)) in Excluded::ALL.iter().zip(counts.iter()) {
+        if *calls > 0 {
+            frames[len..len + EXCLUDED_FRAME_LEN].copy_from_slice(&encode_excluded(*reason, *calls, *bytes));
+            len += EXCLUDED_FRAME_LEN;
+        }
+    }
+    if len == 0 {
+        return;
+    }
+    let saved = errno();
+    let fd = stream_fd();
+    if fd >= 0 && raw_write_all(fd, &frames[..len]) {
+        *counts = Default::default();
+    }
+    set_errno(saved);
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
+use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
@@ -95,6 +95,18 @@ fn summarize(
         summary.notes.push(format!(
             "{} events were DROPPED by the tracer (buffers or the trace file could not take them): totals are too low",
             report.dropped
+        ));
+    }
+    let excluded: Vec<String> = Excluded::ALL
+        .iter()
+        .zip(report.excluded)
+        .filter(|(_, (calls, _))| *calls > 0)
+        .map(|(reason, (calls, bytes))| format!("{calls} calls ({bytes} bytes) on {}", reason.description()))
+        .collect();
+    if !excluded.is_empty() {
+        summary.notes.push(format!(
+            "reads and writes on descriptors that are not files are left out, as Darshan does: {}",
+            excluded.join("; ")
         ));
     }
     if report.malformed_count > 0 {

@@ -469,6 +469,25 @@ fn an_io_uring_ring_is_noted_with_its_registered_files() {
 }
 
 #[test]
+fn calls_on_devices_and_pipes_are_counted_in_a_note() {
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let cmd = ["sh", "-c", "dd if=/dev/zero bs=4k count=10 status=none | cat > out.bin"];
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let zero = strace_counts(&cmd, strace_dir.path(), Path::new("/dev/zero"), false)["read"];
+    assert_eq!(zero, (10, 40960), "strace: dd's reads of /dev/zero");
+    let (_, summary) = iolens_ops(&cmd, iolens_dir.path());
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("left out, as Darshan does"), "{notes}");
+    assert!(notes.contains(&format!("{} calls ({} bytes) on character devices", zero.0, zero.1)), "{notes}");
+    // dd's writes into the pipe and cat's reads from it, at least the 40960 bytes each way.
+    let piped = notes.split("calls (").nth(1).and_then(|rest| rest.split(" bytes) on pipes").next());
+    assert!(piped.and_then(|b| b.parse::<u64>().ok()).is_some_and(|b| b >= 2 * 40960), "{notes}");
+}
+
+#[test]
 fn python_reads_via_buffered_io_and_pread() {
     let script = "import os\nwith open('data.bin','rb') as f:\n    while f.read(10000): pass\n\
                   fd = os.open('data.bin', os.O_RDONLY)\nfor i in range(100): os.pread(fd, 4096, i * 8192)\nos.close(fd)\n\
