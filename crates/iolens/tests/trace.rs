@@ -235,6 +235,31 @@ fn cat_copies_in_the_kernel_and_counts_the_bytes_copied() {
     }
 }
 
+const SENDFILE_SPLICE_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+int main(void) {
+    int in = open("src.bin", O_RDONLY), out = open("dst.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    off_t at = 1000;
+    if (sendfile(out, in, &at, 100000) != 100000) return 1;   /* from offset 1000 */
+    if (sendfile(out, in, NULL, 50000) != 50000) return 1;    /* from the position, 0 */
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    if (splice(in, NULL, p[1], NULL, 30000, 0) != 30000) return 1;
+    if (splice(p[0], NULL, out, NULL, 30000, 0) != 30000) return 1;
+    return 0;
+}
+"#;
+
+#[test]
+fn sendfile_and_splice_count_both_files() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "sendfile", SENDFILE_SPLICE_PROGRAM) else { return };
+    compare_counts(&[prog.to_str().unwrap()], |dir| write_file(&dir.join("src.bin"), 300_000), true);
+}
+
 #[test]
 fn tar_of_a_tree() {
     compare(&["tar", "cf", "out.tar", "tree"], |dir| {
