@@ -503,9 +503,9 @@ mod tests {
         assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0)]);
         let last = bytes.len() - EXCLUDED_FRAME_LEN;
         bytes[last + 1] = 4;
-        let err = EventReader::new(&bytes[..]).unwrap().map(|e| e.map(|_| ())).collect::<Result<(), _>>();
+        let err = EventReader::new(&bytes[..]).unwrap().find_map(Result::err);
         assert_eq!(
-            err.unwrap_err().to_string(),
+            err.unwrap().to_string(),
             format!("corrupt event stream at offset {last}: invalid exclusion reason 4")
         );
     }
