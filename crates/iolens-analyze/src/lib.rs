@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use iolens_metrics::{AgentRaw, Figures};
 use iolens_record::busy::Interval;
-use iolens_record::event::{IoEvent, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_COPY_SOURCE, NO_FILE, UNKNOWN_OFFSET};
 use serde::Serialize;
 
 pub use render::render_summary;
@@ -298,6 +298,11 @@ impl Analyzer {
         self.paths.insert(id, path.to_string());
     }
 
+    /// The path defined for `id`, for notes about events the analysis does not count.
+    pub fn path_name(&self, id: u32) -> Option<&str> {
+        self.paths.get(&id).map(String::as_str)
+    }
+
     fn export(&mut self, e: &IoEvent) {
         if self.exports.is_empty() {
             return;
@@ -329,7 +334,9 @@ impl Analyzer {
         self.first_start = self.first_start.min(e.start_ns);
         self.last_end = self.last_end.max(e.end_ns);
         let iv = Interval::new(e.start_ns, e.end_ns.max(e.start_ns));
-        let dur = iv.len();
+        // The read half of an in-kernel copy shares the write half's interval: counted once.
+        let timed = e.flags & FLAG_COPY_SOURCE == 0;
+        let dur = if timed { iv.len() } else { 0 };
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
         let acc = self.classes.entry(class_of(e.layer)).or_insert_with(|| ClassAcc {
@@ -349,11 +356,13 @@ impl Analyzer {
             duration_sum_ns: 0,
             max_extent: 0,
         });
-        if let Err(err) = acc.union.push(iv) {
-            self.spill_error.get_or_insert(err);
+        if timed {
+            if let Err(err) = acc.union.push(iv) {
+                self.spill_error.get_or_insert(err);
+            }
         }
         acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
-        if data {
+        if data && timed {
             acc.raw.record_latency(write, dur);
         }
         let c = &mut acc.raw.counters;
@@ -405,7 +414,9 @@ impl Analyzer {
         }
 
         let f = self.files.entry(e.file).or_default();
-        f.union.push(iv);
+        if timed {
+            f.union.push(iv);
+        }
         if data {
             f.ops = f.ops.saturating_add(1);
             f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
@@ -416,13 +427,15 @@ impl Analyzer {
             }
         }
         let p = self.processes.entry(e.pid).or_default();
-        p.union.push(iv);
+        if timed {
+            p.union.push(iv);
+        }
         p.threads.insert(e.tid);
         if data {
             p.ops = p.ops.saturating_add(1);
             p.bytes = p.bytes.saturating_add(e.requested);
         }
-        if self.opts.top > 0 {
+        if self.opts.top > 0 && timed {
             self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
             if self.slowest.len() > self.opts.top {
                 self.slowest.pop();

@@ -1,4 +1,4 @@
-use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_COPY_SOURCE, UNKNOWN_OFFSET};
 
 use super::*;
 
@@ -68,6 +68,19 @@ fn figures_are_exact() {
     let sum: f64 = (100 + 100 + 200 + 100 + 400 + 100) as f64;
     assert!((s.concurrency.mean_in_flight - sum / 840.0).abs() < 1e-12);
     assert_eq!(s.aggregate_layer, "posix+stdio");
+}
+
+#[test]
+fn an_in_kernel_copy_counts_both_files_once_in_time() {
+    // copy_file_range of 8 KiB from /a to /b, as the tracer records it: a read and a write over
+    // the same interval, the read flagged.
+    let read = IoEvent { flags: FLAG_COPY_SOURCE, ..ev(1, 0, IoOp::Read, 0, 8192, 100, 300) };
+    let write = ev(1, 1, IoOp::Write, 0, 8192, 100, 300);
+    let s = analyze(&[read, write], AnalyzeOptions::default());
+    let f = &s.figures;
+    assert_eq!((f.read_ops, f.write_ops, f.bytes), (1, 1, 2 * 8192), "both files' bytes");
+    assert_eq!(f.busy_s, 200e-9);
+    assert_eq!(s.concurrency.peak_in_flight, Some(1), "one call, not two in flight");
 }
 
 #[test]

@@ -93,6 +93,8 @@ pub struct ImportReport {
     pub malformed: Vec<Malformed>,
     /// Events the writer of the trace said it lost.
     pub dropped: u64,
+    /// Calls the writer left out (not on files), and their bytes, by reason.
+    pub excluded: iolens_record::event::ExcludedCounts,
     pub notes: Vec<String>,
     /// The sink asked to stop: the events are those before that point.
     pub interrupted: bool,
@@ -132,6 +134,7 @@ impl<'a> Ctx<'a> {
                 malformed_count: 0,
                 malformed: Vec::new(),
                 dropped: 0,
+                excluded: Default::default(),
                 notes: Vec::new(),
                 interrupted: false,
             },

@@ -104,6 +104,9 @@ fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<Option<
         }
     };
     ctx.report.dropped = ctx.report.dropped.saturating_add(reader.dropped);
+    for (total, (calls, bytes)) in ctx.report.excluded.iter_mut().zip(reader.excluded) {
+        *total = (total.0.saturating_add(calls), total.1.saturating_add(bytes));
+    }
     Ok(cut)
 }
 
@@ -177,6 +180,7 @@ mod tests {
             w.path(1, paths[1]).unwrap();
             w.event(&ev(1, IoOp::Write, 2)).unwrap();
             w.dropped(2).unwrap();
+            w.excluded(iolens_record::event::Excluded::PipeOrSocket, 5, 10).unwrap();
             std::fs::write(dir.path().join(name), w.into_inner()).unwrap();
         }
         std::fs::write(dir.path().join("ignored.txt"), "x").unwrap();
@@ -184,6 +188,7 @@ mod tests {
         let r = import(dir.path(), Format::Events, false, &mut c).unwrap();
         assert_eq!(r.events, 4);
         assert_eq!(r.dropped, 4);
+        assert_eq!(r.excluded[0], (10, 20), "excluded calls of both streams");
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/a", "/b", "/c", "/a"]);
         assert_eq!(c.paths.len(), 4, "ids are per definition, unique over the import");

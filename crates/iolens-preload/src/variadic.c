@@ -1,4 +1,4 @@
-/* Variadic hooks: fprintf and the execl family. They forward to non-variadic functions and
+/* Variadic hooks: the printf family and the execl family. They forward to non-variadic functions and
  * report to the Rust recorder, which owns all state. */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -8,9 +8,31 @@
 
 /* Implemented in Rust (lib.rs). */
 extern int iolens_hook_vfprintf(FILE *stream, const char *format, va_list ap);
+extern FILE *iolens_stdout(void);
 extern int execv(const char *path, char *const argv[]);
 extern int execvp(const char *file, char *const argv[]);
 extern int execve(const char *path, char *const argv[], char *const envp[]);
+
+/* The _chk forms (_FORTIFY_SOURCE) differ by a flag asking for extra checks of the format;
+ * they are formatted by the plain function. */
+
+int vfprintf(FILE *stream, const char *format, va_list ap) {
+    return iolens_hook_vfprintf(stream, format, ap);
+}
+
+int __vfprintf_chk(FILE *stream, int flag, const char *format, va_list ap) {
+    (void)flag;
+    return iolens_hook_vfprintf(stream, format, ap);
+}
+
+int vprintf(const char *format, va_list ap) {
+    return iolens_hook_vfprintf(iolens_stdout(), format, ap);
+}
+
+int __vprintf_chk(int flag, const char *format, va_list ap) {
+    (void)flag;
+    return iolens_hook_vfprintf(iolens_stdout(), format, ap);
+}
 
 int fprintf(FILE *stream, const char *format, ...) {
     va_list ap;
@@ -25,6 +47,23 @@ int __fprintf_chk(FILE *stream, int flag, const char *format, ...) {
     va_list ap;
     va_start(ap, format);
     int ret = iolens_hook_vfprintf(stream, format, ap);
+    va_end(ap);
+    return ret;
+}
+
+int printf(const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vfprintf(iolens_stdout(), format, ap);
+    va_end(ap);
+    return ret;
+}
+
+int __printf_chk(int flag, const char *format, ...) {
+    (void)flag;
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vfprintf(iolens_stdout(), format, ap);
     va_end(ap);
     return ret;
 }

@@ -13,7 +13,9 @@
 //!   (bytes, or −errno), start_ns u64, end_ns u64, 8 reserved bytes;
 //! - `2` — a path: id u32, length u16, then that many UTF-8 bytes. A path frame precedes the
 //!   first event that uses its id;
-//! - `3` — a drop count: u64 events the writer could not record (reported, never silent).
+//! - `3` — a drop count: u64 events the writer could not record (reported, never silent);
+//! - `4` — excluded calls: reason u8 ([`Excluded`]), calls u64, bytes u64: reads and writes on
+//!   descriptors that are not files (pipes, terminals, `/dev/zero`), counted, not recorded.
 //!
 //! One process (or one thread) writes one stream; a trace is a set of streams whose path ids
 //! are local to each stream (readers map them through the stream's own table).
@@ -29,6 +31,63 @@ pub const EVENT_FRAME_LEN: usize = 65;
 const TAG_EVENT: u8 = 1;
 const TAG_PATH: u8 = 2;
 const TAG_DROPPED: u8 = 3;
+const TAG_EXCLUDED: u8 = 4;
+/// Length of an excluded-calls frame, its tag included.
+pub const EXCLUDED_FRAME_LEN: usize = 18;
+
+/// Why calls on a descriptor are not recorded as I/O (as Darshan leaves them out): what the
+/// descriptor refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Excluded {
+    /// Pipes, sockets and FIFOs: communication, not storage.
+    PipeOrSocket = 0,
+    /// Character devices: terminals, `/dev/zero`, `/dev/null`, `/dev/urandom`.
+    CharDevice = 1,
+    /// Block devices, read or written raw.
+    BlockDevice = 2,
+    /// Anything else that is not a regular file (directories, eventfds, …).
+    Other = 3,
+}
+
+impl Excluded {
+    pub const ALL: [Excluded; 4] =
+        [Excluded::PipeOrSocket, Excluded::CharDevice, Excluded::BlockDevice, Excluded::Other];
+
+    pub fn from_u8(v: u8) -> Option<Excluded> {
+        Excluded::ALL.get(v as usize).copied()
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Excluded::PipeOrSocket => "pipes and sockets",
+            Excluded::CharDevice => "character devices (terminals, /dev/zero, /dev/null)",
+            Excluded::BlockDevice => "raw block devices",
+            Excluded::Other => "other non-files",
+        }
+    }
+}
+
+/// Calls and bytes left out, per [`Excluded`] reason.
+pub type ExcludedCounts = [(u64, u64); Excluded::ALL.len()];
+
+/// Encodes an excluded-calls frame.
+pub fn encode_excluded(reason: Excluded, calls: u64, bytes: u64) -> [u8; EXCLUDED_FRAME_LEN] {
+    let mut out = [0u8; EXCLUDED_FRAME_LEN];
+    out[0] = TAG_EXCLUDED;
+    out[1] = reason as u8;
+    out[2..10].copy_from_slice(&calls.to_le_bytes());
+    out[10..18].copy_from_slice(&bytes.to_le_bytes());
+    out
+}
+
+/// Event flag: a marker (op `Other`, no file) that the process had an io_uring instance, whose
+/// requests bypass libc and so every hook.
+pub const FLAG_IO_URING_SEEN: u16 = 1;
+/// Event flag: the read half of an in-kernel copy (copy_file_range, sendfile, splice), recorded
+/// beside the write half over the same interval. Its bytes and call count; its time is the
+/// write half's, so it adds no busy time and no second call in flight.
+pub const FLAG_COPY_SOURCE: u16 = 2;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -260,6 +319,10 @@ impl<W: Write> EventWriter<W> {
         self.out.write_all(&count.to_le_bytes())
     }
 
+    pub fn excluded(&mut self, reason: Excluded, calls: u64, bytes: u64) -> io::Result<()> {
+        self.out.write_all(&encode_excluded(reason, calls, bytes))
+    }
+
     pub fn into_inner(self) -> W {
         self.out
     }
@@ -276,6 +339,8 @@ pub struct EventReader<R: Read> {
     pub paths: PathTable,
     /// Events the writer reported it could not record.
     pub dropped: u64,
+    /// Calls the writer left out, and their bytes, by reason.
+    pub excluded: ExcludedCounts,
     /// Byte offset of the next frame, for error messages.
     offset: u64,
     /// Set after an error: a reader does not resynchronize inside a corrupt stream.
@@ -289,7 +354,14 @@ impl<R: Read> EventReader<R> {
         if &magic != EVENT_MAGIC {
             return Err(EventError::BadMagic);
         }
-        Ok(EventReader { input, paths: PathTable::default(), dropped: 0, offset: 8, failed: false })
+        Ok(EventReader {
+            input,
+            paths: PathTable::default(),
+            dropped: 0,
+            excluded: Default::default(),
+            offset: 8,
+            failed: false,
+        })
     }
 
     /// Byte offset of the next frame.
@@ -350,6 +422,17 @@ impl<R: Read> EventReader<R> {
                     self.fill(&mut b, frame)?;
                     self.dropped = self.dropped.saturating_add(u64::from_le_bytes(b));
                 }
+                TAG_EXCLUDED => {
+                    let mut b = [0u8; EXCLUDED_FRAME_LEN - 1];
+                    self.fill(&mut b, frame)?;
+                    let reason = Excluded::from_u8(b[0]).ok_or_else(|| EventError::Corrupt {
+                        offset: frame,
+                        message: format!("invalid exclusion reason {}", b[0]),
+                    })?;
+                    let counts = &mut self.excluded[reason as usize];
+                    counts.0 = counts.0.saturating_add(u64::from_le_bytes(b[1..9].try_into().unwrap()));
+                    counts.1 = counts.1.saturating_add(u64::from_le_bytes(b[9..17].try_into().unwrap()));
+                }
                 other => {
                     return Err(EventError::Corrupt {
                         offset: frame,
@@ -405,6 +488,26 @@ mod tests {
         assert_eq!(r.paths.get(1), Some("/b/ü"));
         assert_eq!(r.dropped, 3);
         assert!(events[5].failed());
+    }
+
+    #[test]
+    fn excluded_counts_add_up_per_reason() {
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.excluded(Excluded::CharDevice, 3, 300).unwrap();
+        w.event(&ev(1)).unwrap();
+        w.excluded(Excluded::CharDevice, 1, 50).unwrap();
+        w.excluded(Excluded::PipeOrSocket, 2, 7).unwrap();
+        let mut bytes = w.into_inner();
+        let mut r = EventReader::new(&bytes[..]).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0)]);
+        let last = bytes.len() - EXCLUDED_FRAME_LEN;
+        bytes[last + 1] = 4;
+        let err = EventReader::new(&bytes[..]).unwrap().find_map(Result::err);
+        assert_eq!(
+            err.unwrap().to_string(),
+            format!("corrupt event stream at offset {last}: invalid exclusion reason 4")
+        );
     }
 
     #[test]

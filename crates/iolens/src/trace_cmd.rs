@@ -1,5 +1,6 @@
 //! `iolens trace` and `iolens analyze`: the same summary, from a live program or a trace file.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -13,20 +14,19 @@ use std::time::Instant;
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{IoEvent, IoOp};
+use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
 const PRELOAD_NAME: &str = "libiolens_preload.so";
 
-/// Event flag set by the preload on a marker event: the process used io_uring.
-const FLAG_IO_URING_SEEN: u16 = 1;
-
-/// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed.
+/// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
+/// and the files they registered to their rings.
 struct Feed<'a> {
     analyzer: &'a mut Analyzer,
-    io_uring_pids: std::collections::BTreeSet<u32>,
+    io_uring_pids: BTreeSet<u32>,
+    io_uring_files: BTreeSet<u32>,
 }
 
 impl EventSink for Feed<'_> {
@@ -36,6 +36,9 @@ impl EventSink for Feed<'_> {
     fn event(&mut self, e: &IoEvent) {
         if e.op == IoOp::Other && e.flags & FLAG_IO_URING_SEEN != 0 {
             self.io_uring_pids.insert(e.pid);
+            if e.file != NO_FILE {
+                self.io_uring_files.insert(e.file);
+            }
             return;
         }
         self.analyzer.event(e);
@@ -69,19 +72,41 @@ fn summarize(
     opts: AnalyzeOptions,
 ) -> Result<(TraceSummary, ImportReport), String> {
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
-    let mut feed = Feed { analyzer: &mut analyzer, io_uring_pids: Default::default() };
+    let mut feed = Feed {
+        analyzer: &mut analyzer,
+        io_uring_pids: Default::default(),
+        io_uring_files: Default::default(),
+    };
     let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
+    let io_uring_files: Vec<&str> =
+        feed.io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
+    let registered = if io_uring_files.is_empty() {
+        String::new()
+    } else {
+        format!(" (files registered to their rings: {})", io_uring_files.join(", "))
+    };
+    let io_uring_note = (!io_uring_pids.is_empty()).then(|| format!(
+        "process(es) {io_uring_pids:?} used io_uring{registered}: their io_uring requests bypass libc and are NOT in these figures"
+    ));
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
-    if !io_uring_pids.is_empty() {
-        summary.notes.push(format!(
-            "process(es) {io_uring_pids:?} used io_uring: their io_uring requests bypass libc and are NOT in these figures"
-        ));
-    }
+    summary.notes.extend(io_uring_note);
     if report.dropped > 0 {
         summary.notes.push(format!(
             "{} events were DROPPED by the tracer (buffers or the trace file could not take them): totals are too low",
             report.dropped
+        ));
+    }
+    let excluded: Vec<String> = Excluded::ALL
+        .iter()
+        .zip(report.excluded)
+        .filter(|(_, (calls, _))| *calls > 0)
+        .map(|(reason, (calls, bytes))| format!("{calls} calls ({bytes} bytes) on {}", reason.description()))
+        .collect();
+    if !excluded.is_empty() {
+        summary.notes.push(format!(
+            "reads and writes on descriptors that are not files are left out, as Darshan does: {}",
+            excluded.join("; ")
         ));
     }
     if report.malformed_count > 0 {

@@ -17,26 +17,46 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-/// Calls and bytes per class (read, write, copy, sync) on files under `under`.
-type Counts = BTreeMap<&'static str, (u64, u64)>;
+/// Calls and bytes per class (open, read, write, sync) on files under `under`, or per file
+/// (relative to `under`) and class: "out.txt write".
+type Counts = BTreeMap<String, (u64, u64)>;
 
-fn class_of(call: &str) -> Option<&'static str> {
-    match call {
-        "read" | "pread64" | "readv" | "preadv" | "preadv2" => Some("read"),
-        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Some("write"),
-        "copy_file_range" | "sendfile" => Some("copy"),
-        "fsync" | "fdatasync" => Some("sync"),
-        _ => None,
+/// Where a call counts: its class, or its file and class.
+fn count_key(by_file: bool, path: &str, under: &str, class: &str) -> String {
+    if by_file {
+        format!("{} {class}", path.strip_prefix(under).unwrap_or(path).trim_start_matches('/'))
+    } else {
+        class.to_string()
     }
 }
 
+/// The (class, argument index of the file) each traced call counts under: an in-kernel copy is
+/// a read of its source and a write of its destination. `None` for the file: the opened one,
+/// named in the result.
+fn classes_of(call: &str) -> &'static [(&'static str, Option<usize>)] {
+    match call {
+        "open" | "openat" | "creat" | "openat2" => &[("open", None)],
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" => &[("read", Some(0))],
+        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => &[("write", Some(0))],
+        "copy_file_range" | "splice" => &[("read", Some(0)), ("write", Some(2))],
+        "sendfile" => &[("read", Some(1)), ("write", Some(0))],
+        "fsync" | "fdatasync" => &[("sync", Some(0))],
+        _ => &[],
+    }
+}
+
+/// The path strace -y writes after a descriptor: `3</tmp/x>` gives `/tmp/x`.
+fn decorated_path(arg: &str) -> Option<&str> {
+    arg.split_once('<').map(|(_, p)| p.trim_end_matches('>'))
+}
+
 /// Runs `cmd` under `strace -ff -y` and counts its calls on files under `under`.
-fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path) -> Counts {
+fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Counts {
     let out = tempfile::tempdir().unwrap();
     let prefix = out.path().join("st");
     let status = Command::new("strace")
         .args(["-ff", "-y", "-qq", "-e", "signal=none", "-e"])
-        .arg("trace=read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,fsync,fdatasync")
+        .arg("trace=open,openat,creat,openat2,read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,splice,fsync,fdatasync")
         .arg("-o")
         .arg(&prefix)
         .args(cmd)
@@ -50,33 +70,42 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path) -> Counts {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for line in text.lines() {
             let Some((call, rest)) = line.split_once('(') else { continue };
-            let Some(class) = class_of(call) else { continue };
-            // The file is the first fd argument, or for copies the destination (third).
+            let Some((_, returned)) = rest.rsplit_once(" = ") else { continue };
+            let result = returned.split(' ').next().unwrap();
             let args: Vec<&str> = rest.split(", ").collect();
-            let fd_arg =
-                if class == "copy" && call == "copy_file_range" { args.get(2) } else { args.first() };
-            let Some(path) = fd_arg.and_then(|a| a.split_once('<')).map(|(_, p)| p.trim_end_matches('>'))
-            else {
-                continue;
-            };
-            if !path.starts_with(under) {
-                continue;
-            }
-            let result: i64 =
-                line.rsplit(" = ").next().unwrap().split(' ').next().unwrap().parse().unwrap_or(-1);
-            let e = counts.entry(class).or_default();
-            e.0 += 1;
-            if class != "sync" && result > 0 {
-                e.1 += result as u64;
+            for &(class, file_arg) in classes_of(call) {
+                let path = match file_arg {
+                    Some(i) => args.get(i).and_then(|a| decorated_path(a)),
+                    None => decorated_path(result),
+                };
+                let Some(path) = path.filter(|p| p.starts_with(under)) else { continue };
+                let bytes: i64 = result.split('<').next().unwrap().parse().unwrap_or(-1);
+                let e = counts.entry(count_key(by_file, path, under, class)).or_default();
+                e.0 += 1;
+                if (class == "read" || class == "write") && bytes > 0 {
+                    e.1 += bytes as u64;
+                }
             }
         }
     }
     counts
 }
 
-/// Runs `cmd` under `iolens trace` and counts the POSIX events on files under `under` from
-/// the per-op CSV; returns the counts and the JSON summary.
-fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json::Value) {
+/// One row of `iolens trace --csv`.
+#[derive(Debug, Clone)]
+struct Op {
+    tid: u64,
+    path: String,
+    op: String,
+    layer: String,
+    requested: u64,
+    result: i64,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// Runs `cmd` under `iolens trace`; returns its per-op rows and its JSON summary.
+fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
     let out = scratch();
     let csv = out.path().join("ops.csv");
     let json = out.path().join("s.json");
@@ -96,34 +125,52 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json:
         String::from_utf8_lossy(&run.stderr),
         String::from_utf8_lossy(&run.stdout)
     );
-    let under = under.to_str().unwrap();
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col =
         |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("CSV column {name}"));
-    let (c_path, c_op, c_layer, c_result) = (col("path"), col("op"), col("layer"), col("result"));
+    let ops = lines
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            Op {
+                tid: f[col("tid")].parse().unwrap(),
+                path: f[col("path")].trim_matches('"').to_string(),
+                op: f[col("op")].to_string(),
+                layer: f[col("layer")].to_string(),
+                requested: f[col("requested")].parse().unwrap(),
+                result: f[col("result")].parse().unwrap(),
+                start_ns: f[col("start_ns")].parse().unwrap(),
+                end_ns: f[col("end_ns")].parse().unwrap(),
+            }
+        })
+        .collect();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (ops, summary)
+}
+
+/// Runs `cmd` under `iolens trace` and counts the events on files under `under`, as
+/// [`strace_counts`] does; returns the counts and the JSON summary.
+fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> (Counts, serde_json::Value) {
+    let (ops, summary) = iolens_ops(cmd, cwd);
+    let under = under.to_str().unwrap();
     let mut counts = Counts::new();
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        if f[c_layer] != "posix" || !f[c_path].trim_matches('"').starts_with(under) {
-            continue;
-        }
-        let class = match f[c_op] {
-            "read" => "read",
-            "write" => "write",
-            "copy" => "copy",
-            "fsync" | "fdatasync" => "sync",
+    for o in ops.iter().filter(|o| o.path.starts_with(under)) {
+        // stdio's opens are the program's (its kernel calls bypass the POSIX hooks); its reads
+        // and writes are buffered, so only the POSIX ones match strace call for call.
+        let class = match (o.op.as_str(), o.layer.as_str()) {
+            ("open", "posix" | "stdio") => "open",
+            ("read", "posix") => "read",
+            ("write", "posix") => "write",
+            ("fsync" | "fdatasync", "posix") => "sync",
             _ => continue,
         };
-        let result: i64 = f[c_result].parse().unwrap();
-        let e = counts.entry(class).or_default();
+        let e = counts.entry(count_key(by_file, &o.path, under, class)).or_default();
         e.0 += 1;
-        if class != "sync" && result > 0 {
-            e.1 += result as u64;
+        if (class == "read" || class == "write") && o.result > 0 {
+            e.1 += o.result as u64;
         }
     }
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     (counts, summary)
 }
 
@@ -131,6 +178,11 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path) -> (Counts, serde_json:
 /// directory prepared by `prepare` (so a program that changes its directory, like sqlite creating
 /// a table, sees the same start both times), and checks the counts on files in it agree.
 fn compare(cmd: &[&str], prepare: impl Fn(&Path)) -> serde_json::Value {
+    compare_counts(cmd, prepare, false)
+}
+
+/// [`compare`], file by file.
+fn compare_counts(cmd: &[&str], prepare: impl Fn(&Path), by_file: bool) -> serde_json::Value {
     if !have("strace") {
         eprintln!("skipped: strace not installed");
         return serde_json::Value::Null;
@@ -138,8 +190,8 @@ fn compare(cmd: &[&str], prepare: impl Fn(&Path)) -> serde_json::Value {
     let (strace_dir, iolens_dir) = (scratch(), scratch());
     prepare(strace_dir.path());
     prepare(iolens_dir.path());
-    let expected = strace_counts(cmd, strace_dir.path(), strace_dir.path());
-    let (got, summary) = iolens_counts(cmd, iolens_dir.path(), iolens_dir.path());
+    let expected = strace_counts(cmd, strace_dir.path(), strace_dir.path(), by_file);
+    let (got, summary) = iolens_counts(cmd, iolens_dir.path(), iolens_dir.path(), by_file);
     assert!(!expected.is_empty(), "strace saw no file I/O for {cmd:?}");
     assert_eq!(got, expected, "iolens trace vs strace for {cmd:?} (calls, bytes) per class");
     summary
@@ -174,6 +226,41 @@ fn cp_of_a_file() {
 }
 
 #[test]
+fn cat_copies_in_the_kernel_and_counts_the_bytes_copied() {
+    // coreutils' cat copies with copy_file_range, asking for nearly SSIZE_MAX bytes each time.
+    let summary = compare(&["sh", "-c", "cat x.bin > y.bin"], |dir| write_file(&dir.join("x.bin"), 300_000));
+    if !summary.is_null() {
+        assert_eq!(summary["write_bytes"], 300_000, "bytes copied, not the length asked for");
+        assert_eq!(summary["read_bytes"], 300_000);
+    }
+}
+
+const SENDFILE_SPLICE_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+int main(void) {
+    int in = open("src.bin", O_RDONLY), out = open("dst.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    off_t at = 1000;
+    if (sendfile(out, in, &at, 100000) != 100000) return 1;   /* from offset 1000 */
+    if (sendfile(out, in, NULL, 50000) != 50000) return 1;    /* from the position, 0 */
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    if (splice(in, NULL, p[1], NULL, 30000, 0) != 30000) return 1;
+    if (splice(p[0], NULL, out, NULL, 30000, 0) != 30000) return 1;
+    return 0;
+}
+"#;
+
+#[test]
+fn sendfile_and_splice_count_both_files() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "sendfile", SENDFILE_SPLICE_PROGRAM) else { return };
+    compare_counts(&[prog.to_str().unwrap()], |dir| write_file(&dir.join("src.bin"), 300_000), true);
+}
+
+#[test]
 fn tar_of_a_tree() {
     compare(&["tar", "cf", "out.tar", "tree"], |dir| {
         let tree = dir.join("tree");
@@ -184,6 +271,245 @@ fn tar_of_a_tree() {
             write_file(&tree.join(f), (i + 1) * 70_000);
         }
     });
+}
+
+#[test]
+fn tar_czf_opens_through_the_fortified_open() {
+    // Debian's tar is built with _FORTIFY_SOURCE and opens through __openat_2; gzip writes the
+    // archive through a pipe from tar.
+    compare(&["tar", "czf", "out.tgz", "tree"], |dir| {
+        for (i, f) in ["tree/a/1", "tree/a/2", "tree/b/3"].iter().enumerate() {
+            std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+            write_file(&dir.join(f), (i + 1) * 40_000);
+        }
+    });
+}
+
+/// Compiles the C program `source` into `dir` (fortified, as distributions build); `None`, with
+/// a note, without gcc.
+fn compile_c(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
+    if !have("gcc") {
+        eprintln!("skipped: gcc not installed");
+        return None;
+    }
+    let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&c, source).unwrap();
+    let out =
+        Command::new("gcc").args(["-O2", "-D_FORTIFY_SOURCE=2", "-o"]).arg(&exe).arg(&c).output().unwrap();
+    assert!(out.status.success(), "gcc {name}: {}", String::from_utf8_lossy(&out.stderr));
+    Some(exe)
+}
+
+const STDIO_PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    FILE *f = fopen("out.txt", "w");
+    for (int i = 0; i < 100; i++) {
+        fprintf(f, "line %d\n", i);
+        fputs("fputs\n", f);
+        fputc('c', f);
+        putc('\n', f);
+        fwrite("0123456789", 1, 10, f);
+    }
+    fclose(f);
+    for (int i = 0; i < 50; i++) printf("stdout %d\n", i);
+    fflush(stdout);
+    char buf[4096];
+    f = fopen("out.txt", "r");
+    while (fgets(buf, sizeof buf, f)) {}
+    rewind(f);
+    char *line = NULL;
+    size_t n = 0;
+    while (getline(&line, &n, f) > 0) {}
+    free(line);
+    rewind(f);
+    while (fgetc(f) != EOF) {}
+    rewind(f);
+    while (getc(f) != EOF) {}
+    rewind(f);
+    while (fread(buf, 1, 1000, f) > 0) {}
+    fclose(f);
+    return 0;
+}
+"#;
+
+#[test]
+fn stdio_calls_count_what_they_moved() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "stdio", STDIO_PROGRAM) else { return };
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let command = format!("{} > stdout.txt", prog.display());
+    let cmd = ["sh", "-c", command.as_str()];
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let expected = strace_counts(&cmd, strace_dir.path(), strace_dir.path(), false);
+    let (ops, _) = iolens_ops(&cmd, iolens_dir.path());
+    let under = iolens_dir.path().to_str().unwrap();
+    let stdio = |op: &str| -> Vec<Op> {
+        ops.iter()
+            .filter(|o| o.layer == "stdio" && o.op == op && o.path.starts_with(under))
+            .cloned()
+            .collect()
+    };
+    let (writes, reads) = (stdio("write"), stdio("read"));
+
+    // fprintf, fputs, fputc, putc, fwrite 100 times each, then printf 50 times.
+    assert_eq!(writes.len(), 550, "every stdio write call");
+    let written: i64 = writes.iter().map(|o| o.result).sum();
+    assert_eq!(written as u64, expected["write"].1, "stdio bytes written vs the kernel's (strace)");
+    assert!(writes.iter().all(|o| o.requested == o.result as u64), "each asked for what it wrote");
+
+    // The file read five times over: by lines (fgets, getline), by characters (fgetc, getc), in
+    // blocks of 1000 (fread); each pass ends with a call that finds the end of the file.
+    let size: u64 = (0..100).map(|i| format!("line {i}\n").len() as u64 + 6 + 2 + 10).sum();
+    let lines = 301; // the last, "0123456789", without its newline
+    let blocks = size.div_ceil(1000);
+    assert_eq!(reads.len() as u64, 2 * (lines + 1) + 2 * (size + 1) + (blocks + 1), "every stdio read call");
+    let read: i64 = reads.iter().map(|o| o.result).sum();
+    assert_eq!(read as u64, 5 * size, "bytes read: five passes over the file");
+    let requested: u64 = reads.iter().map(|o| o.requested).sum();
+    assert_eq!(
+        requested,
+        2 * size + 2 * (size + 1) + (blocks + 1) * 1000,
+        "a line read asks for the line, not the buffer's size"
+    );
+}
+
+#[test]
+fn one_thread_never_overlaps_itself() {
+    // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
+    // move a call before the end of the one it followed.
+    let build = scratch();
+    let source = r#"
+#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    char buf[4096];
+    int fd = open("data.bin", O_RDONLY);
+    for (int i = 0; i < 100000; i++)
+        if (pread(fd, buf, sizeof buf, (i % 256) * 4096) != sizeof buf) return 1;
+    return close(fd);
+}
+"#;
+    let Some(prog) = compile_c(build.path(), "preads", source) else { return };
+    let dir = scratch();
+    write_file(&dir.path().join("data.bin"), 1 << 20);
+    let (ops, summary) = iolens_ops(&[prog.to_str().unwrap()], dir.path());
+    let reads: Vec<&Op> = ops.iter().filter(|o| o.op == "read").collect();
+    assert_eq!(reads.len(), 100_000);
+    let overlaps: Vec<(u64, u64)> = reads
+        .windows(2)
+        .filter(|w| w[1].start_ns < w[0].end_ns)
+        .map(|w| (w[0].end_ns, w[1].start_ns))
+        .collect();
+    assert!(
+        overlaps.is_empty(),
+        "{} calls start before the previous one ended: {:?}",
+        overlaps.len(),
+        &overlaps[..overlaps.len().min(5)]
+    );
+    assert!(reads.iter().all(|o| o.tid == reads[0].tid));
+    assert_eq!(summary["concurrency"]["peak_in_flight"], 1, "{}", summary["concurrency"]);
+}
+
+const DUP_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <unistd.h>
+static void put(int fd, int n) { write(fd, "0123456789", n); }
+int main(void) {
+    int log = open("log.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(log, 1);
+    close(log);
+    for (int i = 0; i < 10; i++) put(1, 1);             /* log.txt */
+    int b = open("b.txt", O_WRONLY | O_CREAT, 0644);
+    int c = open("c.txt", O_WRONLY | O_CREAT, 0644);
+    put(b, 2);                                          /* b.txt */
+    dup2(c, b);
+    put(b, 3);                                          /* c.txt, through b's number */
+    put(dup(c), 4);                                     /* c.txt */
+    put(fcntl(c, F_DUPFD, 100), 5);                     /* c.txt */
+    put(fcntl(c, F_DUPFD_CLOEXEC, 200), 6);             /* c.txt */
+    put(dup3(c, 300, O_CLOEXEC), 7);                    /* c.txt */
+    close_range(3, ~0U, 0);
+    put(100, 9);                                        /* closed: EBADF */
+    int y = open("y.txt", O_WRONLY | O_CREAT, 0644);
+    dup2(y, 900);
+    put(900, 8);                                        /* y.txt */
+    return 0;
+}
+"#;
+
+#[test]
+fn duplicated_descriptors_count_under_their_file() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "dups", DUP_PROGRAM) else { return };
+    let summary = compare_counts(&[prog.to_str().unwrap()], |_| {}, true);
+    if !summary.is_null() {
+        let files = summary["files"].to_string();
+        assert!(files.contains("c.txt") && files.contains("log.txt"), "{files}");
+    }
+}
+
+const IO_URING_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    struct io_uring_params params;
+    memset(&params, 0, sizeof params);
+    int ring = syscall(__NR_io_uring_setup, 8, &params);
+    if (ring < 0) return 3; /* io_uring disabled: nothing to note */
+    int fds[2] = {open("ring-data.bin", O_RDWR | O_CREAT, 0644), -1};
+    if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_FILES, fds, 2) != 0) return 1;
+    write(fds[0], "plain", 5);
+    /* Closed before the end: the ring is noted when it is made, not found at exit. */
+    close(ring);
+    return 0;
+}
+"#;
+
+#[test]
+fn an_io_uring_ring_is_noted_with_its_registered_files() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "ring", IO_URING_PROGRAM) else { return };
+    let dir = scratch();
+    let run = Command::new(&prog).current_dir(dir.path()).status().unwrap();
+    if run.code() == Some(3) {
+        eprintln!("skipped: io_uring is disabled on this machine");
+        return;
+    }
+    let (ops, summary) = iolens_ops(&[prog.to_str().unwrap()], dir.path());
+    assert_eq!(ops.iter().filter(|o| o.op == "write").count(), 1, "the plain write is counted");
+    let notes = summary["notes"].to_string();
+    assert!(
+        notes.contains("used io_uring (files registered to their rings: ") && notes.contains("ring-data.bin"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn calls_on_devices_and_pipes_are_counted_in_a_note() {
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let cmd = ["sh", "-c", "dd if=/dev/zero bs=4k count=10 status=none | cat > out.bin"];
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let zero = strace_counts(&cmd, strace_dir.path(), Path::new("/dev/zero"), false)["read"];
+    assert_eq!(zero, (10, 40960), "strace: dd's reads of /dev/zero");
+    let (_, summary) = iolens_ops(&cmd, iolens_dir.path());
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("left out, as Darshan does"), "{notes}");
+    assert!(notes.contains(&format!("{} calls ({} bytes) on character devices", zero.0, zero.1)), "{notes}");
+    // dd's writes into the pipe and cat's reads from it, at least the 40960 bytes each way.
+    let piped = notes.split("calls (").nth(1).and_then(|rest| rest.split(" bytes) on pipes").next());
+    assert!(piped.and_then(|b| b.parse::<u64>().ok()).is_some_and(|b| b >= 2 * 40960), "{notes}");
 }
 
 #[test]

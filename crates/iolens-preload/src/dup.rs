@@ -1,0 +1,135 @@
+//! Descriptor duplication and range closing: dup, dup2, dup3, fcntl(F_DUPFD*), close_range,
+//! closefrom. A duplicate refers to the same file as its original, so it takes over the
+//! original's path id and position; a replaced or closed number forgets its file.
+//!
+//! The two numbers of a duplicated pair share one position in the kernel, but are tracked
+//! each on its own here: offsets are exact while the program uses one of them (the usual
+//! `dup2(log, 1); close(log)`), and may drift when it interleaves both.
+
+use std::sync::atomic::Ordering::*;
+
+use iolens_record::event::{NO_FILE, UNKNOWN_OFFSET};
+use libc::{c_int, c_uint, c_ulong};
+
+use crate::record::{FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS};
+use crate::stream::STREAM_FD;
+
+fn tracked(fd: c_int) -> bool {
+    fd >= 0 && (fd as usize) < MAX_FDS
+}
+
+/// Our stream's number was taken over by the program: the stream is reopened at its next
+/// write, elsewhere.
+fn lost_stream(fd: c_int) {
+    let _ = STREAM_FD.compare_exchange(fd, -1, AcqRel, Relaxed);
+}
+
+/// After a successful duplication of `old` onto `new`: `new` refers to `old`'s file.
+fn duplicated(old: c_int, new: c_int) {
+    if new == STREAM_FD.load(Relaxed) {
+        lost_stream(new);
+    }
+    if !tracked(new) || new == old {
+        return;
+    }
+    let (path, offset) = if tracked(old) {
+        (FD_PATH[old as usize].load(Relaxed), FD_OFFSET[old as usize].load(Relaxed))
+    } else {
+        (NO_FILE, UNKNOWN_OFFSET)
+    };
+    if tracked(old) {
+        FD_EXCLUDED[new as usize].store(FD_EXCLUDED[old as usize].load(Relaxed), Relaxed);
+    }
+    FD_PATH[new as usize].store(path, Relaxed);
+    FD_OFFSET[new as usize].store(offset, Relaxed);
+}
+
+/// After `fd` was closed by a call other than close: it refers to no file any more.
+fn forgotten(fd: c_int) {
+    if tracked(fd) {
+        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
+        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
+    }
+}
+
+// The table is updated whatever the hook guard says: a nested call changes the descriptors
+// all the same, and nothing here records or allocates.
+
+#[no_mangle]
+pub unsafe extern "C" fn dup(old: c_int) -> c_int {
+    let real = real!("dup" as unsafe extern "C" fn(c_int) -> c_int);
+    let new = real(old);
+    if new >= 0 {
+        duplicated(old, new);
+    }
+    new
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let real = real!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int);
+    let ret = real(old, new);
+    if ret >= 0 {
+        duplicated(old, new);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let real = real!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int);
+    let ret = real(old, new, flags);
+    if ret >= 0 {
+        duplicated(old, new);
+    }
+    ret
+}
+
+// fcntl is variadic; its one optional argument is an int, a long or a pointer, which the
+// x86-64 and AArch64 calling conventions pass in the same register as a fixed argument.
+macro_rules! fcntl_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, c_int, ...) -> c_int);
+            let ret = real(fd, cmd, arg);
+            if ret >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
+                duplicated(fd, ret);
+            }
+            ret
+        }
+    };
+}
+fcntl_hook!(fcntl, "fcntl");
+fcntl_hook!(fcntl64, "fcntl64");
+
+/// The numbers `first..=last` closed behind close's back; our stream, if among them, is
+/// reopened at its next write (see `stream_fd`).
+fn range_closed(first: c_uint, last: c_uint) {
+    let last = (last as usize).min(MAX_FDS - 1);
+    for fd in first as usize..=last {
+        forgotten(fd as c_int);
+    }
+    let stream = STREAM_FD.load(Relaxed);
+    if stream >= 0 && (first as i64..=last as i64).contains(&(stream as i64)) {
+        lost_stream(stream);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let real = real!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int);
+    let ret = real(first, last, flags);
+    // With CLOSE_RANGE_CLOEXEC the descriptors stay open (until an exec).
+    if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        range_closed(first, last);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn closefrom(first: c_int) {
+    let real = real!("closefrom" as unsafe extern "C" fn(c_int));
+    real(first);
+    range_closed(first.max(0) as c_uint, c_uint::MAX);
+}

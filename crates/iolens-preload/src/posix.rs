@@ -1,0 +1,298 @@
+//! POSIX hooks: open, close, read and write in all their forms, sync and seek.
+
+use std::sync::atomic::Ordering::*;
+
+use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t};
+
+use crate::clock::now_ns;
+use crate::record::{
+    iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS,
+    NOT_A_FILE,
+};
+use crate::stream::STREAM_FD;
+use crate::{errno, set_errno, Guard};
+
+pub(crate) unsafe fn opened(
+    fd: c_int,
+    path: *const c_char,
+    dirfd: c_int,
+    flags: c_int,
+    layer: Layer,
+    t0: u64,
+) {
+    let t1 = now_ns();
+    let err = errno();
+    if fd >= 0 && (fd as usize) < MAX_FDS {
+        if let Some(reason) = not_storage(fd) {
+            // /dev/zero, a terminal, a named pipe: counted as left out, like Darshan does.
+            FD_EXCLUDED[fd as usize].store(reason as u8, Relaxed);
+            FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
+            set_errno(err);
+            return;
+        }
+        let id = register_path(fd, path, dirfd);
+        let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
+        FD_OFFSET[fd as usize].store(start, Relaxed);
+        record(IoOp::Open, layer, id, UNKNOWN_OFFSET, 0, fd as i64, t0, t1);
+    }
+    set_errno(err);
+}
+
+macro_rules! open_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(path, flags, mode) };
+            let t0 = now_ns();
+            let fd = real(path, flags, mode);
+            opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+open_hook!(open, "open");
+open_hook!(open64, "open64");
+
+macro_rules! openat_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dirfd: c_int,
+            path: *const c_char,
+            flags: c_int,
+            mode: mode_t,
+        ) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(dirfd, path, flags, mode) };
+            let t0 = now_ns();
+            let fd = real(dirfd, path, flags, mode);
+            opened(fd, path, dirfd, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+openat_hook!(openat, "openat");
+openat_hook!(openat64, "openat64");
+
+macro_rules! creat_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, mode: mode_t) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, mode_t) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(path, mode) };
+            let t0 = now_ns();
+            let fd = real(path, mode);
+            opened(fd, path, libc::AT_FDCWD, 0, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+creat_hook!(creat, "creat");
+creat_hook!(creat64, "creat64");
+
+// _FORTIFY_SOURCE builds call these instead of open/openat when the flags are not constant
+// (Debian's tar, for one): without them such programs' opens would go unseen.
+macro_rules! fortified_open_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, c_int) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(path, flags) };
+            let t0 = now_ns();
+            let fd = real(path, flags);
+            opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+fortified_open_hook!(__open_2, "__open_2");
+fortified_open_hook!(__open64_2, "__open64_2");
+
+macro_rules! fortified_openat_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(dirfd, path, flags) };
+            let t0 = now_ns();
+            let fd = real(dirfd, path, flags);
+            opened(fd, path, dirfd, flags, Layer::Posix, t0);
+            fd
+        }
+    };
+}
+fortified_openat_hook!(__openat_2, "__openat_2");
+fortified_openat_hook!(__openat64_2, "__openat64_2");
+
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let real = real!("close" as unsafe extern "C" fn(c_int) -> c_int);
+    if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
+        return 0; // our stream: the program may believe it closed it
+    }
+    let Some(_g) = Guard::enter() else { return real(fd) };
+    let file =
+        if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
+    let t0 = now_ns();
+    let ret = real(fd);
+    let t1 = now_ns();
+    let err = errno();
+    if file != NOT_A_FILE && file != NO_FILE {
+        record(IoOp::Close, Layer::Posix, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
+    }
+    if fd >= 0 && (fd as usize) < MAX_FDS {
+        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
+        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
+    }
+    set_errno(err);
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
+    let real = real!("read" as unsafe extern "C" fn(c_int, *mut c_void, size_t) -> ssize_t);
+    traced_fd_call!(IoOp::Read, fd, None, count, real(fd, buf, count))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, count: size_t, buflen: size_t) -> ssize_t {
+    let real = real!("__read_chk" as unsafe extern "C" fn(c_int, *mut c_void, size_t, size_t) -> ssize_t);
+    traced_fd_call!(IoOp::Read, fd, None, count, real(fd, buf, count, buflen))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: size_t) -> ssize_t {
+    let real = real!("write" as unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t);
+    traced_fd_call!(IoOp::Write, fd, None, count, real(fd, buf, count))
+}
+
+macro_rules! pread_hook {
+    ($name:ident, $real:literal, $off:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int, buf: *mut c_void, count: size_t, offset: $off) -> ssize_t {
+            let real = real!($real as unsafe extern "C" fn(c_int, *mut c_void, size_t, $off) -> ssize_t);
+            traced_fd_call!(IoOp::Read, fd, Some(offset as u64), count, real(fd, buf, count, offset))
+        }
+    };
+}
+pread_hook!(pread, "pread", off_t);
+pread_hook!(pread64, "pread64", off64_t);
+
+macro_rules! pread_chk_hook {
+    ($name:ident, $real:literal, $off:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            buf: *mut c_void,
+            count: size_t,
+            offset: $off,
+            buflen: size_t,
+        ) -> ssize_t {
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *mut c_void, size_t, $off, size_t) -> ssize_t);
+            traced_fd_call!(IoOp::Read, fd, Some(offset as u64), count, real(fd, buf, count, offset, buflen))
+        }
+    };
+}
+pread_chk_hook!(__pread_chk, "__pread_chk", off_t);
+pread_chk_hook!(__pread64_chk, "__pread64_chk", off64_t);
+
+macro_rules! pwrite_hook {
+    ($name:ident, $real:literal, $off:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            buf: *const c_void,
+            count: size_t,
+            offset: $off,
+        ) -> ssize_t {
+            let real = real!($real as unsafe extern "C" fn(c_int, *const c_void, size_t, $off) -> ssize_t);
+            traced_fd_call!(IoOp::Write, fd, Some(offset as u64), count, real(fd, buf, count, offset))
+        }
+    };
+}
+pwrite_hook!(pwrite, "pwrite", off_t);
+pwrite_hook!(pwrite64, "pwrite64", off64_t);
+
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    let real = real!("readv" as unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t);
+    traced_fd_call!(IoOp::Read, fd, None, iov_total(iov, n), real(fd, iov, n))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    let real = real!("writev" as unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t);
+    traced_fd_call!(IoOp::Write, fd, None, iov_total(iov, n), real(fd, iov, n))
+}
+
+macro_rules! preadv_hook {
+    ($name:ident, $real:literal, $op:expr, $off:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int, iov: *const iovec, n: c_int, offset: $off) -> ssize_t {
+            let real = real!($real as unsafe extern "C" fn(c_int, *const iovec, c_int, $off) -> ssize_t);
+            traced_fd_call!($op, fd, Some(offset as u64), iov_total(iov, n), real(fd, iov, n, offset))
+        }
+    };
+}
+preadv_hook!(preadv, "preadv", IoOp::Read, off_t);
+preadv_hook!(preadv64, "preadv64", IoOp::Read, off64_t);
+preadv_hook!(pwritev, "pwritev", IoOp::Write, off_t);
+preadv_hook!(pwritev64, "pwritev64", IoOp::Write, off64_t);
+
+macro_rules! preadv2_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fd: c_int,
+            iov: *const iovec,
+            n: c_int,
+            offset: off_t,
+            flags: c_int,
+        ) -> ssize_t {
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t);
+            // offset -1 means "the current position", like readv.
+            let explicit = if offset == -1 { None } else { Some(offset as u64) };
+            traced_fd_call!($op, fd, explicit, iov_total(iov, n), real(fd, iov, n, offset, flags))
+        }
+    };
+}
+preadv2_hook!(preadv2, "preadv2", IoOp::Read);
+preadv2_hook!(pwritev2, "pwritev2", IoOp::Write);
+
+#[no_mangle]
+pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
+    let real = real!("fsync" as unsafe extern "C" fn(c_int) -> c_int);
+    traced_fd_call!(IoOp::Fsync, fd, Some(UNKNOWN_OFFSET), 0u64, real(fd))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
+    let real = real!("fdatasync" as unsafe extern "C" fn(c_int) -> c_int);
+    traced_fd_call!(IoOp::Fdatasync, fd, Some(UNKNOWN_OFFSET), 0u64, real(fd))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int {
+    let real = real!("sync_file_range" as unsafe extern "C" fn(c_int, off64_t, off64_t, u32) -> c_int);
+    traced_fd_call!(IoOp::SyncRange, fd, Some(offset as u64), nbytes, real(fd, offset, nbytes, flags))
+}
+
+macro_rules! lseek_hook {
+    ($name:ident, $real:literal, $off:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int, offset: $off, whence: c_int) -> $off {
+            let real = real!($real as unsafe extern "C" fn(c_int, $off, c_int) -> $off);
+            let ret = traced_fd_call!(IoOp::Seek, fd, Some(offset as u64), 0u64, real(fd, offset, whence));
+            if fd >= 0 && (fd as usize) < MAX_FDS {
+                FD_OFFSET[fd as usize].store(if ret >= 0 { ret as u64 } else { UNKNOWN_OFFSET }, Relaxed);
+            }
+            ret
+        }
+    };
+}
+lseek_hook!(lseek, "lseek", off_t);
+lseek_hook!(lseek64, "lseek64", off64_t);

@@ -1,0 +1,279 @@
+//! What the hooks share: the descriptor table (which file, which position), and the encoding
+//! of events into the thread's buffer.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+
+use iolens_record::event::{
+    encode_event, Excluded, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, NO_FILE, UNKNOWN_OFFSET,
+};
+use libc::{c_char, c_int, iovec};
+
+use crate::stream::{append, flush_slot, my_slot, push_decimal, tid, DROPPED, SLOT_BYTES, STREAM_FD};
+use crate::PID;
+
+static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
+pub(crate) const MAX_FDS: usize = 65536;
+/// Path id of each descriptor: NO_FILE = unknown yet, NOT_A_FILE = checked, not a file.
+pub(crate) static FD_PATH: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(NO_FILE) }; MAX_FDS];
+/// Our own idea of each descriptor's file position, for read/write without an offset.
+pub(crate) static FD_OFFSET: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(UNKNOWN_OFFSET) }; MAX_FDS];
+pub(crate) const NOT_A_FILE: u32 = NO_FILE - 1;
+/// For a descriptor that is NOT_A_FILE: why ([`Excluded`] as u8).
+pub(crate) static FD_EXCLUDED: [AtomicU8; MAX_FDS] =
+    [const { AtomicU8::new(Excluded::Other as u8) }; MAX_FDS];
+
+/// Registers `fd` as referring to `path`; emits the path frame.
+pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int) -> u32 {
+    if fd < 0 || fd as usize >= MAX_FDS || path.is_null() {
+        return NO_FILE;
+    }
+    let id = NEXT_PATH.fetch_add(1, Relaxed);
+    let mut full = [0u8; 4096];
+    let mut len = 0;
+    if *path != b'/' as c_char {
+        // Relative: to the working directory, or to the directory `dirfd` refers to.
+        if dirfd == libc::AT_FDCWD {
+            if !libc::getcwd(full.as_mut_ptr().cast(), full.len() - 2).is_null() {
+                len = libc::strlen(full.as_ptr().cast());
+            }
+        } else if dirfd >= 0 {
+            len = fd_link(dirfd, &mut full).unwrap_or(0);
+        }
+        if len > 0 && len < full.len() - 1 {
+            full[len] = b'/';
+            len += 1;
+        }
+    }
+    let name_len = libc::strlen(path).min(full.len() - len);
+    std::ptr::copy_nonoverlapping(path.cast::<u8>(), full.as_mut_ptr().add(len), name_len);
+    len += name_len;
+    let len = len.min(u16::MAX as usize);
+    let mut head = [0u8; 7];
+    head[0] = 2;
+    head[1..5].copy_from_slice(&id.to_le_bytes());
+    head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
+    append(&[&head, &full[..len]], 0);
+    FD_PATH[fd as usize].store(id, Relaxed);
+    id
+}
+
+/// What `/proc/self/fd/<fd>` points to, written into `out` (not NUL-terminated); its length.
+pub(crate) unsafe fn fd_link(fd: c_int, out: &mut [u8; 4096]) -> Option<usize> {
+    let mut link = [0u8; 40];
+    let mut at = 0;
+    for b in b"/proc/self/fd/" {
+        link[at] = *b;
+        at += 1;
+    }
+    push_decimal(&mut link, &mut at, fd as u64);
+    let n =
+        libc::syscall(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
+    (n > 0).then_some(n as usize)
+}
+
+/// The path id of `fd`, discovering inherited descriptors through /proc/self/fd once.
+pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return NOT_A_FILE;
+    }
+    let id = FD_PATH[fd as usize].load(Relaxed);
+    if id != NO_FILE {
+        return id;
+    }
+    let mut target = [0u8; 4096];
+    let n = fd_link(fd, &mut target).unwrap_or(0);
+    let excluded = match file_kind(fd) {
+        libc::S_IFREG if n > 0 && target[0] == b'/' => None,
+        kind => Some(exclusion(kind).unwrap_or(Excluded::Other)),
+    };
+    if let Some(reason) = excluded.or((fd == STREAM_FD.load(Relaxed)).then_some(Excluded::Other)) {
+        FD_EXCLUDED[fd as usize].store(reason as u8, Relaxed);
+        FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
+        return NOT_A_FILE;
+    }
+    target[n] = 0;
+    let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+    FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
+    register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
+}
+
+/// The type bits of what `fd` refers to (0 when fstat fails).
+unsafe fn file_kind(fd: c_int) -> libc::mode_t {
+    let mut st: libc::stat = std::mem::zeroed();
+    if libc::fstat(fd, &mut st) == 0 {
+        st.st_mode & libc::S_IFMT
+    } else {
+        0
+    }
+}
+
+/// Why I/O on a descriptor of this type is not storage I/O; `None` for files and directories.
+fn exclusion(kind: libc::mode_t) -> Option<Excluded> {
+    match kind {
+        libc::S_IFIFO | libc::S_IFSOCK => Some(Excluded::PipeOrSocket),
+        libc::S_IFCHR => Some(Excluded::CharDevice),
+        libc::S_IFBLK => Some(Excluded::BlockDevice),
+        _ => None,
+    }
+}
+
+/// For a descriptor just opened: why it is left out, if it is a device or a pipe.
+pub(crate) unsafe fn not_storage(fd: c_int) -> Option<Excluded> {
+    exclusion(file_kind(fd))
+}
+
+/// Counts a read or write on `fd`, which is not a file, under its reason: `moved` bytes.
+pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
+    if fd < 0 || fd as usize >= MAX_FDS || fd == STREAM_FD.load(Relaxed) {
+        return;
+    }
+    let reason = FD_EXCLUDED[fd as usize].load(Relaxed) as usize;
+    let Some(slot) = my_slot() else { return };
+    let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
+    counts.0 += 1;
+    counts.1 += moved.max(0) as u64;
+}
+
+pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
+    push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) unsafe fn record(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) {
+    push(&event(op, layer, file, offset, requested, result, start, end));
+}
+
+/// An event of the calling thread, without flags.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn event(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) -> IoEvent {
+    IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file,
+        op,
+        layer,
+        flags: 0,
+        offset,
+        requested,
+        result,
+        start_ns: start,
+        end_ns: end,
+    }
+}
+
+/// Encodes `e` into the thread's buffer.
+#[inline]
+pub(crate) unsafe fn push(e: &IoEvent) {
+    let Some(slot) = my_slot() else {
+        DROPPED.fetch_add(1, Relaxed);
+        return;
+    };
+    let len = &mut *slot.len.get();
+    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+        flush_slot(slot);
+    }
+    let data = &mut *slot.data.get();
+    let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut data[*len..*len + EVENT_FRAME_LEN]).try_into().unwrap();
+    encode_event(e, frame);
+    *len += EVENT_FRAME_LEN;
+    *slot.events.get() += 1;
+    // Flushed as soon as it is full, not when the next event comes: every event of a buffer
+    // then ends before the clock reading its flush takes (see `flush_slot`).
+    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+        flush_slot(slot);
+    }
+}
+
+/// The offset a call on `fd` worked at: `explicit`, or the tracked position, which a call
+/// that moved `moved` bytes without an explicit offset advances.
+#[inline]
+pub(crate) fn position(fd: c_int, explicit: Option<u64>, moved: i64) -> u64 {
+    if let Some(at) = explicit {
+        return at;
+    }
+    if fd < 0 || fd as usize >= MAX_FDS {
+        return UNKNOWN_OFFSET;
+    }
+    let slot = &FD_OFFSET[fd as usize];
+    let at = slot.load(Relaxed);
+    if moved > 0 && at != UNKNOWN_OFFSET {
+        slot.store(at + moved as u64, Relaxed);
+    }
+    at
+}
+
+pub(crate) fn result_of(ret: i64, err: c_int) -> i64 {
+    if ret < 0 {
+        -(err as i64)
+    } else {
+        ret
+    }
+}
+
+/// Wraps a call on `fd`: times it and records it if `fd` is a file. `offset` is the explicit
+/// offset, or `None` to use (and advance) the tracked position.
+macro_rules! traced_fd_call {
+    ($op:expr, $fd:expr, $offset:expr, $requested:expr, $call:expr) => {{
+        match $crate::Guard::enter() {
+            None => $call,
+            Some(_g) => {
+                let fd: libc::c_int = $fd;
+                let file = $crate::record::path_of(fd);
+                if file == $crate::record::NOT_A_FILE {
+                    let ret = $call;
+                    if $op.is_data() {
+                        $crate::record::count_excluded(fd, ret as i64);
+                    }
+                    ret
+                } else {
+                    let t0 = $crate::clock::now_ns();
+                    let ret = $call;
+                    let t1 = $crate::clock::now_ns();
+                    let err = $crate::errno();
+                    let ret64 = ret as i64;
+                    let offset = $crate::record::position(fd, $offset, ret64);
+                    $crate::record::record(
+                        $op,
+                        iolens_record::event::Layer::Posix,
+                        file,
+                        offset,
+                        $requested as u64,
+                        $crate::record::result_of(ret64, err),
+                        t0,
+                        t1,
+                    );
+                    $crate::set_errno(err);
+                    ret
+                }
+            }
+        }
+    }};
+}
+
+pub(crate) fn iov_total(iov: *const iovec, n: c_int) -> u64 {
+    if iov.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller passes `n` iovecs, as the real call requires.
+    unsafe { std::slice::from_raw_parts(iov, n as usize) }.iter().map(|v| v.iov_len as u64).sum()
+}

@@ -1,0 +1,348 @@
+//! stdio: glibc's stdio calls the kernel through internal aliases, not through the exported
+//! read/write, so its traffic is recorded here, at the application's calls.
+
+use std::sync::atomic::Ordering::*;
+
+use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use libc::{c_char, c_int, c_void, size_t, ssize_t, FILE};
+
+use crate::clock::now_ns;
+use crate::posix::opened;
+use crate::record::{count_excluded, path_of, record, result_of, FD_OFFSET, FD_PATH, MAX_FDS, NOT_A_FILE};
+use crate::{errno, fileno_unlocked, set_errno, Guard};
+
+extern "C" {
+    static stdin: *mut FILE;
+    static stdout: *mut FILE;
+}
+
+unsafe fn stream_file(stream: *mut FILE) -> (c_int, u32) {
+    if stream.is_null() {
+        return (-1, NOT_A_FILE);
+    }
+    let fd = fileno_unlocked(stream);
+    (fd, path_of(fd))
+}
+
+/// Wraps a stdio call on `stream`: times it and records it if the stream is on a file. Without
+/// `$requested`, the call asks for no length of its own (a line, a formatted string) and what it
+/// moved is what it asked for.
+macro_rules! traced_stdio_call {
+    ($op:expr, $stream:expr, $call:expr, $moved:expr) => {{
+        traced_stdio_call!($op, $stream, None::<u64>, $call, $moved)
+    }};
+    ($op:expr, $stream:expr, $requested:expr, $call:expr, $moved:expr) => {{
+        match Guard::enter() {
+            None => $call,
+            Some(_g) => {
+                let (fd, file) = stream_file($stream);
+                if file == NOT_A_FILE {
+                    let ret = $call;
+                    if $op.is_data() {
+                        count_excluded(fd, $moved(&ret));
+                    }
+                    ret
+                } else {
+                    let t0 = now_ns();
+                    let ret = $call;
+                    let t1 = now_ns();
+                    let err = errno();
+                    let moved: i64 = $moved(&ret);
+                    let requested: Option<u64> = $requested.into();
+                    let requested = requested.unwrap_or(moved.max(0) as u64);
+                    record($op, Layer::Stdio, file, UNKNOWN_OFFSET, requested, moved, t0, t1);
+                    set_errno(err);
+                    ret
+                }
+            }
+        }
+    }};
+}
+
+macro_rules! fopen_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE);
+            let Some(_g) = Guard::enter() else { return real(path, mode) };
+            let t0 = now_ns();
+            let f = real(path, mode);
+            if !f.is_null() {
+                let append = !mode.is_null() && *mode == b'a' as c_char;
+                opened(
+                    fileno_unlocked(f),
+                    path,
+                    libc::AT_FDCWD,
+                    if append { libc::O_APPEND } else { 0 },
+                    Layer::Stdio,
+                    t0,
+                );
+            }
+            f
+        }
+    };
+}
+fopen_hook!(fopen, "fopen");
+fopen_hook!(fopen64, "fopen64");
+
+macro_rules! fread_hook {
+    ($name:ident, $real:literal, $op:expr, $buf:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ptr: $buf, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
+            let real = real!($real as unsafe extern "C" fn($buf, size_t, size_t, *mut FILE) -> size_t);
+            traced_stdio_call!(
+                $op,
+                stream,
+                Some(size.saturating_mul(n) as u64),
+                real(ptr, size, n, stream),
+                |r: &size_t| { r.saturating_mul(size) as i64 }
+            )
+        }
+    };
+}
+fread_hook!(fread, "fread", IoOp::Read, *mut c_void);
+fread_hook!(fread_unlocked, "fread_unlocked", IoOp::Read, *mut c_void);
+fread_hook!(fwrite, "fwrite", IoOp::Write, *const c_void);
+fread_hook!(fwrite_unlocked, "fwrite_unlocked", IoOp::Write, *const c_void);
+
+// The _FORTIFY_SOURCE forms, which carry the destination buffer's size.
+macro_rules! fread_chk_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            ptr: *mut c_void,
+            ptrlen: size_t,
+            size: size_t,
+            n: size_t,
+            stream: *mut FILE,
+        ) -> size_t {
+            let real = real!(
+                $real as unsafe extern "C" fn(*mut c_void, size_t, size_t, size_t, *mut FILE) -> size_t
+            );
+            traced_stdio_call!(
+                IoOp::Read,
+                stream,
+                Some(size.saturating_mul(n) as u64),
+                real(ptr, ptrlen, size, n, stream),
+                |r: &size_t| r.saturating_mul(size) as i64
+            )
+        }
+    };
+}
+fread_chk_hook!(__fread_chk, "__fread_chk");
+fread_chk_hook!(__fread_unlocked_chk, "__fread_unlocked_chk");
+
+/// What fgets read: the string it returned (the buffer's size is only a limit).
+unsafe fn line_length(line: *mut c_char) -> i64 {
+    if line.is_null() {
+        0
+    } else {
+        libc::strlen(line) as i64
+    }
+}
+
+macro_rules! fgets_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(s: *mut c_char, n: c_int, stream: *mut FILE) -> *mut c_char {
+            let real = real!($real as unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char);
+            traced_stdio_call!(IoOp::Read, stream, real(s, n, stream), |r: &*mut c_char| line_length(*r))
+        }
+    };
+}
+fgets_hook!(fgets, "fgets");
+fgets_hook!(fgets_unlocked, "fgets_unlocked");
+
+macro_rules! fgets_chk_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            s: *mut c_char,
+            size: size_t,
+            n: c_int,
+            stream: *mut FILE,
+        ) -> *mut c_char {
+            let real =
+                real!($real as unsafe extern "C" fn(*mut c_char, size_t, c_int, *mut FILE) -> *mut c_char);
+            traced_stdio_call!(IoOp::Read, stream, real(s, size, n, stream), |r: &*mut c_char| line_length(
+                *r
+            ))
+        }
+    };
+}
+fgets_chk_hook!(__fgets_chk, "__fgets_chk");
+fgets_chk_hook!(__fgets_unlocked_chk, "__fgets_unlocked_chk");
+
+#[no_mangle]
+pub unsafe extern "C" fn getline(line: *mut *mut c_char, n: *mut size_t, stream: *mut FILE) -> ssize_t {
+    let real = real!("getline" as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, *mut FILE) -> ssize_t);
+    // -1 is the end of the file as well as an error: either way nothing was read.
+    traced_stdio_call!(IoOp::Read, stream, real(line, n, stream), |r: &ssize_t| (*r).max(0) as i64)
+}
+
+macro_rules! getdelim_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            line: *mut *mut c_char,
+            n: *mut size_t,
+            delim: c_int,
+            stream: *mut FILE,
+        ) -> ssize_t {
+            let real = real!(
+                $real as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, c_int, *mut FILE) -> ssize_t
+            );
+            traced_stdio_call!(IoOp::Read, stream, real(line, n, delim, stream), |r: &ssize_t| (*r).max(0)
+                as i64)
+        }
+    };
+}
+getdelim_hook!(getdelim, "getdelim");
+getdelim_hook!(__getdelim, "__getdelim");
+
+macro_rules! getc_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(stream: *mut FILE) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*mut FILE) -> c_int);
+            traced_stdio_call!(IoOp::Read, stream, Some(1u64), real(stream), |r: &c_int| (*r != libc::EOF)
+                as i64)
+        }
+    };
+}
+getc_hook!(fgetc, "fgetc");
+getc_hook!(getc, "getc");
+getc_hook!(_IO_getc, "_IO_getc");
+getc_hook!(fgetc_unlocked, "fgetc_unlocked");
+getc_hook!(getc_unlocked, "getc_unlocked");
+
+macro_rules! getchar_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> c_int {
+            let real = real!($real as unsafe extern "C" fn() -> c_int);
+            traced_stdio_call!(IoOp::Read, stdin, Some(1u64), real(), |r: &c_int| (*r != libc::EOF) as i64)
+        }
+    };
+}
+getchar_hook!(getchar, "getchar");
+getchar_hook!(getchar_unlocked, "getchar_unlocked");
+
+/// What a put call that returns a non-negative number on success moved: `len` bytes.
+fn put_result(ret: c_int, len: usize) -> i64 {
+    if ret < 0 {
+        -(libc::EIO as i64)
+    } else {
+        len as i64
+    }
+}
+
+macro_rules! fputs_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(s: *const c_char, stream: *mut FILE) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int);
+            let len = if s.is_null() { 0 } else { libc::strlen(s) };
+            traced_stdio_call!(IoOp::Write, stream, Some(len as u64), real(s, stream), |r: &c_int| {
+                put_result(*r, len)
+            })
+        }
+    };
+}
+fputs_hook!(fputs, "fputs");
+fputs_hook!(fputs_unlocked, "fputs_unlocked");
+
+#[no_mangle]
+pub unsafe extern "C" fn puts(s: *const c_char) -> c_int {
+    let real = real!("puts" as unsafe extern "C" fn(*const c_char) -> c_int);
+    // The string and the newline puts adds.
+    let len = if s.is_null() { 0 } else { libc::strlen(s) + 1 };
+    traced_stdio_call!(IoOp::Write, stdout, Some(len as u64), real(s), |r: &c_int| put_result(*r, len))
+}
+
+macro_rules! putc_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(c: c_int, stream: *mut FILE) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
+            traced_stdio_call!(IoOp::Write, stream, Some(1u64), real(c, stream), |r: &c_int| {
+                if *r == libc::EOF {
+                    -(libc::EIO as i64)
+                } else {
+                    1
+                }
+            })
+        }
+    };
+}
+putc_hook!(fputc, "fputc");
+putc_hook!(putc, "putc");
+putc_hook!(_IO_putc, "_IO_putc");
+putc_hook!(fputc_unlocked, "fputc_unlocked");
+putc_hook!(putc_unlocked, "putc_unlocked");
+
+macro_rules! putchar_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(c: c_int) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int) -> c_int);
+            traced_stdio_call!(IoOp::Write, stdout, Some(1u64), real(c), |r: &c_int| {
+                if *r == libc::EOF {
+                    -(libc::EIO as i64)
+                } else {
+                    1
+                }
+            })
+        }
+    };
+}
+putchar_hook!(putchar, "putchar");
+putchar_hook!(putchar_unlocked, "putchar_unlocked");
+
+/// The printf family, from the C shim (variadic.c) with the caller's va_list: the bytes are
+/// known only afterwards, and what was formatted is what was asked for.
+#[no_mangle]
+pub unsafe extern "C" fn iolens_hook_vfprintf(
+    stream: *mut FILE,
+    format: *const c_char,
+    ap: *mut c_void,
+) -> c_int {
+    // The shim exports vfprintf too: the real one is libc's.
+    let real = real!("vfprintf" as unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int);
+    traced_stdio_call!(IoOp::Write, stream, real(stream, format, ap), |r: &c_int| result_of(
+        *r as i64,
+        errno()
+    ))
+}
+
+/// The stream printf and puts write to, for the C shim.
+#[no_mangle]
+pub unsafe extern "C" fn iolens_stdout() -> *mut FILE {
+    stdout
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
+    let real = real!("fflush" as unsafe extern "C" fn(*mut FILE) -> c_int);
+    traced_stdio_call!(IoOp::Flush, stream, 0u64, real(stream), |r: &c_int| *r as i64)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
+    let real = real!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
+    let Some(_g) = Guard::enter() else { return real(stream) };
+    let (fd, file) = stream_file(stream);
+    let t0 = now_ns();
+    let ret = real(stream);
+    let t1 = now_ns();
+    let err = errno();
+    if file != NOT_A_FILE {
+        record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
+    }
+    if fd >= 0 && (fd as usize) < MAX_FDS {
+        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
+        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
+    }
+    set_errno(err);
+    ret
+}

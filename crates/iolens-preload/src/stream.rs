@@ -1,0 +1,282 @@
+//! The event stream of the process: per-thread buffers taken from a static pool, written in
+//! whole-buffer `write`s to `<dir>/<pid>.<start ns>.evt` on an `O_APPEND` descriptor kept high
+//! in the descriptor table.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+
+use iolens_record::event::{encode_excluded, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN};
+use libc::{c_int, c_void};
+
+use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
+use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
+
+pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// The stream's descriptor: -1 not open yet, -2 being opened, else the fd.
+pub(crate) static STREAM_FD: AtomicI32 = AtomicI32::new(-1);
+static STREAM_INO: AtomicU64 = AtomicU64::new(0);
+pub(crate) static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// The trace directory, NUL-terminated, copied from the environment at load time.
+pub(crate) struct DirBuf(pub(crate) UnsafeCell<[u8; 3072]>);
+// SAFETY: written once in `init` before any hook records, read-only afterwards.
+unsafe impl Sync for DirBuf {}
+pub(crate) static TRACE_DIR: DirBuf = DirBuf(UnsafeCell::new([0; 3072]));
+
+pub(crate) const SLOTS: usize = 256;
+pub(crate) const SLOT_BYTES: usize = 64 * 1024;
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+pub(crate) struct Slot {
+    pub(crate) claimed: AtomicBool,
+    pub(crate) len: UnsafeCell<usize>,
+    pub(crate) events: UnsafeCell<u64>,
+    /// Calls on descriptors that are not files, and their bytes, by reason, since the last
+    /// write of them.
+    pub(crate) excluded: UnsafeCell<ExcludedCounts>,
+    /// Where the TSC-to-ns segment of the buffer's next flush starts.
+    calibration: UnsafeCell<Calibration>,
+    pub(crate) data: UnsafeCell<[u8; SLOT_BYTES]>,
+}
+
+// SAFETY: a slot's buffer is touched only by the thread that claimed it (or, at exit and
+// exec, by the one thread left running).
+unsafe impl Sync for Slot {}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_SLOT: Slot = Slot {
+    claimed: AtomicBool::new(false),
+    len: UnsafeCell::new(0),
+    events: UnsafeCell::new(0),
+    excluded: UnsafeCell::new([(0, 0); Excluded::ALL.len()]),
+    calibration: UnsafeCell::new((0, 0)),
+    data: UnsafeCell::new([0; SLOT_BYTES]),
+};
+pub(crate) static POOL: [Slot; SLOTS] = [EMPTY_SLOT; SLOTS];
+pub(crate) fn tid() -> u32 {
+    MY_TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no arguments and cannot fail.
+            t.set(unsafe { libc::syscall(libc::SYS_gettid) } as u32);
+        }
+        t.get()
+    })
+}
+
+/// This thread's slot, claiming one on first use. `None` when the pool is exhausted.
+pub(crate) unsafe fn my_slot() -> Option<&'static Slot> {
+    let mut idx = MY_SLOT.with(|s| s.get());
+    if idx == NO_SLOT {
+        idx = (0..SLOTS as u32)
+            .find(|&i| POOL[i as usize].claimed.compare_exchange(false, true, AcqRel, Relaxed).is_ok())?;
+        *POOL[idx as usize].len.get() = 0;
+        *POOL[idx as usize].events.get() = 0;
+        *POOL[idx as usize].calibration.get() = start_point();
+        *POOL[idx as usize].excluded.get() = Default::default();
+        MY_SLOT.with(|s| s.set(idx));
+        let key = THREAD_KEY.load(Relaxed);
+        if key != u32::MAX {
+            // Its destructor flushes and releases the slot when the thread ends.
+            libc::pthread_setspecific(key, (idx as usize + 1) as *const c_void);
+        }
+    }
+    Some(&POOL[idx as usize])
+}
+
+/// Appends frames to the thread's buffer, flushing it first when they do not fit.
+pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
+    let Some(slot) = my_slot() else {
+        DROPPED.fetch_add(events, Relaxed);
+        return;
+    };
+    let total: usize = frames.iter().map(|f| f.len()).sum();
+    let len = &mut *slot.len.get();
+    if *len + total > SLOT_BYTES {
+        flush_slot(slot);
+    }
+    let data = &mut *slot.data.get();
+    for f in frames {
+        data[*len..*len + f.len()].copy_from_slice(f);
+        *len += f.len();
+    }
+    *slot.events.get() += events;
+}
+
+pub(crate) unsafe fn raw_write_all(fd: c_int, mut buf: &[u8]) -> bool {
+    while !buf.is_empty() {
+        let n = libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len());
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return false;
+        }
+        buf = &buf[n as usize..];
+    }
+    true
+}
+
+pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in (0..n).rev() {
+        out[*at] = digits[i];
+        *at += 1;
+    }
+}
+
+/// Opens this process's stream file: `<dir>/<pid>.<start ns>.evt`, high in the fd table.
+unsafe fn open_stream() -> c_int {
+    let dir = &*TRACE_DIR.0.get();
+    let dir_len = dir.iter().position(|b| *b == 0).unwrap_or(0);
+    let mut path = [0u8; 3200];
+    path[..dir_len].copy_from_slice(&dir[..dir_len]);
+    let mut at = dir_len;
+    path[at] = b'/';
+    at += 1;
+    push_decimal(&mut path, &mut at, PID.load(Relaxed) as u64);
+    path[at] = b'.';
+    at += 1;
+    push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
+    path[at..at + 5].copy_from_slice(b".evt\0");
+    let fd = libc::syscall(
+        libc::SYS_openat,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+        0o644,
+    ) as c_int;
+    if fd < 0 {
+        return -1;
+    }
+    let high = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
+    let fd = if high >= 0 {
+        libc::syscall(libc::SYS_close, fd);
+        high
+    } else {
+        fd
+    };
+    let mut st: libc::stat = std::mem::zeroed();
+    libc::fstat(fd, &mut st);
+    STREAM_INO.store(st.st_ino, Relaxed);
+    if st.st_size == 0 && !raw_write_all(fd, EVENT_MAGIC) {
+        libc::syscall(libc::SYS_close, fd);
+        return -1;
+    }
+    fd
+}
+
+/// The stream descriptor, opening (or reopening, if the program closed or replaced it) it.
+pub(crate) unsafe fn stream_fd() -> c_int {
+    loop {
+        match STREAM_FD.load(Acquire) {
+            -2 => std::hint::spin_loop(),
+            -1 => {
+                if STREAM_FD.compare_exchange(-1, -2, AcqRel, Relaxed).is_ok() {
+                    let fd = open_stream();
+                    STREAM_FD.store(fd.max(-1), Release);
+                    return fd;
+                }
+            }
+            fd => {
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstat(fd, &mut st) == 0 && st.st_ino == STREAM_INO.load(Relaxed) {
+                    return fd;
+                }
+                // Closed behind our back (close_range, closefrom) or the number reused: reopen.
+                if STREAM_FD.compare_exchange(fd, -1, AcqRel, Relaxed).is_err() {
+                    continue;
+                }
+            }
+        }
+    }
+}
+
+pub(crate) unsafe fn flush_slot(slot: &Slot) {
+    let len = &mut *slot.len.get();
+    let events = &mut *slot.events.get();
+    if *len == 0 {
+        return;
+    }
+    let saved = errno();
+    let fd = stream_fd();
+    let data = &mut (&mut *slot.data.get())[..*len];
+    // The buffer's events all ended before this point (it is flushed as soon as it fills):
+    // they lie on the segment from the previous flush's point to this one.
+    let calibration = &mut *slot.calibration.get();
+    if let Some((line, now)) = TscLine::since(*calibration) {
+        convert_timestamps(data, &line);
+        *calibration = now;
+    }
+    if fd < 0 || !raw_write_all(fd, data) {
+        DROPPED.fetch_add(*events, Relaxed);
+    }
+    *len = 0;
+    *events = 0;
+    set_errno(saved);
+}
+
+/// Flushes every buffer and writes the drop count: at exit, exec, and _exit.
+pub(crate) unsafe fn flush_all() {
+    if !ENABLED.load(Relaxed) {
+        return;
+    }
+    for slot in &POOL {
+        if slot.claimed.load(Acquire) {
+            flush_slot(slot);
+            write_excluded(slot);
+        }
+    }
+    let dropped = DROPPED.swap(0, Relaxed);
+    if dropped > 0 {
+        let fd = stream_fd();
+        let mut frame = [0u8; 9];
+        frame[0] = 3;
+        frame[1..].copy_from_slice(&dropped.to_le_bytes());
+        if fd < 0 || !raw_write_all(fd, &frame) {
+            DROPPED.fetch_add(dropped, Relaxed);
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
+    let idx = value as usize;
+    if idx == 0 || idx > SLOTS {
+        return;
+    }
+    let slot = &POOL[idx - 1];
+    flush_slot(slot);
+    write_excluded(slot);
+    slot.claimed.store(false, Release);
+}
+
+/// Writes the slot's counts of excluded calls, at the end of its thread or process (they are
+/// totals, not events: nothing is lost by keeping them until then).
+unsafe fn write_excluded(slot: &Slot) {
+    let counts = &mut *slot.excluded.get();
+    let mut frames = [0u8; EXCLUDED_FRAME_LEN * Excluded::ALL.len()];
+    let mut len = 0;
+    for (reason, (calls, bytes)) in Excluded::ALL.iter().zip(counts.iter()) {
+        if *calls > 0 {
+            frames[len..len + EXCLUDED_FRAME_LEN].copy_from_slice(&encode_excluded(*reason, *calls, *bytes));
+            len += EXCLUDED_FRAME_LEN;
+        }
+    }
+    if len == 0 {
+        return;
+    }
+    let saved = errno();
+    let fd = stream_fd();
+    if fd >= 0 && raw_write_all(fd, &frames[..len]) {
+        *counts = Default::default();
+    }
+    set_errno(saved);
+}
