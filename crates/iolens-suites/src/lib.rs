@@ -89,6 +89,15 @@ pub trait PointRunner {
     fn failed_alone(&self, message: String) -> SuiteError {
         SuiteError::Config(message)
     }
+    /// b_eff_io of everything running the suite: alone its thread version; under MPI over
+    /// MPI-IO across all ranks (collective), the result on rank 0, `None` on the others.
+    fn beff_io(
+        &self,
+        cfg: &beff_io::BeffIoConfig,
+        stop: &AtomicBool,
+    ) -> Result<Option<beff_io::BeffIoResult>, SuiteError> {
+        beff_io::run(cfg, stop).map(Some)
+    }
 }
 
 /// The runner of a suite in one process: each point is one `run_job`.

@@ -385,6 +385,18 @@ impl PointRunner for MpiRunner<'_> {
     fn failed_alone(&self, message: String) -> SuiteError {
         self.end_all(&message, false)
     }
+    fn beff_io(
+        &self,
+        cfg: &iolens_suites::beff_io::BeffIoConfig,
+        stop: &AtomicBool,
+    ) -> Result<Option<iolens_suites::beff_io::BeffIoResult>, SuiteError> {
+        let fatal = |message: &str| -> std::convert::Infallible {
+            let code = self.me.fatal(message, stop.load(Ordering::SeqCst), EXIT_FAILED);
+            // Alone, nothing else waits for this process: it just ends.
+            std::process::exit(code.into())
+        };
+        Ok(iolens_mpi::beff_io_mpi::run(self.me.world, cfg, &[], stop, &fatal))
+    }
 }
 
 /// `mpirun -np N iolens SUITE …`: the suite runs on every rank, each point across all ranks

@@ -3,8 +3,8 @@
 //! b_eff_io with a short T — on one summary page, each part's full result saved as JSON.
 //!
 //! Under `mpirun` the sweep, saturation and write modes run each point on every rank (each in a
-//! scratch directory of its own), and rank 0 alone writes the page and the results; b_eff_io is
-//! skipped there (its thread version would run once per rank), saying so.
+//! scratch directory of its own), and rank 0 alone writes the page and the results; b_eff_io runs
+//! over MPI-IO with all ranks as one partition, in the directory given (which every rank shares).
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -387,24 +387,25 @@ pub fn quick(
     modes_cfg.time_cap = Some(time * 2);
     q.part("write-modes", |ctx| write_modes::write_modes(&modes_cfg, ctx), summarize_write_modes);
 
-    if runner.ranks() > 1 {
-        q.report.parts.push(PartOutcome {
-            part: "beff-io",
-            json: None,
-            seconds: 0.0,
-            error: None,
-            skipped: Some(
-                "not run under MPI: its thread version would run once per rank at the same time; \
-                 run `iolens beff-io DIR` without mpirun"
-                    .into(),
-            ),
-        });
-    } else {
-        let mut beff_cfg = beff_io::BeffIoConfig::new(dir.clone(), memory);
-        beff_cfg.time = time * BEFF_IO_T_FACTOR;
-        beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
-        let stop_flag = Arc::clone(stop);
-        q.part("beff-io", move |_| beff_io::run(&beff_cfg, &stop_flag), summarize_beff_io);
+    // Under MPI: b_eff_io over MPI-IO, one partition of all ranks, in the directory every rank
+    // shares (the scratch directories are each rank's own).
+    let mut beff_cfg =
+        beff_io::BeffIoConfig::new(if runner.ranks() > 1 { base.clone() } else { dir.clone() }, memory);
+    beff_cfg.time = time * BEFF_IO_T_FACTOR;
+    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
+    beff_cfg.ranks = vec![runner.ranks()];
+    // Collective under MPI: every rank takes part (or none does); rank 0 alone has the result.
+    if !runner.any_stopped(stop.load(Ordering::SeqCst)) {
+        if runner.rank() == 0 {
+            let result = move |_: &SuiteContext| {
+                runner
+                    .beff_io(&beff_cfg, stop)?
+                    .ok_or_else(|| SuiteError::Config("no b_eff_io result".into()))
+            };
+            q.part("beff-io", result, summarize_beff_io);
+        } else {
+            let _ = runner.beff_io(&beff_cfg, stop);
+        }
     }
 
     let mut report = q.report;

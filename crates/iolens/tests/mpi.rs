@@ -526,8 +526,12 @@ fn quick_runs_its_parts_across_ranks_and_rank_0_writes_one_page() {
         let part = read_json(&results.join(p["json"].as_str().unwrap()));
         assert_eq!(u(&part["ranks"]), RANKS as u64, "{name}");
     }
+    // b_eff_io over MPI-IO, one partition of all ranks.
     let beff = parts.iter().find(|p| p["part"] == "beff-io").unwrap();
-    assert!(beff["skipped"].as_str().unwrap().contains("MPI"), "{beff}");
+    assert!(beff["error"].is_null() && beff["skipped"].is_null(), "{beff}");
+    let b = read_json(&results.join(beff["json"].as_str().unwrap()));
+    assert_eq!(b["ranks_are"], "MPI processes", "{b}");
+    assert_eq!(b["partitions"].as_array().unwrap().len(), 1);
     let sweep = read_json(&results.join("sweep.json"));
     for p in sweep["curves"][0]["points"].as_array().unwrap() {
         check_ranks_of_point(p);
