@@ -675,6 +675,11 @@ fn judge_completeness(ctx: &mut Ctx, log: &mut DarshanLog) {
             m.name
         ));
     }
+    if !log.modules.iter().any(|m| m.name.starts_with("DXT_")) {
+        ctx.report.notes.push(
+            "the Darshan log has no DXT trace (DXT was not enabled): there are no operations to time, only the module counter totals".into(),
+        );
+    }
     for m in log.modules.iter().filter(|m| m.name.starts_with("DXT_")) {
         let segments = m.dxt.as_ref().map_or(0, DxtTotals::segments);
         let counted = counted_ops(log, &m.name).unwrap_or(0).max(0) as u64;

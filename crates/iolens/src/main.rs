@@ -6,6 +6,7 @@ mod output;
 mod beff_cmd;
 mod clean_cmd;
 mod cli;
+mod darshan_view;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
