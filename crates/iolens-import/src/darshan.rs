@@ -104,7 +104,8 @@ pub struct DarshanMount {
     pub fs_type: String,
 }
 
-/// One counter summed over all records of a module.
+/// One counter summed over all records of a module. As in darshan-util, −1 means the runtime
+/// could not monitor it (a sum that turns negative is set to −1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterTotal {
     pub name: &'static str,
@@ -838,6 +839,9 @@ fn read_counters(
         }
         for (sum, &(_, index)) in sums.iter_mut().zip(layout.counters) {
             *sum = sum.saturating_add(o.i64(&buf, 16 + 8 * index));
+            if *sum < 0 {
+                *sum = -1;
+            }
         }
         let floats = 16 + 8 * layout.ints;
         for (t, &index) in times.iter_mut().zip(&layout.times) {

@@ -19,6 +19,9 @@ fn bytes(m: &DarshanModule) -> (i64, i64) {
     (find("_BYTES_READ"), find("_BYTES_WRITTEN"))
 }
 
+/// Real jobs list dozens of mounts; the first few tell the file systems apart.
+const MOUNTS_SHOWN: usize = 8;
+
 pub fn render(log: &DarshanLog) -> String {
     let j = &log.job;
     let mut out = String::new();
@@ -33,8 +36,15 @@ pub fn render(log: &DarshanLog) -> String {
         j.start_time_s, j.start_time_ns, j.end_time_s, j.end_time_ns, j.runtime_s
     );
     if !log.mounts.is_empty() {
-        let mounts: Vec<String> = log.mounts.iter().map(|m| format!("{} ({})", m.path, m.fs_type)).collect();
-        let _ = writeln!(out, "mounts: {}", mounts.join(", "));
+        let mounts: Vec<String> =
+            log.mounts.iter().take(MOUNTS_SHOWN).map(|m| format!("{} ({})", m.path, m.fs_type)).collect();
+        let more = log.mounts.len().saturating_sub(MOUNTS_SHOWN);
+        let more = if more > 0 { format!(" and {more} more (all in --json)") } else { String::new() };
+        let _ = writeln!(out, "mounts: {}{more}", mounts.join(", "));
+    }
+    if log.modules.is_empty() {
+        out.push_str("\nno module recorded any data\n");
+        return out;
     }
     out.push_str(
         "\nmodules (counter totals are exact sums over all records; DXT rows count trace segments):\n",
@@ -92,10 +102,14 @@ pub fn render(log: &DarshanLog) -> String {
     }
     t.render(&mut out);
     for m in log.modules.iter().filter(|m| !m.counters.is_empty()) {
-        let counters: Vec<String> = m.counters.iter().map(|c| format!("{} {}", c.name, c.total)).collect();
+        let counters: Vec<String> = m
+            .counters
+            .iter()
+            .map(|c| if c.total < 0 { format!("{} n/a", c.name) } else { format!("{} {}", c.name, c.total) })
+            .collect();
         let _ = writeln!(
             out,
-            "{}: {}; times read {:.6} s, write {:.6} s, meta {:.6} s (summed over records)",
+            "{}: {}; times read {:.6} s, write {:.6} s, meta {:.6} s (summed over records; n/a: not monitored)",
             m.name,
             counters.join(", "),
             m.read_time_s,
