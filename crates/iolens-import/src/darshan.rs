@@ -553,7 +553,8 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         dxt_incomplete: false,
     };
     let mut names: HashMap<u64, String> = HashMap::new();
-    let mut paths: HashMap<(u64, Layer), u32> = HashMap::new();
+    // One path id per file, whichever DXT module names it first.
+    let mut paths: HashMap<u64, u32> = HashMap::new();
     let mut pos = header.len;
     for &(region, off, len) in &header.regions {
         if ctx.report.interrupted {
@@ -578,7 +579,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             ctx.format_err(&ctx.path, format!("the {what} region (byte {off}) cannot be decompressed: {e}"))
         };
         match region {
-            Region::Job => read_job(ctx, &header, &mut data, &mut log).map_err(|e| fail(ctx, e))?,
+            Region::Job => read_job(&header, &mut data, &mut log).map_err(|e| fail(ctx, e))?,
             Region::Names => read_names(ctx, &header, &mut data, &mut names)?,
             Region::Module(id) => {
                 let version = header.module_versions.get(&id).copied().unwrap_or(0);
@@ -694,7 +695,7 @@ fn judge_completeness(ctx: &mut Ctx, log: &mut DarshanLog) {
     }
 }
 
-fn read_job(ctx: &Ctx, header: &Header, data: &mut dyn Read, log: &mut DarshanLog) -> io::Result<()> {
+fn read_job(header: &Header, data: &mut dyn Read, log: &mut DarshanLog) -> io::Result<()> {
     let mut buf = Vec::new();
     data.take(JOB_RECORD_LEN).read_to_end(&mut buf)?;
     let o = header.order;
@@ -741,7 +742,6 @@ fn read_job(ctx: &Ctx, header: &Header, data: &mut dyn Read, log: &mut DarshanLo
         let (fs_type, path) = line.split_once('\t').unwrap_or(("?", line));
         log.mounts.push(DarshanMount { path: path.to_string(), fs_type: fs_type.to_string() });
     }
-    let _ = ctx;
     Ok(())
 }
 
@@ -819,10 +819,7 @@ fn read_counters(
     let mut times = [0f64; 3];
     loop {
         let whole = read_record(data, &mut buf).map_err(|e| {
-            ctx.format_err(
-                &ctx.path,
-                format!("the {} module (byte-level) cannot be decompressed: {e}", module.name),
-            )
+            ctx.format_err(&ctx.path, format!("the {} module cannot be decompressed: {e}", module.name))
         })?;
         match whole {
             Ok(true) => {}
@@ -874,7 +871,7 @@ fn read_dxt(
     data: &mut dyn Read,
     module: &mut DarshanModule,
     names: &HashMap<u64, String>,
-    paths: &mut HashMap<(u64, Layer), u32>,
+    paths: &mut HashMap<u64, u32>,
 ) -> Result<(), ImportError> {
     let o = header.order;
     let (layer, newest, with_thread) = if id == DXT_POSIX {
@@ -922,12 +919,12 @@ fn read_dxt(
                 format!("record {record} (file id {file_id:#x}) has negative segment counts"),
             ));
         }
-        let file = match paths.get(&(file_id, layer)) {
+        let file = match paths.get(&file_id) {
             Some(&f) => f,
             None => {
                 let path = names.get(&file_id).cloned().unwrap_or_else(|| format!("<record {file_id:#x}>"));
                 let f = ctx.new_path(&path);
-                paths.insert((file_id, layer), f);
+                paths.insert(file_id, f);
                 f
             }
         };
