@@ -5,9 +5,9 @@
 //!
 //! What comes out: the job (nprocs, executable, start and end with nanoseconds where the log
 //! has them, runtime as darshan-parser defines it), the mounts, exact counter totals of the
-//! POSIX, MPI-IO and STDIO modules (the sums `darshan-parser --total` prints), the other modules
-//! by name, version and size, and every DXT_POSIX and DXT_MPIIO segment as an [`IoEvent`] with
-//! the binary's full time precision and its layer. Counter totals stay exact when DXT ran out
+//! POSIX, MPI-IO, STDIO, HDF5 (H5F, H5D) and PnetCDF modules (the sums `darshan-parser --total`
+//! prints), the other modules by name, version and size, and every DXT_POSIX and DXT_MPIIO
+//! segment as an [`IoEvent`] with the binary's full time precision and its layer. Counter totals stay exact when DXT ran out
 //! of memory: a note then says how many operations the segments miss.
 //!
 //! Nothing read from the file sizes an allocation unchecked: names are bounded, records and
@@ -68,7 +68,9 @@ const MODULE_NAMES: [&str; 18] = [
 ];
 const POSIX: usize = 1;
 const MPIIO: usize = 2;
+const H5F: usize = 3;
 const H5D: usize = 4;
+const PNETCDF_FILE: usize = 5;
 const PNETCDF_VAR: usize = 6;
 const STDIO: usize = 9;
 const DXT_POSIX: usize = 10;
@@ -136,8 +138,8 @@ pub struct DarshanModule {
     pub compressed_bytes: u64,
     /// The runtime ran out of memory for this module: its records are not all there.
     pub partial: bool,
-    /// Whether iolens decodes this module's records (POSIX, MPI-IO, STDIO and DXT); the others
-    /// are only listed.
+    /// Whether iolens decodes this module's records (POSIX, MPI-IO, STDIO, HDF5, PnetCDF since
+    /// its version 3, DXT); the others (Lustre striping, heatmaps, …) are only listed.
     pub decoded: bool,
     pub records: u64,
     /// Exact sums of the module's counters (decoded counter modules).
@@ -189,12 +191,24 @@ impl DarshanLog {
 
 /// How one version of a counter module lays out its record, and where the reported counters sit.
 struct CounterLayout {
+    /// Bytes between the base record (id, rank) and the counters: the parent file's record id
+    /// of HDF5 datasets and PnetCDF variables.
+    prefix: usize,
     ints: usize,
     floats: usize,
     /// (name, index) of the counters summed into the totals.
     counters: &'static [(&'static str, usize)],
-    /// Indexes of the read, write and metadata time counters among the floats.
-    times: [usize; 3],
+    /// Indexes of the read, write and metadata time counters among the floats, where kept.
+    times: [Option<usize>; 3],
+}
+
+/// What iolens makes of a module at a format version.
+enum Decoding {
+    Counters(CounterLayout),
+    /// Listed by name and size only.
+    Listed,
+    /// A version newer than any darshan-util 3.x writes: the newest known.
+    TooNew(u32),
 }
 
 const POSIX_V1: &[(&str, usize)] = &[
@@ -273,23 +287,69 @@ const STDIO_V2: &[(&str, usize)] = &[
     ("STDIO_BYTES_READ", 7),
 ];
 
-/// The layout of `module` at `version`; None for modules iolens does not decode. An error for
-/// versions newer than any darshan-util 3.x writes.
-fn counter_layout(module: usize, version: u32) -> Option<Result<CounterLayout, u32>> {
-    let l = |ints, floats, counters, times| Some(Ok(CounterLayout { ints, floats, counters, times }));
+/// HDF5 files: versions 1 and 2 kept only OPENS (and no metadata time).
+const H5F_V1: &[(&str, usize)] = &[("H5F_OPENS", 0)];
+const H5F_V3: &[(&str, usize)] = &[("H5F_OPENS", 0), ("H5F_FLUSHES", 1)];
+const H5D_ALL: &[(&str, usize)] = &[
+    ("H5D_OPENS", 0),
+    ("H5D_READS", 1),
+    ("H5D_WRITES", 2),
+    ("H5D_FLUSHES", 3),
+    ("H5D_BYTES_READ", 4),
+    ("H5D_BYTES_WRITTEN", 5),
+];
+const PNETCDF_FILE_V3: &[(&str, usize)] = &[
+    ("PNETCDF_FILE_CREATES", 0),
+    ("PNETCDF_FILE_OPENS", 1),
+    ("PNETCDF_FILE_SYNCS", 5),
+    ("PNETCDF_FILE_BYTES_READ", 6),
+    ("PNETCDF_FILE_BYTES_WRITTEN", 7),
+];
+const PNETCDF_VAR_V1: &[(&str, usize)] = &[
+    ("PNETCDF_VAR_OPENS", 0),
+    ("PNETCDF_VAR_INDEP_READS", 1),
+    ("PNETCDF_VAR_INDEP_WRITES", 2),
+    ("PNETCDF_VAR_COLL_READS", 3),
+    ("PNETCDF_VAR_COLL_WRITES", 4),
+    ("PNETCDF_VAR_NB_READS", 5),
+    ("PNETCDF_VAR_NB_WRITES", 6),
+    ("PNETCDF_VAR_BYTES_READ", 7),
+    ("PNETCDF_VAR_BYTES_WRITTEN", 8),
+];
+
+/// What to make of `module` at `version` (module ids of log version 3.41).
+fn decoding(module: usize, version: u32) -> Decoding {
+    let l = |prefix, ints, floats, counters, times| {
+        Decoding::Counters(CounterLayout { prefix, ints, floats, counters, times })
+    };
+    let rwm = |r, w, m| [Some(r), Some(w), Some(m)];
     match (module, version) {
-        (POSIX, 1) => l(68, 15, POSIX_V1, [6, 7, 8]),
-        (POSIX, 2) => l(64, 15, POSIX_V2, [6, 7, 8]),
-        (POSIX, 3) => l(64, 17, POSIX_V2, [8, 9, 10]),
-        (POSIX, 4) => l(69, 17, POSIX_V4, [8, 9, 10]),
-        (MPIIO, 1 | 2) => l(51, 15, MPIIO_ALL, [6, 7, 8]),
-        (MPIIO, 3) => l(51, 17, MPIIO_ALL, [8, 9, 10]),
-        (STDIO, 1) => l(13, 15, STDIO_V1, [2, 1, 0]),
-        (STDIO, 2) => l(14, 15, STDIO_V2, [2, 1, 0]),
-        (POSIX, _) => Some(Err(4)),
-        (MPIIO, _) => Some(Err(3)),
-        (STDIO, _) => Some(Err(2)),
-        _ => None,
+        (POSIX, 1) => l(0, 68, 15, POSIX_V1, rwm(6, 7, 8)),
+        (POSIX, 2) => l(0, 64, 15, POSIX_V2, rwm(6, 7, 8)),
+        (POSIX, 3) => l(0, 64, 17, POSIX_V2, rwm(8, 9, 10)),
+        (POSIX, 4) => l(0, 69, 17, POSIX_V4, rwm(8, 9, 10)),
+        (MPIIO, 1 | 2) => l(0, 51, 15, MPIIO_ALL, rwm(6, 7, 8)),
+        (MPIIO, 3) => l(0, 51, 17, MPIIO_ALL, rwm(8, 9, 10)),
+        (STDIO, 1) => l(0, 13, 15, STDIO_V1, rwm(2, 1, 0)),
+        (STDIO, 2) => l(0, 14, 15, STDIO_V2, rwm(2, 1, 0)),
+        (H5F, 1) => l(0, 1, 2, H5F_V1, [None; 3]),
+        (H5F, 2) => l(0, 1, 4, H5F_V1, [None; 3]),
+        (H5F, 3) => l(0, 3, 5, H5F_V3, [None, None, Some(4)]),
+        // Version 2 added the parent file's record id.
+        (H5D, 1) => l(0, 94, 17, H5D_ALL, rwm(8, 9, 10)),
+        (H5D, 2) => l(8, 94, 17, H5D_ALL, rwm(8, 9, 10)),
+        // Versions 1 and 2 split opens in two and lack the byte counters: listed only.
+        (PNETCDF_FILE, 1 | 2) => Decoding::Listed,
+        (PNETCDF_FILE, 3) => l(0, 9, 8, PNETCDF_FILE_V3, [None, None, Some(6)]),
+        (PNETCDF_VAR, 1) => l(8, 120, 17, PNETCDF_VAR_V1, rwm(8, 9, 10)),
+        (POSIX, _) => Decoding::TooNew(4),
+        (MPIIO, _) => Decoding::TooNew(3),
+        (STDIO, _) => Decoding::TooNew(2),
+        (H5F, _) => Decoding::TooNew(3),
+        (H5D, _) => Decoding::TooNew(2),
+        (PNETCDF_FILE, _) => Decoding::TooNew(3),
+        (PNETCDF_VAR, _) => Decoding::TooNew(1),
+        _ => Decoding::Listed,
     }
 }
 
@@ -598,17 +658,22 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
                 };
                 if id == DXT_POSIX || id == DXT_MPIIO {
                     read_dxt(ctx, &header, id, &mut data, &mut module, &names, &mut paths)?;
-                } else if let Some(layout) = counter_layout(id, version) {
-                    let layout = layout.map_err(|newest| {
-                        ctx.format_err(
-                            &ctx.path,
-                            format!(
-                                "the {} module has format version {version}; iolens reads versions 1 to {newest} (corrupt, or a newer Darshan)",
-                                module.name
-                            ),
-                        )
-                    })?;
-                    read_counters(ctx, &header, &layout, &mut data, &mut module)?;
+                } else {
+                    match decoding(id, version) {
+                        Decoding::Counters(layout) => {
+                            read_counters(ctx, &header, &layout, &mut data, &mut module)?
+                        }
+                        Decoding::Listed => {}
+                        Decoding::TooNew(newest) => {
+                            return Err(ctx.format_err(
+                                &ctx.path,
+                                format!(
+                                    "the {} module has format version {version}; iolens reads versions 1 to {newest} (corrupt, or a newer Darshan)",
+                                    module.name
+                                ),
+                            ))
+                        }
+                    }
                 }
                 log.modules.push(module);
             }
@@ -813,7 +878,8 @@ fn read_counters(
     module: &mut DarshanModule,
 ) -> Result<(), ImportError> {
     let o = header.order;
-    let len = 16 + 8 * (layout.ints + layout.floats);
+    let ints_at = 16 + layout.prefix;
+    let len = ints_at + 8 * (layout.ints + layout.floats);
     let mut buf = vec![0u8; len];
     let mut sums = vec![0i64; layout.counters.len()];
     let mut times = [0f64; 3];
@@ -835,14 +901,16 @@ fn read_counters(
             }
         }
         for (sum, &(_, index)) in sums.iter_mut().zip(layout.counters) {
-            *sum = sum.saturating_add(o.i64(&buf, 16 + 8 * index));
+            *sum = sum.saturating_add(o.i64(&buf, ints_at + 8 * index));
             if *sum < 0 {
                 *sum = -1;
             }
         }
-        let floats = 16 + 8 * layout.ints;
-        for (t, &index) in times.iter_mut().zip(&layout.times) {
-            *t += o.f64(&buf, floats + 8 * index);
+        let floats = ints_at + 8 * layout.ints;
+        for (t, index) in times.iter_mut().zip(layout.times) {
+            if let Some(index) = index {
+                *t += o.f64(&buf, floats + 8 * index);
+            }
         }
         module.records += 1;
         if ctx.should_stop() {

@@ -56,6 +56,46 @@ fn totals_match_darshan_parser() {
     }
 }
 
+/// HDF5 counters and summed times, as darshan-util 3.5.0 (through PyDarshan) reads the same logs.
+#[test]
+fn hdf5_totals_and_time_sums_match_darshan_util() {
+    let Some(dir) = shared("darshan") else {
+        eprintln!("skipped: shared Darshan logs not found");
+        return;
+    };
+    let (_, r) = read(&dir.join("hdf5_diagonal_write_1_byte_dxt.darshan"));
+    let log = r.darshan.unwrap();
+    for (name, total) in [
+        ("H5F_OPENS", 10),
+        ("H5F_FLUSHES", 0),
+        ("H5D_OPENS", 10),
+        ("H5D_READS", 0),
+        ("H5D_WRITES", 10),
+        ("H5D_FLUSHES", 0),
+        ("H5D_BYTES_READ", 0),
+        ("H5D_BYTES_WRITTEN", 10),
+    ] {
+        assert_eq!(log.counter(name), Some(total), "{name}");
+    }
+    let (h5f, h5d) = (log.module("H5F").unwrap(), log.module("H5D").unwrap());
+    assert_eq!((h5f.version, h5f.records, h5d.version, h5d.records), (3, 10, 2, 10));
+    assert!((h5f.meta_time_s - 0.053402900).abs() < 1e-9, "{}", h5f.meta_time_s);
+    assert!((h5d.write_time_s - 0.000298023).abs() < 1e-9 && (h5d.meta_time_s - 0.001150131).abs() < 1e-9);
+
+    let (_, r) = read(&dir.join("treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"));
+    let log = r.darshan.unwrap();
+    for (module, read, write, meta) in [
+        ("POSIX", 55.439558, 1.035466, 1.016803),
+        ("MPI-IO", 55.703928, 171.980669, 2.433037),
+        ("STDIO", 0.0, 0.000932, 0.0),
+    ] {
+        let m = log.module(module).unwrap();
+        for (got, want) in [(m.read_time_s, read), (m.write_time_s, write), (m.meta_time_s, meta)] {
+            assert!((got - want).abs() < 1e-6, "{module}: {got} vs {want}");
+        }
+    }
+}
+
 /// One DXT text row: layer, rank, op, offset, length, start and end in seconds.
 type Row = (Layer, u32, IoOp, u64, u64, f64, f64);
 
