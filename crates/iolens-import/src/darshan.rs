@@ -144,10 +144,11 @@ pub struct DarshanModule {
     pub records: u64,
     /// Exact sums of the module's counters (decoded counter modules).
     pub counters: Vec<CounterTotal>,
-    /// Summed time counters in seconds (read, write, metadata), as darshan-parser sums them.
-    pub read_time_s: f64,
-    pub write_time_s: f64,
-    pub meta_time_s: f64,
+    /// Summed time counters in seconds (read, write, metadata), as darshan-parser sums them;
+    /// None where the module (or its format version) has no such counter.
+    pub read_time_s: Option<f64>,
+    pub write_time_s: Option<f64>,
+    pub meta_time_s: Option<f64>,
     /// DXT modules: segments and bytes.
     pub dxt: Option<DxtTotals>,
 }
@@ -634,60 +635,23 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         }
         let mut raw = (&mut input).take(len);
         let mut data = region_reader(header.compression, &mut raw);
-        let what = region.name();
-        let fail = |ctx: &Ctx, e: io::Error| {
-            ctx.format_err(&ctx.path, format!("the {what} region (byte {off}) cannot be decompressed: {e}"))
-        };
-        match region {
-            Region::Job => read_job(&header, &mut data, &mut log).map_err(|e| fail(ctx, e))?,
-            Region::Names => read_names(ctx, &header, &mut data, &mut names)?,
-            Region::Module(id) => {
-                let version = header.module_versions.get(&id).copied().unwrap_or(0);
-                let mut module = DarshanModule {
-                    name: module_name(id),
-                    version,
-                    compressed_bytes: len,
-                    partial: header.partial & (1 << id.min(63)) != 0,
-                    decoded: false,
-                    records: 0,
-                    counters: Vec::new(),
-                    read_time_s: 0.0,
-                    write_time_s: 0.0,
-                    meta_time_s: 0.0,
-                    dxt: None,
-                };
-                if id == DXT_POSIX || id == DXT_MPIIO {
-                    read_dxt(ctx, &header, id, &mut data, &mut module, &names, &mut paths)?;
-                } else {
-                    match decoding(id, version) {
-                        Decoding::Counters(layout) => {
-                            read_counters(ctx, &header, &layout, &mut data, &mut module)?
-                        }
-                        Decoding::Listed => {}
-                        Decoding::TooNew(newest) => {
-                            return Err(ctx.format_err(
-                                &ctx.path,
-                                format!(
-                                    "the {} module has format version {version}; iolens reads versions 1 to {newest} (corrupt, or a newer Darshan)",
-                                    module.name
-                                ),
-                            ))
-                        }
-                    }
-                }
-                log.modules.push(module);
-            }
-        }
+        let outcome =
+            read_region(ctx, &header, (region, off, len), &mut data, &mut log, &mut names, &mut paths);
         drop(data);
-        // What the decompressor left of the region (padding) is skipped; a short file is an error.
+        // What the decompressor left of the region (padding) is skipped. A file that ends inside
+        // the region is the reason for any error reading it, and is named as such.
         let rest = raw.limit();
         let drained = io::copy(&mut raw, &mut io::sink()).map_err(|e| ctx.io(e))?;
         if drained < rest && len != u64::MAX {
             return Err(ctx.format_err(
                 &ctx.path,
-                format!("the file ends inside the {what} region (bytes {off}+{len}): the log is truncated"),
+                format!(
+                    "the file ends inside the {} region (bytes {off}+{len}): the log is truncated",
+                    region.name()
+                ),
             ));
         }
+        outcome?;
         pos = off.saturating_add(len - rest + drained);
     }
     // Modules flagged partial that wrote no region still count as partial.
@@ -701,9 +665,9 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
                 decoded: false,
                 records: 0,
                 counters: Vec::new(),
-                read_time_s: 0.0,
-                write_time_s: 0.0,
-                meta_time_s: 0.0,
+                read_time_s: None,
+                write_time_s: None,
+                meta_time_s: None,
                 dxt: None,
             });
         }
@@ -711,6 +675,59 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     judge_completeness(ctx, &mut log);
     ctx.report.darshan = Some(Box::new(log));
     Ok(())
+}
+
+/// Reads one region's decompressed `data` into the log, the names or the event sink.
+fn read_region(
+    ctx: &mut Ctx,
+    header: &Header,
+    (region, off, len): (Region, u64, u64),
+    data: &mut dyn Read,
+    log: &mut DarshanLog,
+    names: &mut HashMap<u64, String>,
+    paths: &mut HashMap<u64, u32>,
+) -> Result<(), ImportError> {
+    match region {
+        Region::Job => read_job(header, data, log).map_err(|e| {
+            ctx.format_err(&ctx.path, format!("the job region (byte {off}) cannot be decompressed: {e}"))
+        }),
+        Region::Names => read_names(ctx, header, data, names),
+        Region::Module(id) => {
+            let version = header.module_versions.get(&id).copied().unwrap_or(0);
+            let mut module = DarshanModule {
+                name: module_name(id),
+                version,
+                compressed_bytes: len,
+                partial: header.partial & (1 << id.min(63)) != 0,
+                decoded: false,
+                records: 0,
+                counters: Vec::new(),
+                read_time_s: None,
+                write_time_s: None,
+                meta_time_s: None,
+                dxt: None,
+            };
+            if id == DXT_POSIX || id == DXT_MPIIO {
+                read_dxt(ctx, header, id, data, &mut module, names, paths)?;
+            } else {
+                match decoding(id, version) {
+                    Decoding::Counters(layout) => read_counters(ctx, header, &layout, data, &mut module)?,
+                    Decoding::Listed => {}
+                    Decoding::TooNew(newest) => {
+                        return Err(ctx.format_err(
+                            &ctx.path,
+                            format!(
+                                "the {} module has format version {version}; iolens reads versions 1 to {newest} (corrupt, or a newer Darshan)",
+                                module.name
+                            ),
+                        ))
+                    }
+                }
+            }
+            log.modules.push(module);
+            Ok(())
+        }
+    }
 }
 
 /// Read and write operations a counter module counted: what its DXT module should hold.
@@ -920,7 +937,8 @@ fn read_counters(
     module.decoded = true;
     module.counters =
         layout.counters.iter().zip(sums).map(|(&(name, _), total)| CounterTotal { name, total }).collect();
-    [module.read_time_s, module.write_time_s, module.meta_time_s] = times;
+    let kept = |i: usize| layout.times[i].map(|_| times[i]);
+    [module.read_time_s, module.write_time_s, module.meta_time_s] = [kept(0), kept(1), kept(2)];
     Ok(())
 }
 

@@ -101,21 +101,20 @@ pub fn render(log: &DarshanLog) -> String {
         ]);
     }
     t.render(&mut out);
+    out.push_str("counter totals (n/a: the runtime could not monitor it; times are summed over records):\n");
     for m in log.modules.iter().filter(|m| !m.counters.is_empty()) {
         let counters: Vec<String> = m
             .counters
             .iter()
             .map(|c| if c.total < 0 { format!("{} n/a", c.name) } else { format!("{} {}", c.name, c.total) })
             .collect();
-        let _ = writeln!(
-            out,
-            "{}: {}; times read {:.6} s, write {:.6} s, meta {:.6} s (summed over records; n/a: not monitored)",
-            m.name,
-            counters.join(", "),
-            m.read_time_s,
-            m.write_time_s,
-            m.meta_time_s
-        );
+        let times: Vec<String> =
+            [("read", m.read_time_s), ("write", m.write_time_s), ("meta", m.meta_time_s)]
+                .into_iter()
+                .filter_map(|(what, t)| t.map(|t| format!("{what} {t:.6} s")))
+                .collect();
+        let times = if times.is_empty() { String::new() } else { format!("; time {}", times.join(", ")) };
+        let _ = writeln!(out, "{}: {}{times}", m.name, counters.join(", "));
     }
     out
 }
