@@ -6,17 +6,28 @@ use std::fmt::Write;
 use iolens_import::darshan::{DarshanLog, DarshanModule};
 use iolens_report::table::Table;
 
-/// The read and write operation counters of each decoded module, summed into its row.
-fn ops(m: &DarshanModule) -> (i64, i64) {
-    let sum = |suffixes: &[&str]| {
-        m.counters.iter().filter(|c| suffixes.iter().any(|s| c.name.ends_with(s))).map(|c| c.total).sum()
+/// A module row's reads, writes, bytes read and bytes written: DXT segments, or the sums of
+/// the module's counters of each kind (None where the module has no such counter).
+fn row_totals(m: &DarshanModule) -> [Option<i64>; 4] {
+    if let Some(d) = &m.dxt {
+        return [d.read_segments, d.write_segments, d.read_bytes, d.write_bytes].map(|v| Some(v as i64));
+    }
+    let sum = |suffix: &str| {
+        let mut matching = m.counters.iter().filter(|c| c.name.ends_with(suffix)).map(|c| c.total).peekable();
+        matching
+            .peek()
+            .is_some()
+            .then(|| matching.fold(0i64, |a, v| if a < 0 || v < 0 { -1 } else { a.saturating_add(v) }))
     };
-    (sum(&["_READS"]), sum(&["_WRITES"]))
+    [sum("_READS"), sum("_WRITES"), sum("_BYTES_READ"), sum("_BYTES_WRITTEN")]
 }
 
-fn bytes(m: &DarshanModule) -> (i64, i64) {
-    let find = |suffix: &str| m.counters.iter().find(|c| c.name.ends_with(suffix)).map_or(0, |c| c.total);
-    (find("_BYTES_READ"), find("_BYTES_WRITTEN"))
+fn cell(v: Option<i64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v < 0 => "n/a".into(),
+        Some(v) => v.to_string(),
+    }
 }
 
 /// Real jobs list dozens of mounts; the first few tell the file systems apart.
@@ -66,39 +77,15 @@ pub fn render(log: &DarshanLog) -> String {
             (false, false) => "not decoded by iolens",
             _ => "",
         };
-        let (reads, writes, read_bytes, write_bytes) = match &m.dxt {
-            Some(d) => {
-                (d.read_segments as i64, d.write_segments as i64, d.read_bytes as i64, d.write_bytes as i64)
-            }
-            None if m.decoded => {
-                let (r, w) = ops(m);
-                let (rb, wb) = bytes(m);
-                (r, w, rb, wb)
-            }
-            None => {
-                t.rows.push(vec![
-                    m.name.clone(),
-                    m.version.to_string(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    note.into(),
-                ]);
-                continue;
-            }
-        };
-        t.rows.push(vec![
-            m.name.clone(),
-            m.version.to_string(),
-            m.records.to_string(),
-            reads.to_string(),
-            writes.to_string(),
-            read_bytes.to_string(),
-            write_bytes.to_string(),
-            note.into(),
-        ]);
+        let mut row = vec![m.name.clone(), m.version.to_string()];
+        if m.decoded || m.dxt.is_some() {
+            row.push(m.records.to_string());
+            row.extend(row_totals(m).map(cell));
+        } else {
+            row.extend(std::iter::repeat_n("-".to_string(), 5));
+        }
+        row.push(note.into());
+        t.rows.push(row);
     }
     t.render(&mut out);
     out.push_str("counter totals (n/a: the runtime could not monitor it; times are summed over records):\n");
