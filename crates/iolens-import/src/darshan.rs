@@ -528,16 +528,7 @@ fn read_header(ctx: &Ctx, input: &mut impl Read) -> Result<Header, ImportError> 
 
 /// Fills `buf`; false when the input ends first (having read some or none of it).
 fn read_full(r: &mut (impl Read + ?Sized), buf: &mut [u8]) -> io::Result<bool> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => return Ok(false),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
+    Ok(read_record(r, buf)? == Ok(true))
 }
 
 /// Reads one fixed-size record: Ok(true) when whole, Ok(false) at a clean end, and an error
