@@ -194,6 +194,7 @@ fn job_header_mounts_and_a_truncated_dxt_note() {
 
 /// Writes a small 3.41 log: a POSIX record and a DXT_POSIX record of one write and one read.
 struct Builder {
+    big_endian: bool,
     version: &'static [u8],
     compression: u8,
     posix_version: u32,
@@ -208,24 +209,32 @@ fn zlib(data: &[u8]) -> Vec<u8> {
 
 impl Builder {
     fn new() -> Builder {
-        Builder { version: b"3.41", compression: 0, posix_version: 4, cut_posix: 0 }
+        Builder { big_endian: false, version: b"3.41", compression: 0, posix_version: 4, cut_posix: 0 }
+    }
+
+    /// Little-endian bytes in the log's byte order.
+    fn b<const N: usize>(&self, mut le: [u8; N]) -> [u8; N] {
+        if self.big_endian {
+            le.reverse();
+        }
+        le
     }
 
     fn build(&self) -> Vec<u8> {
         let mut job = Vec::new();
         for v in [1000i64, 1_700_000_000, 250_000_000, 1_700_000_002, 750_000_000, 4, 77] {
-            job.extend_from_slice(&v.to_le_bytes());
+            job.extend_from_slice(&self.b(v.to_le_bytes()));
         }
         let mut meta = b"lib_ver=3.5.0\n".to_vec();
         meta.resize(1024, 0);
         job.extend_from_slice(&meta);
         job.extend_from_slice(b"/bin/app -x\nlustre\t/scratch\n\0");
         let mut names = Vec::new();
-        names.extend_from_slice(&42u64.to_le_bytes());
+        names.extend_from_slice(&self.b(42u64.to_le_bytes()));
         names.extend_from_slice(b"/scratch/f\0");
         let mut posix = Vec::new();
-        posix.extend_from_slice(&42u64.to_le_bytes());
-        posix.extend_from_slice(&(-1i64).to_le_bytes());
+        posix.extend_from_slice(&self.b(42u64.to_le_bytes()));
+        posix.extend_from_slice(&self.b((-1i64).to_le_bytes()));
         let mut counters = [0i64; 69];
         counters[0] = 2; // OPENS
         counters[3] = 5; // READS
@@ -233,26 +242,26 @@ impl Builder {
         counters[14] = 5000; // BYTES_READ
         counters[15] = 7000; // BYTES_WRITTEN
         for c in counters {
-            posix.extend_from_slice(&c.to_le_bytes());
+            posix.extend_from_slice(&self.b(c.to_le_bytes()));
         }
         for f in 0..17 {
-            posix.extend_from_slice(&(f as f64 / 4.0).to_le_bytes());
+            posix.extend_from_slice(&self.b((f as f64 / 4.0).to_le_bytes()));
         }
         posix.truncate(posix.len() - self.cut_posix);
         let mut dxt = Vec::new();
-        dxt.extend_from_slice(&42u64.to_le_bytes());
-        dxt.extend_from_slice(&3i64.to_le_bytes());
-        dxt.extend_from_slice(&0i64.to_le_bytes());
+        dxt.extend_from_slice(&self.b(42u64.to_le_bytes()));
+        dxt.extend_from_slice(&self.b(3i64.to_le_bytes()));
+        dxt.extend_from_slice(&self.b(0i64.to_le_bytes()));
         dxt.extend_from_slice(&[0u8; 64]);
-        dxt.extend_from_slice(&1i64.to_le_bytes());
-        dxt.extend_from_slice(&1i64.to_le_bytes());
+        dxt.extend_from_slice(&self.b(1i64.to_le_bytes()));
+        dxt.extend_from_slice(&self.b(1i64.to_le_bytes()));
         for (offset, len, start, end) in [(4096i64, 100i64, 0.5f64, 0.500_001_5f64), (0, 10, 1.25, 1.5)] {
             for v in [
-                offset.to_le_bytes(),
-                len.to_le_bytes(),
-                start.to_le_bytes(),
-                end.to_le_bytes(),
-                9u64.to_le_bytes(),
+                self.b(offset.to_le_bytes()),
+                self.b(len.to_le_bytes()),
+                self.b(start.to_le_bytes()),
+                self.b(end.to_le_bytes()),
+                self.b(9u64.to_le_bytes()),
             ] {
                 dxt.extend_from_slice(&v);
             }
@@ -261,19 +270,19 @@ impl Builder {
         let regions = [pack(&job), pack(&names), pack(&posix), pack(&dxt)];
         let mut header = vec![0u8; 1328];
         header[..self.version.len()].copy_from_slice(self.version);
-        header[8..16].copy_from_slice(&super::MAGIC.to_le_bytes());
+        header[8..16].copy_from_slice(&self.b(super::MAGIC.to_le_bytes()));
         header[16] = self.compression;
         let mut at = 1328 + regions[0].len() as u64;
         let mut place = |slot: usize, len: usize| {
-            header[slot..slot + 8].copy_from_slice(&at.to_le_bytes());
-            header[slot + 8..slot + 16].copy_from_slice(&(len as u64).to_le_bytes());
+            header[slot..slot + 8].copy_from_slice(&self.b(at.to_le_bytes()));
+            header[slot + 8..slot + 16].copy_from_slice(&self.b((len as u64).to_le_bytes()));
             at += len as u64;
         };
         place(32, regions[1].len());
         place(48 + 16, regions[2].len());
         place(48 + 16 * 10, regions[3].len());
-        header[1072 + 4..1072 + 8].copy_from_slice(&self.posix_version.to_le_bytes());
-        header[1072 + 40..1072 + 44].copy_from_slice(&2u32.to_le_bytes());
+        header[1072 + 4..1072 + 8].copy_from_slice(&self.b(self.posix_version.to_le_bytes()));
+        header[1072 + 40..1072 + 44].copy_from_slice(&self.b(2u32.to_le_bytes()));
         let mut out = header;
         for r in regions {
             out.extend_from_slice(&r);
@@ -290,11 +299,12 @@ fn import_bytes(bytes: &[u8]) -> (Collect, Result<ImportReport, ImportError>) {
 
 #[test]
 fn a_hand_made_log_reads_exactly() {
-    for compression in [0, 2] {
-        let bytes = Builder { compression, ..Builder::new() }.build();
+    for (compression, big_endian) in [(0, false), (2, false), (0, true)] {
+        let bytes = Builder { compression, big_endian, ..Builder::new() }.build();
         let (c, r) = import_bytes(&bytes);
         let r = r.unwrap();
         let log = r.darshan.unwrap();
+        assert_eq!(log.big_endian, big_endian);
         assert_eq!((log.job.uid, log.job.nprocs, log.job.jobid), (1000, 4, 77));
         assert_eq!(log.job.runtime_s, 2.5);
         assert_eq!(log.job.exe, "/bin/app -x");
