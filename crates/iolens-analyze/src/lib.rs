@@ -159,8 +159,10 @@ pub struct Analyzer {
     paths: HashMap<u32, String>,
     classes: BTreeMap<Class, ClassAcc>,
     layers: BTreeMap<Layer, LayerRow>,
-    files: HashMap<u32, FileAcc>,
-    processes: HashMap<u32, ProcAcc>,
+    /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
+    /// beneath it move the same bytes, so adding them would count them twice.
+    files: HashMap<(u32, Layer), FileAcc>,
+    processes: HashMap<(u32, Layer), ProcAcc>,
     slowest: BinaryHeap<Reverse<Slow>>,
     seen: u64,
     first_start: u64,
@@ -197,6 +199,8 @@ pub struct SizeBucket {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileRow {
     pub path: String,
+    /// The layer of the calls counted in this row ("posix", "mpiio", …).
+    pub layer: String,
     pub ops: u64,
     pub bytes: u64,
     pub read_bytes: u64,
@@ -208,6 +212,7 @@ pub struct FileRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProcessRow {
     pub pid: u32,
+    pub layer: String,
     pub ops: u64,
     pub bytes: u64,
     pub busy_s: f64,
@@ -301,6 +306,12 @@ impl Analyzer {
     /// The path defined for `id`, for notes about events the analysis does not count.
     pub fn path_name(&self, id: u32) -> Option<&str> {
         self.paths.get(&id).map(String::as_str)
+    }
+
+    /// Sets the traced program's wall time once it is known from the trace itself (a Darshan
+    /// log's job runtime, read with the events).
+    pub fn set_program_wall_ns(&mut self, wall_ns: u64) {
+        self.opts.program_wall_ns = Some(wall_ns);
     }
 
     fn export(&mut self, e: &IoEvent) {
@@ -413,7 +424,7 @@ impl Analyzer {
             c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
-        let f = self.files.entry(e.file).or_default();
+        let f = self.files.entry((e.file, e.layer)).or_default();
         if timed {
             f.union.push(iv);
         }
@@ -426,7 +437,7 @@ impl Analyzer {
                 f.read_bytes = f.read_bytes.saturating_add(e.requested);
             }
         }
-        let p = self.processes.entry(e.pid).or_default();
+        let p = self.processes.entry((e.pid, e.layer)).or_default();
         if timed {
             p.union.push(iv);
         }
@@ -515,8 +526,9 @@ impl Analyzer {
         let mut files: Vec<FileRow> = self
             .files
             .into_iter()
-            .map(|(id, mut f)| FileRow {
+            .map(|((id, layer), mut f)| FileRow {
                 path: name(id),
+                layer: layer.name().into(),
                 ops: f.ops,
                 bytes: f.read_bytes.saturating_add(f.write_bytes),
                 read_bytes: f.read_bytes,
@@ -525,20 +537,25 @@ impl Analyzer {
                 mean_latency_s: if f.ops > 0 { f.latency_sum_ns as f64 / f.ops as f64 / 1e9 } else { 0.0 },
             })
             .collect();
-        files.sort_by(|a, b| b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)));
+        files.sort_by(|a, b| {
+            b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)).then(a.layer.cmp(&b.layer))
+        });
         files.truncate(self.opts.top);
         let mut processes: Vec<ProcessRow> = self
             .processes
             .into_iter()
-            .map(|(pid, mut p)| ProcessRow {
+            .map(|((pid, layer), mut p)| ProcessRow {
                 pid,
+                layer: layer.name().into(),
                 ops: p.ops,
                 bytes: p.bytes,
                 busy_s: p.union.busy_ns() as f64 / 1e9,
                 threads: p.threads.len(),
             })
             .collect();
-        processes.sort_by(|a, b| b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)));
+        processes.sort_by(|a, b| {
+            b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)).then(a.layer.cmp(&b.layer))
+        });
         processes.truncate(self.opts.top);
         let mut slowest: Vec<SlowOp> = self
             .slowest

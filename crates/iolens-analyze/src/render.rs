@@ -64,11 +64,12 @@ pub fn render_summary(s: &TraceSummary) -> String {
     }
     if !s.files.is_empty() {
         out.push_str("\nfiles (by busy time):\n");
-        let mut t = Table::new(vec!["busy_s", "ops", "MiB read", "MiB written", "mean lat", "path"]);
-        t.left_aligned = vec![5];
+        let mut t = Table::new(vec!["busy_s", "layer", "ops", "MiB read", "MiB written", "mean lat", "path"]);
+        t.left_aligned = vec![1, 6];
         for r in &s.files {
             t.rows.push(vec![
                 format!("{:.4}", r.busy_s),
+                r.layer.clone(),
                 r.ops.to_string(),
                 fmt_mib(r.read_bytes as f64),
                 fmt_mib(r.write_bytes as f64),
@@ -80,10 +81,12 @@ pub fn render_summary(s: &TraceSummary) -> String {
     }
     if !s.processes.is_empty() {
         out.push_str("\nprocesses (by busy time):\n");
-        let mut t = Table::new(vec!["pid", "threads", "ops", "MiB", "busy_s"]);
+        let mut t = Table::new(vec!["pid", "layer", "threads", "ops", "MiB", "busy_s"]);
+        t.left_aligned = vec![1];
         for p in &s.processes {
             t.rows.push(vec![
                 p.pid.to_string(),
+                p.layer.clone(),
                 p.threads.to_string(),
                 p.ops.to_string(),
                 fmt_mib(p.bytes as f64),

@@ -104,6 +104,21 @@ fn mpi_io_over_posix_is_not_counted_twice() {
     assert!(s.notes.iter().any(|n| n.contains("MPI-IO")));
 }
 
+/// An MPI-IO write and the POSIX write beneath it move the same bytes: the file and process
+/// tables show each layer on its own row, never their sum.
+#[test]
+fn file_and_process_rows_keep_layers_apart() {
+    let posix = ev(2, 1, IoOp::Write, 0, 1 << 20, 100, 200);
+    let mpiio = IoEvent { layer: Layer::MpiIo, start_ns: 90, end_ns: 210, ..posix };
+    let s = analyze(&[mpiio, posix], AnalyzeOptions::default());
+    let files: Vec<(&str, &str, u64, u64)> =
+        s.files.iter().map(|f| (f.path.as_str(), f.layer.as_str(), f.ops, f.write_bytes)).collect();
+    assert_eq!(files, vec![("/b", "mpiio", 1, 1 << 20), ("/b", "posix", 1, 1 << 20)]);
+    let procs: Vec<(u32, &str, u64, u64)> =
+        s.processes.iter().map(|p| (p.pid, p.layer.as_str(), p.ops, p.bytes)).collect();
+    assert_eq!(procs, vec![(2, "mpiio", 1, 1 << 20), (2, "posix", 1, 1 << 20)]);
+}
+
 #[test]
 fn per_op_csv_and_blind_spots() {
     let dir = tempfile::tempdir().unwrap();

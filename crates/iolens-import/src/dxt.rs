@@ -6,9 +6,17 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use iolens_record::event::{IoEvent, IoOp, Layer, NO_FILE};
+use iolens_record::event::{IoEvent, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 
 use crate::{for_each_line, seconds_to_ns, Ctx, ImportError};
+
+/// An offset, or −1 for one Darshan did not know (3.1 wrote it for MPI-IO calls).
+fn parse_offset(text: &str) -> Result<u64, std::num::ParseIntError> {
+    match text.parse::<u64>() {
+        Err(_) if text == "-1" => Ok(UNKNOWN_OFFSET),
+        other => other,
+    }
+}
 
 pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let mut files: HashMap<String, u32> = HashMap::new();
@@ -57,7 +65,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         };
         let (Ok(rank), Ok(offset), Ok(length), Some(start), Some(end)) = (
             f[1].parse::<u32>(),
-            f[4].parse::<u64>(),
+            parse_offset(f[4]),
             f[5].parse::<u64>(),
             seconds_to_ns(f[6]),
             seconds_to_ns(f[7]),
@@ -120,6 +128,16 @@ mod tests {
         assert_eq!(c.events[2].layer, iolens_record::event::Layer::MpiIo);
         assert_eq!(c.events[2].pid, 3);
         assert_eq!(c.path_of(e.file), "/data/a");
+    }
+
+    /// Darshan 3.1 wrote offset −1 for MPI-IO calls whose offset it did not know.
+    #[test]
+    fn an_unknown_offset_is_not_malformed() {
+        let text = "# DXT, file_id: 1, file_name: /a\n X_MPIIO 2 write 0 -1 4096 1.0 1.5\n";
+        let (c, r) = import_text(Format::Dxt, text, true);
+        assert_eq!(r.unwrap().events, 1);
+        assert_eq!(c.events[0].offset, iolens_record::event::UNKNOWN_OFFSET);
+        assert_eq!(c.events[0].requested, 4096);
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //!
 //! Formats: iolens run traces (`IOLTRACE`), iolens event streams (`IOLEVT01`, a file or the
 //! directory `iolens trace` writes), `strace -f -ttt -T` output, `blkparse` default text, and
-//! Darshan DXT text from `darshan-dxt-parser`. Malformed lines are skipped and reported with
+//! Darshan DXT text from `darshan-dxt-parser`, and binary Darshan logs (`*.darshan`: counter
+//! totals and job metadata in [`ImportReport::darshan`], DXT segments as events). Malformed lines are skipped and reported with
 //! their line numbers, or stop the import in strict mode.
 
 mod blkparse;
+pub mod darshan;
 mod dxt;
 mod native;
 mod strace;
@@ -28,6 +30,8 @@ pub enum Format {
     Strace,
     Blkparse,
     Dxt,
+    /// Binary Darshan logs (`*.darshan`).
+    Darshan,
 }
 
 impl Format {
@@ -38,6 +42,7 @@ impl Format {
             Format::Strace => "strace",
             Format::Blkparse => "blkparse",
             Format::Dxt => "dxt",
+            Format::Darshan => "darshan",
         }
     }
 }
@@ -51,10 +56,12 @@ impl fmt::Display for Format {
 impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Format, String> {
-        [Format::Iolens, Format::Events, Format::Strace, Format::Blkparse, Format::Dxt]
+        [Format::Iolens, Format::Events, Format::Strace, Format::Blkparse, Format::Dxt, Format::Darshan]
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown format {s:?}; use auto, iolens, events, strace, blkparse or dxt"))
+            .ok_or_else(|| {
+                format!("unknown format {s:?}; use auto, iolens, events, strace, blkparse, dxt or darshan")
+            })
     }
 }
 
@@ -98,6 +105,8 @@ pub struct ImportReport {
     pub notes: Vec<String>,
     /// The sink asked to stop: the events are those before that point.
     pub interrupted: bool,
+    /// A binary Darshan log's job, mounts and module totals.
+    pub darshan: Option<Box<darshan::DarshanLog>>,
 }
 
 pub const MALFORMED_KEPT: usize = 20;
@@ -137,6 +146,7 @@ impl<'a> Ctx<'a> {
                 excluded: Default::default(),
                 notes: Vec::new(),
                 interrupted: false,
+                darshan: None,
             },
             next_path: 0,
             polls: 0,
@@ -261,6 +271,9 @@ pub fn detect_format(path: &Path) -> io::Result<Format> {
     if head.starts_with(iolens_record::event::EVENT_MAGIC) {
         return Ok(Format::Events);
     }
+    if darshan::looks_like(&head) {
+        return Ok(Format::Darshan);
+    }
     let text = String::from_utf8_lossy(&head);
     if text.contains("# DXT") || text.contains("darshan log version") || text.contains("X_POSIX") {
         return Ok(Format::Dxt);
@@ -275,7 +288,7 @@ pub fn detect_format(path: &Path) -> io::Result<Format> {
     }
     Err(io::Error::new(
         io::ErrorKind::InvalidData,
-        "cannot tell the trace format; give --format (iolens, events, strace, blkparse, dxt)",
+        "cannot tell the trace format; give --format (iolens, events, strace, blkparse, dxt, darshan)",
     ))
 }
 
@@ -310,6 +323,7 @@ pub fn import_reader(
         Format::Strace => strace::import(&mut ctx, input)?,
         Format::Blkparse => blkparse::import(&mut ctx, input)?,
         Format::Dxt => dxt::import(&mut ctx, input)?,
+        Format::Darshan => darshan::import(&mut ctx, input)?,
     }
     Ok(ctx.report)
 }

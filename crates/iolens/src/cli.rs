@@ -450,7 +450,7 @@ pub struct TraceArgs {
 pub struct AnalyzeArgs {
     /// A trace file (or a directory of iolens event streams).
     pub trace: PathBuf,
-    /// auto, iolens, events, strace, blkparse, dxt.
+    /// auto, iolens, events, strace, blkparse, dxt (Darshan DXT text), darshan (binary `*.darshan` logs).
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Stop at the first malformed line instead of skipping it.

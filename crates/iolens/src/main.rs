@@ -8,6 +8,7 @@ mod beff_cmd;
 mod beff_io_cmd;
 mod clean_cmd;
 mod cli;
+mod darshan_view;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
+use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
 use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
 
@@ -89,6 +90,10 @@ fn summarize(
     let io_uring_note = (!io_uring_pids.is_empty()).then(|| format!(
         "process(es) {io_uring_pids:?} used io_uring{registered}: their io_uring requests bypass libc and are NOT in these figures"
     ));
+    if let Some(log) = &report.darshan {
+        // A Darshan job's wall time is its runtime, not the span of its DXT segments.
+        analyzer.set_program_wall_ns(log.runtime_ns());
+    }
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
     summary.notes.extend(io_uring_note);
     if report.dropped > 0 {
@@ -121,10 +126,22 @@ fn summarize(
     Ok((summary, report))
 }
 
-fn publish(summary: &TraceSummary, s: &SummaryArgs) {
+/// The JSON of `analyze`: the summary, and a Darshan log's job and module totals beside it.
+#[derive(serde::Serialize)]
+struct AnalyzeJson<'a> {
+    #[serde(flatten)]
+    summary: &'a TraceSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    darshan: Option<&'a DarshanLog>,
+}
+
+fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs) {
+    if let Some(log) = darshan {
+        say!("{}", crate::darshan_view::render(log));
+    }
     say!("{}", render_summary(summary));
     if let Some(path) = &s.json {
-        write_json_or_warn(path, summary);
+        write_json_or_warn(path, &AnalyzeJson { summary, darshan });
     }
     if let Some(path) = &s.emit_workload {
         match emit_workload(summary, &s.workload_target) {
@@ -145,9 +162,9 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, _) =
+    let (summary, report) =
         summarize(&a.trace, format, a.strict, opts).map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
-    publish(&summary, &a.summary);
+    publish(&summary, report.darshan.as_deref(), &a.summary);
     Ok(())
 }
 
@@ -346,7 +363,7 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             summary.notes.push(format!("{program} was killed by a signal: its last buffered events are lost"))
         }
     }
-    publish(&summary, &a.summary);
+    publish(&summary, None, &a.summary);
     // The traced program's outcome is ours: a failing program fails the command the same way.
     match status.code() {
         Some(0) => Ok(()),

@@ -599,6 +599,37 @@ fn analyze_darshan_dxt_sample() {
     assert!(!job.agents.is_empty());
 }
 
+/// A binary Darshan log: job header, exact counter totals beside the DXT figures, layers apart
+/// in the file table, the job runtime as wall time, and JSON carrying all of it.
+#[test]
+fn analyze_binary_darshan_log() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../../shared/data/darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan",
+    );
+    if !path.exists() {
+        eprintln!("skipped: shared Darshan logs not found");
+        return;
+    }
+    let out = scratch();
+    let json = out.path().join("d.json");
+    let run = iolens().arg("analyze").arg(&path).arg("--json").arg(&json).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("32 processes") && stdout.contains("mpi-io-test -i 4 -v"), "{stdout}");
+    assert!(stdout.contains("MPIIO_BYTES_WRITTEN 2147483648"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["wall_s"].as_f64(), Some(14.0), "the job runtime from the header");
+    assert_eq!(v["darshan"]["job"]["nprocs"].as_i64(), Some(32));
+    let posix = v["darshan"]["modules"].as_array().unwrap().iter().find(|m| m["name"] == "POSIX").unwrap();
+    assert!(posix["counters"].to_string().contains("\"POSIX_BYTES_WRITTEN\",\"total\":2147486208"));
+    // Per file, each layer its own row: 256 MPI-IO ops moving 2 GiB each way, not the sum
+    // with the POSIX calls beneath them.
+    let mpiio_rows: Vec<&serde_json::Value> =
+        v["files"].as_array().unwrap().iter().filter(|f| f["layer"] == "mpiio").collect();
+    assert_eq!(mpiio_rows.iter().map(|f| f["ops"].as_u64().unwrap()).sum::<u64>(), 256);
+    assert_eq!(mpiio_rows.iter().map(|f| f["write_bytes"].as_u64().unwrap()).sum::<u64>(), 2 << 30);
+}
+
 #[test]
 fn analyze_rejects_garbage_with_a_line_number_in_strict_mode() {
     let dir = scratch();
