@@ -1,13 +1,13 @@
 //! Process life cycle: a forked child starts a stream of its own; exec and `_exit` write what is
-//! buffered before the process image goes away.
+//! buffered (in every thread) before the process image goes away; vfork runs as fork.
 
 use std::sync::atomic::Ordering::*;
 
 use libc::{c_char, c_int};
 
 use crate::record::FD_PATH;
-use crate::stream::{flush_all, DROPPED, POOL, STREAM_FD};
-use crate::{MY_SLOT, MY_TID, PID, START_NS};
+use crate::stream::{flush_all, freeze_and_flush_all, thaw_all, DROPPED, POOL, STREAM_FD};
+use crate::{errno, set_errno, MY_SLOT, MY_TID, PID, START_NS};
 use iolens_record::event::NO_FILE;
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
@@ -35,6 +35,27 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
         slot.store(NO_FILE, Relaxed);
     }
 }
+/// Whether this is a child sharing the memory of its parent (clone with `CLONE_VM`, as
+/// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's
+/// then, in use by its other threads, and the child must leave them alone.
+unsafe fn in_parents_memory() -> bool {
+    libc::syscall(libc::SYS_getpid) as u32 != PID.load(Relaxed)
+}
+
+/// Runs an exec: every thread's buffer written out first (the exec ends those threads), the
+/// threads held off meanwhile, and let go if the exec fails.
+unsafe fn exec_with_flush(exec: impl FnOnce() -> c_int) -> c_int {
+    if in_parents_memory() {
+        return exec();
+    }
+    freeze_and_flush_all();
+    let ret = exec();
+    let err = errno();
+    thaw_all();
+    set_errno(err);
+    ret
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn execve(
     path: *const c_char,
@@ -44,22 +65,19 @@ pub unsafe extern "C" fn execve(
     let real = real!(
         "execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    flush_all();
-    real(path, argv, envp)
+    exec_with_flush(|| real(path, argv, envp))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execv" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    flush_all();
-    real(path, argv)
+    exec_with_flush(|| real(path, argv))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execvp" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    flush_all();
-    real(file, argv)
+    exec_with_flush(|| real(file, argv))
 }
 
 #[no_mangle]
@@ -71,20 +89,37 @@ pub unsafe extern "C" fn execvpe(
     let real = real!(
         "execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    flush_all();
-    real(file, argv, envp)
+    exec_with_flush(|| real(file, argv, envp))
+}
+
+/// vfork runs as fork under trace. A vfork child shares the parent's memory until it execs:
+/// the hooks it runs (dup2, close, exec) would change the parent's descriptor table and write
+/// out buffers the parent's other threads are filling. A forked child has memory of its own;
+/// POSIX allows vfork to be fork, and a program correct under vfork is correct under fork.
+#[no_mangle]
+pub unsafe extern "C" fn vfork() -> libc::pid_t {
+    libc::fork()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __vfork() -> libc::pid_t {
+    libc::fork()
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
-    flush_all();
+    if !in_parents_memory() {
+        flush_all();
+    }
     real(status)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
-    flush_all();
+    if !in_parents_memory() {
+        flush_all();
+    }
     real(status)
 }

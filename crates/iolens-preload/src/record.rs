@@ -8,7 +8,9 @@ use iolens_record::event::{
 };
 use libc::{c_char, c_int, iovec};
 
-use crate::stream::{append, flush_slot, my_slot, push_decimal, tid, DROPPED, SLOT_BYTES, STREAM_FD};
+use crate::stream::{
+    append, flush_slot, push_decimal, tid, with_my_slot, Slot, DROPPED, SLOT_BYTES, STREAM_FD,
+};
 use crate::PID;
 
 static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
@@ -128,10 +130,11 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
         return;
     }
     let reason = FD_EXCLUDED[fd as usize].load(Relaxed) as usize;
-    let Some(slot) = my_slot() else { return };
-    let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
-    counts.0 += 1;
-    counts.1 += moved.max(0) as u64;
+    with_my_slot(|slot| {
+        let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
+        counts.0 += 1;
+        counts.1 += moved.max(0) as u64;
+    });
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
@@ -184,10 +187,13 @@ pub(crate) fn event(
 /// Encodes `e` into the thread's buffer.
 #[inline]
 pub(crate) unsafe fn push(e: &IoEvent) {
-    let Some(slot) = my_slot() else {
+    if with_my_slot(|slot| push_to(slot, e)).is_none() {
         DROPPED.fetch_add(1, Relaxed);
-        return;
-    };
+    }
+}
+
+#[inline]
+unsafe fn push_to(slot: &Slot, e: &IoEvent) {
     let len = &mut *slot.len.get();
     if *len + EVENT_FRAME_LEN > SLOT_BYTES {
         flush_slot(slot);

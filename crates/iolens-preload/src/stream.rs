@@ -3,7 +3,7 @@
 //! in the descriptor table.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
 use iolens_record::event::{encode_excluded, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN};
 use libc::{c_int, c_void};
@@ -27,8 +27,19 @@ pub(crate) const SLOTS: usize = 256;
 pub(crate) const SLOT_BYTES: usize = 64 * 1024;
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
+/// A slot's owner is not touching it.
+const IDLE: u8 = 0;
+/// Its owner is appending to it or flushing it.
+const WRITING: u8 = 1;
+/// A thread about to exec is writing it out: the owner waits (the exec replaces the process,
+/// or fails and thaws the slot).
+const FROZEN: u8 = 2;
+
 pub(crate) struct Slot {
     pub(crate) claimed: AtomicBool,
+    /// IDLE, WRITING or FROZEN: lets an exec write out the buffers of the other threads, which
+    /// the exec is about to end, without tearing a frame they are appending.
+    state: AtomicU8,
     pub(crate) len: UnsafeCell<usize>,
     pub(crate) events: UnsafeCell<u64>,
     /// Calls on descriptors that are not files, and their bytes, by reason, since the last
@@ -46,6 +57,7 @@ unsafe impl Sync for Slot {}
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: Slot = Slot {
     claimed: AtomicBool::new(false),
+    state: AtomicU8::new(IDLE),
     len: UnsafeCell::new(0),
     events: UnsafeCell::new(0),
     excluded: UnsafeCell::new([(0, 0); Excluded::ALL.len()]),
@@ -83,12 +95,29 @@ pub(crate) unsafe fn my_slot() -> Option<&'static Slot> {
     Some(&POOL[idx as usize])
 }
 
+/// Runs `f` on this thread's slot, marked as being written so that an exec in another thread
+/// waits for the frame to be whole. `None` when the pool is exhausted.
+///
+/// Uncontended but for the moment of an exec: one atomic exchange per event, no shared lock.
+#[inline]
+pub(crate) unsafe fn with_my_slot<R>(f: impl FnOnce(&'static Slot) -> R) -> Option<R> {
+    let slot = my_slot()?;
+    while slot.state.compare_exchange(IDLE, WRITING, Acquire, Relaxed).is_err() {
+        libc::sched_yield();
+    }
+    let r = f(slot);
+    slot.state.store(IDLE, Release);
+    Some(r)
+}
+
 /// Appends frames to the thread's buffer, flushing it first when they do not fit.
 pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
-    let Some(slot) = my_slot() else {
+    if with_my_slot(|slot| append_to(slot, frames, events)).is_none() {
         DROPPED.fetch_add(events, Relaxed);
-        return;
-    };
+    }
+}
+
+unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
     let total: usize = frames.iter().map(|f| f.len()).sum();
     let len = &mut *slot.len.get();
     if *len + total > SLOT_BYTES {
@@ -226,14 +255,30 @@ pub(crate) unsafe fn flush_slot(slot: &Slot) {
 
 /// Flushes every buffer and writes the drop count: at exit, exec, and _exit.
 pub(crate) unsafe fn flush_all() {
+    freeze_and_flush_all();
+    thaw_all();
+}
+
+/// Writes out every thread's buffer, and leaves the slots frozen: their threads wait until
+/// [`thaw_all`]. Before an exec, which ends every other thread: what they buffered is written
+/// whole, and nothing they do meanwhile tears a frame.
+pub(crate) unsafe fn freeze_and_flush_all() {
     if !ENABLED.load(Relaxed) {
         return;
     }
-    for slot in &POOL {
-        if slot.claimed.load(Acquire) {
-            flush_slot(slot);
-            write_excluded(slot);
+    let mine = MY_SLOT.with(|s| s.get());
+    for (i, slot) in POOL.iter().enumerate() {
+        if !slot.claimed.load(Acquire) {
+            continue;
         }
+        // Our own slot is idle here (no hook of ours is running on this thread).
+        if i as u32 != mine {
+            while slot.state.compare_exchange(IDLE, FROZEN, Acquire, Relaxed).is_err() {
+                libc::sched_yield();
+            }
+        }
+        flush_slot(slot);
+        write_excluded(slot);
     }
     let dropped = DROPPED.swap(0, Relaxed);
     if dropped > 0 {
@@ -247,14 +292,25 @@ pub(crate) unsafe fn flush_all() {
     }
 }
 
+/// Lets the threads frozen by [`freeze_and_flush_all`] go on (the exec failed).
+pub(crate) unsafe fn thaw_all() {
+    for slot in &POOL {
+        let _ = slot.state.compare_exchange(FROZEN, IDLE, Release, Relaxed);
+    }
+}
+
 pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
     let idx = value as usize;
     if idx == 0 || idx > SLOTS {
         return;
     }
     let slot = &POOL[idx - 1];
+    while slot.state.compare_exchange(IDLE, WRITING, Acquire, Relaxed).is_err() {
+        libc::sched_yield();
+    }
     flush_slot(slot);
     write_excluded(slot);
+    slot.state.store(IDLE, Release);
     slot.claimed.store(false, Release);
 }
 

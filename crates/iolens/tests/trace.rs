@@ -647,3 +647,56 @@ fn analyze_of_a_run_trace_cut_inside_its_last_record() {
     );
     assert_eq!(v["interrupted"], false);
 }
+
+/// Appends 100 writes of 10 bytes to out.txt, then, while the count in argv[1] is above zero,
+/// replaces itself through execl, execlp or execle (in turn) with the count one lower.
+const EXEC_CHAIN_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    int left = argc > 1 ? atoi(argv[1]) : 0;
+    int fd = open("out.txt", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    for (int i = 0; i < 100; i++) write(fd, "0123456789", 10);
+    close(fd);
+    if (left == 0) return 0;
+    char next[16];
+    snprintf(next, sizeof next, "%d", left - 1);
+    if (left % 3 == 0) execl(argv[0], argv[0], next, (char *)NULL);
+    else if (left % 3 == 1) execlp(argv[0], argv[0], next, (char *)NULL);
+    else execle(argv[0], argv[0], next, (char *)NULL, environ);
+    return 1;
+}
+"#;
+
+#[test]
+fn execl_execlp_execle_chains_keep_every_image_s_writes() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "chain", EXEC_CHAIN_PROGRAM) else { return };
+    let prog = prog.to_str().unwrap();
+    // 30 images of 100 writes each, through each of the three calls ten times.
+    let summary = compare(&[prog, "29"], |_| {});
+    if !summary.is_null() {
+        assert_eq!(summary["write_ops"].as_u64(), Some(3000), "{summary}");
+    }
+}
+
+#[test]
+fn a_thread_spawning_subprocesses_leaves_the_writers_counts_whole() {
+    // subprocess.run forks with vfork (or posix_spawn) while eight threads write: the child
+    // must not touch the buffers and descriptor table of the parent it shares memory with.
+    let script = "import os, subprocess, threading\n\
+        def work(n):\n    fd = os.open('w%d.bin' % n, os.O_WRONLY | os.O_CREAT, 0o644)\n    for i in range(2000): os.write(fd, b'x')\n    os.close(fd)\n\
+        done = threading.Event()\n\
+        def spawn():\n    while not done.is_set(): subprocess.run(['true'])\n\
+        s = threading.Thread(target=spawn)\ns.start()\n\
+        ts = [threading.Thread(target=work, args=(n,)) for n in range(8)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n\
+        done.set()\ns.join()\n";
+    let dir = scratch();
+    let (counts, summary) = iolens_counts(&["python3", "-c", script], dir.path(), dir.path(), false);
+    assert_eq!(counts.get("write"), Some(&(16_000, 16_000)), "{counts:?}");
+    let notes = summary["notes"].to_string();
+    assert!(!notes.contains("DROPPED") && !notes.contains("mid-write"), "{notes}");
+}
