@@ -28,7 +28,7 @@ use libc::{c_int, c_void, FILE};
 
 use crate::io_uring::note_io_uring;
 use crate::process::after_fork_in_child;
-use crate::stream::{flush_all, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
+use crate::stream::{flush_all, stream_fd, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
 
 /// `dlsym(RTLD_NEXT)`: the next definition after ours, i.e. the real function.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
@@ -129,6 +129,9 @@ unsafe extern "C" fn init() {
     }
     pthread_atfork(None, None, Some(after_fork_in_child));
     ENABLED.store(true, Release);
+    // Opened now, while the program has the rights it started with: it keeps the descriptor
+    // through a later setuid or umask.
+    stream_fd();
 }
 
 unsafe extern "C" fn fini() {

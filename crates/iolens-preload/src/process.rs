@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::*;
 use libc::{c_char, c_int};
 
 use crate::record::FD_PATH;
-use crate::stream::{flush_all, freeze_and_flush_all, thaw_all, DROPPED, POOL, STREAM_FD};
+use crate::stream::{flush_all, freeze_and_flush_all, stream_fd, thaw_all, DROPPED, POOL, STREAM_FD};
 use crate::{errno, set_errno, MY_SLOT, MY_TID, PID, START_NS};
 use iolens_record::event::NO_FILE;
 
@@ -34,6 +34,8 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     for slot in &FD_PATH {
         slot.store(NO_FILE, Relaxed);
     }
+    // Its own stream, opened before the child can change its rights.
+    stream_fd();
 }
 /// Whether this is a child sharing the memory of its parent (clone with `CLONE_VM`, as
 /// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's

@@ -186,6 +186,8 @@ unsafe fn open_stream() -> c_int {
     if fd < 0 {
         return -1;
     }
+    // Readable by iolens whatever the program's umask (`umask 777` would make it mode 000).
+    libc::syscall(libc::SYS_fchmod, fd, 0o600);
     let high = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
     let fd = if high >= 0 {
         libc::syscall(libc::SYS_close, fd);

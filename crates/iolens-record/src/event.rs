@@ -463,7 +463,8 @@ impl<R: Read> EventReader<R> {
                 TAG_LOST => {
                     let mut b = [0u8; LOST_FRAME_LEN - 1];
                     self.fill(&mut b, frame)?;
-                    self.dropped = self.dropped.saturating_add(u64::from_le_bytes(b[..8].try_into().unwrap()));
+                    self.dropped =
+                        self.dropped.saturating_add(u64::from_le_bytes(b[..8].try_into().unwrap()));
                     let errno = u32::from_le_bytes(b[8..].try_into().unwrap());
                     if errno != 0 {
                         self.lost_errno = Some(errno);

@@ -240,6 +240,22 @@ impl StreamDir {
     }
 }
 
+/// Refuses an `--out` directory that holds event streams already: the summary reads every
+/// stream in the directory, so an earlier trace's would be added to this one's.
+fn refuse_earlier_streams(dir: &Path) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let earlier =
+        entries.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "evt")).count();
+    if earlier > 0 {
+        return Err(format!(
+            "--out {}: holds {earlier} event stream(s) of an earlier trace, which this trace's summary would add to its own\n  hint: give a new or empty directory (the earlier trace: `iolens analyze {}`)",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Whether iolens runs in the foreground of a terminal on stdin (so the traced program, in a
 /// process group of its own, must be given the terminal to read it and to get its Ctrl-C).
 fn in_terminal_foreground() -> bool {
@@ -294,6 +310,7 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             std::fs::create_dir_all(d).map_err(|e| {
                 error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
             })?;
+            refuse_earlier_streams(d).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
             StreamDir::Kept(d.clone())
         }
         None => StreamDir::Temp(ScratchDir::create(&std::env::temp_dir(), TRACE_DIR_PREFIX, false).map_err(

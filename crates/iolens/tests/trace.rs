@@ -700,3 +700,61 @@ fn a_thread_spawning_subprocesses_leaves_the_writers_counts_whole() {
     let notes = summary["notes"].to_string();
     assert!(!notes.contains("DROPPED") && !notes.contains("mid-write"), "{notes}");
 }
+
+#[test]
+fn a_reused_out_directory_is_refused_not_summed() {
+    let dir = scratch();
+    let out = dir.path().join("streams");
+    let run = || {
+        iolens()
+            .args(["trace", "--json"])
+            .arg(dir.path().join("s.json"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--", "dd", "if=/dev/zero", "of=x.bin", "bs=4k", "count=10"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(summary["write_ops"].as_u64(), Some(10));
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("earlier trace") && stderr.contains("hint:"), "{stderr}");
+}
+
+/// `iolens`, run as nobody through setpriv when the tests run as root (with `dir` open to it);
+/// else as the current user.
+fn as_nobody_if_root(dir: &Path) -> Command {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
+        return iolens();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolens")]);
+    cmd
+}
+
+#[test]
+fn a_program_with_umask_777_is_traced_and_keeps_its_exit_status() {
+    // Root reads a stream of mode 000 all the same: the failure shows as another user.
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let mut cmd = as_nobody_if_root(dir.path());
+    let run = cmd
+        .args(["trace", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "umask 777; dd if=/dev/zero of=x.bin bs=4k count=10 2>/dev/null; exit 3"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(3), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(summary["write_ops"].as_u64(), Some(10), "{summary}");
+}
