@@ -56,14 +56,27 @@ pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), Im
     }
 }
 
-/// The stream files of an `iolens trace` directory, in name order.
+/// The stream files of an `iolens trace` directory, in name order: its own, then those of
+/// processes that changed user (in `uid-<uid>` subdirectories).
 fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "evt"))
-        .collect();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let is_user_dir = entry.file_name().to_str().is_some_and(|n| n.starts_with("uid-"));
+        if is_user_dir && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            files.extend(
+                std::fs::read_dir(&path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_stream(p)),
+            );
+        } else if is_stream(&path) {
+            files.push(path);
+        }
+    }
     files.sort();
     Ok(files)
+}
+
+fn is_stream(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|x| x == "evt")
 }
 
 /// Reads one event stream; returns the offset of the frame it ends inside, if it was cut off.

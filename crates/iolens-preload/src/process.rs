@@ -6,8 +6,10 @@ use std::sync::atomic::Ordering::*;
 use libc::{c_char, c_int};
 
 use crate::record::FD_PATH;
-use crate::stream::{flush_all, freeze_and_flush_all, stream_fd, thaw_all, DROPPED, POOL, STREAM_FD};
-use crate::{errno, set_errno, MY_SLOT, MY_TID, PID, START_NS};
+use crate::stream::{
+    flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, POOL, STREAM_FD,
+};
+use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 use iolens_record::event::NO_FILE;
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
@@ -124,4 +126,59 @@ pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
         flush_all();
     }
     real(status)
+}
+
+/// Before a privileged process takes the identity `uid`: it will not be able to create files
+/// in the trace directory of the user running iolens (mode 0700), so a directory `uid-<uid>`
+/// is made inside for it (and the processes it starts), owned by that user, and the trace
+/// directory opened to passing through (0711: nothing in it can be listed).
+unsafe fn before_user_change(uid: libc::uid_t) {
+    if !ENABLED.load(Relaxed) || uid == libc::uid_t::MAX || uid == 0 || libc::geteuid() != 0 {
+        return;
+    }
+    let saved = errno();
+    let mut path = [0u8; 3200];
+    let dir_len = trace_dir_path(&mut path, None);
+    path[dir_len] = 0;
+    libc::syscall(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
+    let len = trace_dir_path(&mut path, Some(uid));
+    path[len] = 0;
+    libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
+    libc::syscall(
+        libc::SYS_fchownat,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        uid,
+        u32::MAX,
+        libc::AT_SYMLINK_NOFOLLOW,
+    );
+    set_errno(saved);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setuid(uid: libc::uid_t) -> c_int {
+    let real = real!("setuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+    before_user_change(uid);
+    real(uid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn seteuid(uid: libc::uid_t) -> c_int {
+    let real = real!("seteuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+    before_user_change(uid);
+    real(uid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setreuid(ruid: libc::uid_t, euid: libc::uid_t) -> c_int {
+    let real = real!("setreuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int);
+    before_user_change(euid);
+    real(ruid, euid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::uid_t) -> c_int {
+    let real = real!("setresuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int);
+    before_user_change(euid);
+    real(ruid, euid, suid)
 }

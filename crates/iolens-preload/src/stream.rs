@@ -162,27 +162,47 @@ pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
     }
 }
 
-/// Opens this process's stream file: `<dir>/<pid>.<start ns>.evt`, high in the fd table.
-unsafe fn open_stream() -> c_int {
+/// Writes `<dir>[/uid-<uid>]` into `out`; its length.
+pub(crate) unsafe fn trace_dir_path(out: &mut [u8; 3200], uid: Option<u32>) -> usize {
     let dir = &*TRACE_DIR.0.get();
     let dir_len = dir.iter().position(|b| *b == 0).unwrap_or(0);
-    let mut path = [0u8; 3200];
-    path[..dir_len].copy_from_slice(&dir[..dir_len]);
+    out[..dir_len].copy_from_slice(&dir[..dir_len]);
     let mut at = dir_len;
-    path[at] = b'/';
-    at += 1;
-    push_decimal(&mut path, &mut at, PID.load(Relaxed) as u64);
-    path[at] = b'.';
-    at += 1;
-    push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
-    path[at..at + 5].copy_from_slice(b".evt\0");
-    let fd = libc::syscall(
-        libc::SYS_openat,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-        0o644,
-    ) as c_int;
+    if let Some(uid) = uid {
+        out[at..at + 5].copy_from_slice(b"/uid-");
+        at += 5;
+        push_decimal(out, &mut at, uid as u64);
+    }
+    at
+}
+
+/// Opens this process's stream file: `<dir>/<pid>.<start ns>.evt`, high in the fd table.
+/// A process that gave up root for another user cannot create files in the directory of the
+/// user running iolens: its streams go to `<dir>/uid-<uid>/`, made for it when it changed user
+/// (see `process::before_user_change`).
+unsafe fn open_stream() -> c_int {
+    let mut fd = -1;
+    for uid in [None, Some(libc::geteuid())] {
+        let mut path = [0u8; 3200];
+        let mut at = trace_dir_path(&mut path, uid);
+        path[at] = b'/';
+        at += 1;
+        push_decimal(&mut path, &mut at, PID.load(Relaxed) as u64);
+        path[at] = b'.';
+        at += 1;
+        push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
+        path[at..at + 5].copy_from_slice(b".evt\0");
+        fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        ) as c_int;
+        if fd >= 0 || !matches!(errno(), libc::EACCES | libc::EPERM) {
+            break;
+        }
+    }
     if fd < 0 {
         return -1;
     }

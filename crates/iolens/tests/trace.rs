@@ -758,3 +758,28 @@ fn a_program_with_umask_777_is_traced_and_keeps_its_exit_status() {
     let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(summary["write_ops"].as_u64(), Some(10), "{summary}");
 }
+
+#[test]
+fn processes_that_give_up_root_are_traced_after_the_change() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can change user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dd = "dd if=/dev/zero of=y.bin bs=4k count=10 2>/dev/null";
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    if have("setpriv") {
+        runs.push(vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", dd]);
+    }
+    if have("su") {
+        // su forks, the child becomes nobody and runs a shell, which forks dd.
+        runs.push(vec!["su", "nobody", "-s", "/bin/sh", "-c", dd]);
+    }
+    for cmd in runs {
+        let dir = scratch();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (counts, _) = iolens_counts(&cmd, dir.path(), dir.path(), true);
+        assert_eq!(counts.get("y.bin write"), Some(&(10, 40960)), "{cmd:?}: {counts:?}");
+    }
+}
