@@ -5,12 +5,13 @@ use std::sync::atomic::Ordering::*;
 
 use libc::{c_char, c_int};
 
-use crate::record::FD_PATH;
+use crate::clock::now_ns;
+use crate::record::{define_path, record_flagged, FD_PATH};
 use crate::stream::{
     flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, POOL, STREAM_FD,
 };
-use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
-use iolens_record::event::NO_FILE;
+use crate::{errno, set_errno, Guard, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
+use iolens_record::event::{IoOp, FLAG_SECURE_EXEC, NO_FILE};
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
     PID.store(libc::getpid() as u32, Relaxed);
@@ -46,12 +47,69 @@ unsafe fn in_parents_memory() -> bool {
     libc::syscall(libc::SYS_getpid) as u32 != PID.load(Relaxed)
 }
 
-/// Runs an exec: every thread's buffer written out first (the exec ends those threads), the
-/// threads held off meanwhile, and let go if the exec fails.
-unsafe fn exec_with_flush(exec: impl FnOnce() -> c_int) -> c_int {
+/// Whether the loader will run `path` in secure-execution mode, where it ignores
+/// `LD_PRELOAD`: set-user-ID to another user, set-group-ID to another group, or file
+/// capabilities for a user other than root.
+unsafe fn runs_in_secure_mode(path: *const c_char) -> bool {
+    let mut st: libc::stat = std::mem::zeroed();
+    if libc::stat(path, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return false;
+    }
+    let euid = libc::geteuid();
+    (st.st_mode & libc::S_ISUID != 0 && st.st_uid != euid)
+        || (st.st_mode & libc::S_ISGID != 0 && st.st_gid != libc::getegid())
+        || (euid != 0 && libc::getxattr(path, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) > 0)
+}
+
+/// The program `execvp(file)` would run: `file` itself if it names a path, else the first
+/// executable `PATH` entry, written into `out`. Null when there is none.
+unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_char {
+    if file.is_null() || !libc::strchr(file, b'/' as c_int).is_null() {
+        return file;
+    }
+    let name_len = libc::strlen(file);
+    let path = libc::getenv(c"PATH".as_ptr());
+    let path: &[u8] = if path.is_null() {
+        b"/bin:/usr/bin"
+    } else {
+        std::slice::from_raw_parts(path.cast(), libc::strlen(path))
+    };
+    for dir in path.split(|b| *b == b':') {
+        let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
+        if dir.len() + 1 + name_len + 1 > out.len() {
+            continue;
+        }
+        out[..dir.len()].copy_from_slice(dir);
+        out[dir.len()] = b'/';
+        std::ptr::copy_nonoverlapping(file.cast::<u8>(), out.as_mut_ptr().add(dir.len() + 1), name_len);
+        out[dir.len() + 1 + name_len] = 0;
+        if libc::access(out.as_ptr().cast(), libc::X_OK) == 0 {
+            return out.as_ptr().cast();
+        }
+    }
+    std::ptr::null()
+}
+
+/// Records that `program` is about to run untraced, if the loader will ignore the preload in it.
+unsafe fn note_secure_exec(program: *const c_char) {
+    if program.is_null() || !runs_in_secure_mode(program) {
+        return;
+    }
+    if let Some(_g) = Guard::enter() {
+        let saved = errno();
+        let id = define_path(program, libc::AT_FDCWD);
+        record_flagged(IoOp::Other, id, FLAG_SECURE_EXEC, now_ns());
+        set_errno(saved);
+    }
+}
+
+/// Runs an exec of `program`: every thread's buffer written out first (the exec ends those
+/// threads), the threads held off meanwhile, and let go if the exec fails.
+unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) -> c_int {
     if in_parents_memory() {
         return exec();
     }
+    note_secure_exec(program);
     freeze_and_flush_all();
     let ret = exec();
     let err = errno();
@@ -69,19 +127,20 @@ pub unsafe extern "C" fn execve(
     let real = real!(
         "execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    exec_with_flush(|| real(path, argv, envp))
+    exec_with_flush(path, || real(path, argv, envp))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execv" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    exec_with_flush(|| real(path, argv))
+    exec_with_flush(path, || real(path, argv))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execvp" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    exec_with_flush(|| real(file, argv))
+    let mut found = [0u8; 4096];
+    exec_with_flush(search_path(file, &mut found), || real(file, argv))
 }
 
 #[no_mangle]
@@ -93,7 +152,8 @@ pub unsafe extern "C" fn execvpe(
     let real = real!(
         "execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    exec_with_flush(|| real(file, argv, envp))
+    let mut found = [0u8; 4096];
+    exec_with_flush(search_path(file, &mut found), || real(file, argv, envp))
 }
 
 /// vfork runs as fork under trace. A vfork child shares the parent's memory until it execs:

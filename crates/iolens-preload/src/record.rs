@@ -29,6 +29,13 @@ pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int)
     if fd < 0 || fd as usize >= MAX_FDS || path.is_null() {
         return NO_FILE;
     }
+    let id = define_path(path, dirfd);
+    FD_PATH[fd as usize].store(id, Relaxed);
+    id
+}
+
+/// Gives `path` (relative to `dirfd`) an id of the stream; emits the path frame.
+pub(crate) unsafe fn define_path(path: *const c_char, dirfd: c_int) -> u32 {
     let id = NEXT_PATH.fetch_add(1, Relaxed);
     let mut full = [0u8; 4096];
     let mut len = 0;
@@ -55,7 +62,6 @@ pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int)
     head[1..5].copy_from_slice(&id.to_le_bytes());
     head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
     append(&[&head, &full[..len]], 0);
-    FD_PATH[fd as usize].store(id, Relaxed);
     id
 }
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
+use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_SECURE_EXEC, NO_FILE};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
@@ -27,6 +27,8 @@ struct Feed<'a> {
     analyzer: &'a mut Analyzer,
     io_uring_pids: BTreeSet<u32>,
     io_uring_files: BTreeSet<u32>,
+    /// Processes that exec'd a program the loader runs without the preload, and that program.
+    secure_execs: BTreeSet<(u32, u32)>,
 }
 
 impl EventSink for Feed<'_> {
@@ -39,6 +41,10 @@ impl EventSink for Feed<'_> {
             if e.file != NO_FILE {
                 self.io_uring_files.insert(e.file);
             }
+            return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
+            self.secure_execs.insert((e.pid, e.file));
             return;
         }
         self.analyzer.event(e);
@@ -76,9 +82,11 @@ fn summarize(
         analyzer: &mut analyzer,
         io_uring_pids: Default::default(),
         io_uring_files: Default::default(),
+        secure_execs: Default::default(),
     };
     let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
+    let secure_execs = std::mem::take(&mut feed.secure_execs);
     let io_uring_files: Vec<&str> =
         feed.io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
     let registered = if io_uring_files.is_empty() {
@@ -89,8 +97,18 @@ fn summarize(
     let io_uring_note = (!io_uring_pids.is_empty()).then(|| format!(
         "process(es) {io_uring_pids:?} used io_uring{registered}: their io_uring requests bypass libc and are NOT in these figures"
     ));
+    let secure_notes: Vec<String> = secure_execs
+        .into_iter()
+        .map(|(pid, file)| {
+            format!(
+                "process {pid} ran {} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced",
+                analyzer.path_name(file).unwrap_or("?")
+            )
+        })
+        .collect();
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
     summary.notes.extend(io_uring_note);
+    summary.notes.extend(secure_notes);
     if report.dropped > 0 {
         summary.notes.push(format!(
             "{} events were DROPPED by the tracer (buffers or the trace file could not take them): totals are too low",
@@ -169,16 +187,31 @@ fn find_preload() -> Result<PathBuf, String> {
         })
 }
 
-/// Whether `program` (resolved through PATH) is a statically linked ELF, which LD_PRELOAD
-/// cannot see into.
-fn is_static_binary(program: &str) -> bool {
-    let path = if program.contains('/') {
+/// `program` resolved through PATH, as the exec will find it.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
         Some(PathBuf::from(program))
     } else {
         std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|c| c.is_file()))
-    };
-    let Some(path) = path else { return false };
+    }
+}
+
+/// Whether the loader runs `program` in secure-execution mode for us (set-user-ID to another
+/// user, set-group-ID to another group), where it ignores LD_PRELOAD.
+fn runs_in_secure_mode(program: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(meta) = resolve_program(program).and_then(|p| fs::metadata(p).ok()) else { return false };
+    // SAFETY: plain queries of our own identity.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    (meta.mode() & libc::S_ISUID != 0 && meta.uid() != euid)
+        || (meta.mode() & libc::S_ISGID != 0 && meta.gid() != egid)
+}
+
+/// Whether `program` (resolved through PATH) is a statically linked ELF, which LD_PRELOAD
+/// cannot see into.
+fn is_static_binary(program: &str) -> bool {
+    let Some(path) = resolve_program(program) else { return false };
     // O_NONBLOCK: a FIFO named as the program must not block the open; only a regular file is
     // read, and only its first bytes.
     let Ok(file) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else {
@@ -351,6 +384,11 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };
     let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    if runs_in_secure_mode(program) {
+        summary.notes.push(format!(
+            "{program} runs in secure-execution mode (set-user-ID or set-group-ID to another user): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced"
+        ));
+    }
     if is_static_binary(program) {
         summary.notes.push(format!(
             "{program} is statically linked: LD_PRELOAD cannot see its calls (only dynamically linked children are traced)"

@@ -783,3 +783,33 @@ fn processes_that_give_up_root_are_traced_after_the_change() {
         assert_eq!(counts.get("y.bin write"), Some(&(10, 40960)), "{cmd:?}: {counts:?}");
     }
 }
+
+#[test]
+fn a_set_user_id_program_is_said_to_be_untraced() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
+        eprintln!("skipped: making a set-user-ID program of another user takes root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let Some(prog) = compile_c(dir.path(), "suid", EXEC_CHAIN_PROGRAM) else { return };
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let json = dir.path().join("s.json");
+    for cmd in [vec!["./suid"], vec!["sh", "-c", "./suid; true"]] {
+        let mut run = as_nobody_if_root(dir.path());
+        let out = run
+            .args(["trace", "--json"])
+            .arg(&json)
+            .arg("--")
+            .args(&cmd)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let notes = summary["notes"].to_string();
+        assert!(notes.contains("secure-execution mode") && notes.contains("suid"), "{cmd:?}: {notes}");
+    }
+}
