@@ -8,7 +8,8 @@ use libc::{c_char, c_int};
 use crate::clock::now_ns;
 use crate::record::{define_path, record_flagged, FD_PATH};
 use crate::stream::{
-    flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, POOL, STREAM_FD,
+    flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, LOST_ERRNO, POOL,
+    STREAM_FD,
 };
 use crate::{errno, set_errno, Guard, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 use iolens_record::event::{IoOp, FLAG_SECURE_EXEC, NO_FILE};
@@ -33,6 +34,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
         }
     }
     DROPPED.store(0, Relaxed);
+    LOST_ERRNO.store(0, Relaxed);
     // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
     for slot in &FD_PATH {
         slot.store(NO_FILE, Relaxed);

@@ -5,12 +5,16 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
-use iolens_record::event::{encode_excluded, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN};
+use iolens_record::event::{
+    encode_excluded, encode_lost, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN, LOST_FRAME_LEN,
+};
 use libc::{c_int, c_void};
 
 use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
 use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 
+/// Events of this stream lost so far (pool exhausted, writes failed): the total, written into
+/// the stream's lost-events frame.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// The stream's descriptor: -1 not open yet, -2 being opened, else the fd.
 pub(crate) static STREAM_FD: AtomicI32 = AtomicI32::new(-1);
@@ -131,18 +135,60 @@ unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
     *slot.events.get() += events;
 }
 
-pub(crate) unsafe fn raw_write_all(fd: c_int, mut buf: &[u8]) -> bool {
-    while !buf.is_empty() {
-        let n = libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len());
+pub(crate) unsafe fn raw_write_all(fd: c_int, buf: &[u8]) -> bool {
+    write_whole(fd, buf).is_ok()
+}
+
+/// Appends all of `buf` or, as far as it can, nothing: a write cut short (a full disk) is cut
+/// off the file again, so the stream stays whole frames, readable past that point. The errno
+/// of the failure.
+unsafe fn write_whole(fd: c_int, buf: &[u8]) -> Result<(), c_int> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = libc::syscall(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
         if n < 0 {
-            if errno() == libc::EINTR {
+            let why = errno();
+            if why == libc::EINTR {
                 continue;
             }
-            return false;
+            if done > 0 {
+                let end = libc::syscall(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
+                if end >= done as i64 {
+                    libc::syscall(libc::SYS_ftruncate, fd, end - done as i64);
+                }
+            }
+            return Err(why);
         }
-        buf = &buf[n as usize..];
+        done += n as usize;
     }
-    true
+    Ok(())
+}
+
+/// Why events were last lost (errno of the failed write; 0 for a full buffer pool).
+pub(crate) static LOST_ERRNO: AtomicU32 = AtomicU32::new(0);
+/// Where the stream's lost-events frame sits: right after the magic.
+const LOST_FRAME_AT: i64 = EVENT_MAGIC.len() as i64;
+
+/// Rewrites the stream's lost-events frame in place with the total lost so far. Its bytes
+/// exist since the stream was opened, so this works on a full disk, where appending a frame
+/// would not. The append descriptor cannot write at an offset: the file is opened again
+/// through /proc for it.
+unsafe fn write_lost_frame(fd: c_int) {
+    let mut link = [0u8; 40];
+    let mut at = 0;
+    for b in b"/proc/self/fd/" {
+        link[at] = *b;
+        at += 1;
+    }
+    push_decimal(&mut link, &mut at, fd as u64);
+    let header =
+        libc::syscall(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if header < 0 {
+        return;
+    }
+    let frame = encode_lost(DROPPED.load(Relaxed), LOST_ERRNO.load(Relaxed));
+    libc::syscall(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
+    libc::syscall(libc::SYS_close, header);
 }
 
 pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
@@ -218,7 +264,10 @@ unsafe fn open_stream() -> c_int {
     let mut st: libc::stat = std::mem::zeroed();
     libc::fstat(fd, &mut st);
     STREAM_INO.store(st.st_ino, Relaxed);
-    if st.st_size == 0 && !raw_write_all(fd, EVENT_MAGIC) {
+    let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN];
+    head[..EVENT_MAGIC.len()].copy_from_slice(EVENT_MAGIC);
+    head[EVENT_MAGIC.len()..].copy_from_slice(&encode_lost(0, 0));
+    if st.st_size == 0 && !raw_write_all(fd, &head) {
         libc::syscall(libc::SYS_close, fd);
         return -1;
     }
@@ -267,8 +316,13 @@ pub(crate) unsafe fn flush_slot(slot: &Slot) {
         convert_timestamps(data, &line);
         *calibration = now;
     }
-    if fd < 0 || !raw_write_all(fd, data) {
+    let written = if fd < 0 { Err(errno()) } else { write_whole(fd, data) };
+    if let Err(why) = written {
         DROPPED.fetch_add(*events, Relaxed);
+        LOST_ERRNO.store(why as u32, Relaxed);
+        if fd >= 0 {
+            write_lost_frame(fd);
+        }
     }
     *len = 0;
     *events = 0;
@@ -302,14 +356,10 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         flush_slot(slot);
         write_excluded(slot);
     }
-    let dropped = DROPPED.swap(0, Relaxed);
-    if dropped > 0 {
+    if DROPPED.load(Relaxed) > 0 {
         let fd = stream_fd();
-        let mut frame = [0u8; 9];
-        frame[0] = 3;
-        frame[1..].copy_from_slice(&dropped.to_le_bytes());
-        if fd < 0 || !raw_write_all(fd, &frame) {
-            DROPPED.fetch_add(dropped, Relaxed);
+        if fd >= 0 {
+            write_lost_frame(fd);
         }
     }
 }

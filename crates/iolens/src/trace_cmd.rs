@@ -110,8 +110,15 @@ fn summarize(
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
     if report.dropped > 0 {
+        let why = match report.drop_errno {
+            Some(errno) => format!(
+                "the trace directory could not take them: {}",
+                std::io::Error::from_raw_os_error(errno as i32)
+            ),
+            None => "its buffers or the trace directory could not take them".into(),
+        };
         summary.notes.push(format!(
-            "{} events were DROPPED by the tracer (buffers or the trace file could not take them): totals are too low",
+            "{} events were DROPPED by the tracer ({why}): totals are too low",
             report.dropped
         ));
     }

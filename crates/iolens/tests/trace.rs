@@ -813,3 +813,52 @@ fn a_set_user_id_program_is_said_to_be_untraced() {
         assert!(notes.contains("secure-execution mode") && notes.contains("suid"), "{cmd:?}: {notes}");
     }
 }
+
+#[test]
+fn events_lost_on_a_full_disk_are_counted_with_the_reason() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a small tmpfs takes root");
+        return;
+    }
+    let dir = scratch();
+    let out = dir.path().join("full");
+    std::fs::create_dir(&out).unwrap();
+    // 64 KiB: the first 64 KiB buffer of events does not fit beside the stream's header.
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&out).status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&out);
+    let json = dir.path().join("s.json");
+    let run = iolens()
+        .args(["trace", "--json"])
+        .arg(&json)
+        .arg("--out")
+        .arg(out.join("streams"))
+        .args(["--", "dd", "if=/dev/zero", "of=x.bin", "bs=512", "count=3000"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (kept, notes) = (summary["write_ops"].as_u64().unwrap(), summary["notes"].to_string());
+    let dropped: u64 = notes
+        .split(" events were DROPPED")
+        .next()
+        .and_then(|head| head.rsplit(['"', ' ']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no drop note: {notes}"));
+    assert!(notes.contains("No space left on device"), "{notes}");
+    // dd's 3000 writes and its reads of /dev/zero (left out, not lost): every write is either
+    // in the figures or counted as dropped, among the other calls dropped with it.
+    assert!(kept < 3000 && kept + dropped >= 3000, "kept {kept}, dropped {dropped}: {notes}");
+    assert!(!notes.contains("mid-write"), "the stream stays whole frames: {notes}");
+}
