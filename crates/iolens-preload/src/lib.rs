@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_void, FILE};
 
 use crate::io_uring::note_io_uring;
-use crate::process::after_fork_in_child;
+use crate::process::{after_fork_in_child, note_process_end};
 use crate::stream::{flush_all, stream_fd, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
 
 /// `dlsym(RTLD_NEXT)`: the next definition after ours, i.e. the real function.
@@ -138,6 +138,7 @@ unsafe extern "C" fn fini() {
     if let Some(_g) = Guard::enter() {
         note_io_uring();
     }
+    note_process_end();
     flush_all();
 }
 

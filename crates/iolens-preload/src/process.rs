@@ -12,7 +12,7 @@ use crate::stream::{
     STREAM_FD,
 };
 use crate::{errno, set_errno, Guard, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
-use iolens_record::event::{IoOp, FLAG_SECURE_EXEC, NO_FILE};
+use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, NO_FILE};
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
     PID.store(libc::getpid() as u32, Relaxed);
@@ -105,6 +105,13 @@ unsafe fn note_secure_exec(program: *const c_char) {
     }
 }
 
+/// Records that this process image ends now (exit, `_exit`, exec).
+pub(crate) unsafe fn note_process_end() {
+    if let Some(_g) = Guard::enter() {
+        record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+    }
+}
+
 /// Runs an exec of `program`: every thread's buffer written out first (the exec ends those
 /// threads), the threads held off meanwhile, and let go if the exec fails.
 unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) -> c_int {
@@ -112,6 +119,7 @@ unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) 
         return exec();
     }
     note_secure_exec(program);
+    note_process_end();
     freeze_and_flush_all();
     let ret = exec();
     let err = errno();
@@ -176,6 +184,7 @@ pub unsafe extern "C" fn __vfork() -> libc::pid_t {
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
     if !in_parents_memory() {
+        note_process_end();
         flush_all();
     }
     real(status)
@@ -185,6 +194,7 @@ pub unsafe extern "C" fn _exit(status: c_int) -> ! {
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
     if !in_parents_memory() {
+        note_process_end();
         flush_all();
     }
     real(status)

@@ -34,9 +34,14 @@ pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int)
     id
 }
 
+/// A fresh path id of this stream.
+pub(crate) fn next_path_id() -> u32 {
+    NEXT_PATH.fetch_add(1, Relaxed)
+}
+
 /// Gives `path` (relative to `dirfd`) an id of the stream; emits the path frame.
 pub(crate) unsafe fn define_path(path: *const c_char, dirfd: c_int) -> u32 {
-    let id = NEXT_PATH.fetch_add(1, Relaxed);
+    let id = next_path_id();
     let mut full = [0u8; 4096];
     let mut len = 0;
     if *path != b'/' as c_char {

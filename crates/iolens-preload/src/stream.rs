@@ -6,11 +6,13 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
 use iolens_record::event::{
-    encode_excluded, encode_lost, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN, LOST_FRAME_LEN,
+    encode_event, encode_excluded, encode_lost, Excluded, ExcludedCounts, IoEvent, IoOp, Layer,
+    EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_PROCESS_START, LOST_FRAME_LEN,
 };
 use libc::{c_int, c_void};
 
 use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
+use crate::record::next_path_id;
 use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 
 /// Events of this stream lost so far (pool exhausted, writes failed): the total, written into
@@ -208,6 +210,43 @@ pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
     }
 }
 
+/// Writes the path frame of the executable and the process-start marker into `out` (at least
+/// 7 + 4096 + EVENT_FRAME_LEN bytes); their length. Written straight into the stream's head,
+/// never through a buffer: it must come first, and its timestamp is in nanoseconds already.
+unsafe fn start_marker(out: &mut [u8]) -> usize {
+    let mut exe = [0u8; 4096];
+    let n = libc::syscall(
+        libc::SYS_readlinkat,
+        libc::AT_FDCWD,
+        c"/proc/self/exe".as_ptr(),
+        exe.as_mut_ptr(),
+        exe.len() - 1,
+    );
+    let n = n.max(0) as usize;
+    let id = next_path_id();
+    out[0] = 2;
+    out[1..5].copy_from_slice(&id.to_le_bytes());
+    out[5..7].copy_from_slice(&(n as u16).to_le_bytes());
+    out[7..7 + n].copy_from_slice(&exe[..n]);
+    let t = START_NS.load(Relaxed);
+    let marker = IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file: id,
+        op: IoOp::Other,
+        layer: Layer::Posix,
+        flags: FLAG_PROCESS_START,
+        offset: libc::getppid() as u64,
+        requested: 0,
+        result: 0,
+        start_ns: t,
+        end_ns: t,
+    };
+    let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut out[7 + n..7 + n + EVENT_FRAME_LEN]).try_into().unwrap();
+    encode_event(&marker, frame);
+    7 + n + EVENT_FRAME_LEN
+}
+
 /// Writes `<dir>[/uid-<uid>]` into `out`; its length.
 pub(crate) unsafe fn trace_dir_path(out: &mut [u8; 3200], uid: Option<u32>) -> usize {
     let dir = &*TRACE_DIR.0.get();
@@ -264,10 +303,14 @@ unsafe fn open_stream() -> c_int {
     let mut st: libc::stat = std::mem::zeroed();
     libc::fstat(fd, &mut st);
     STREAM_INO.store(st.st_ino, Relaxed);
-    let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN];
+    // The head: magic, lost-events frame, and the process-start marker naming the executable.
+    let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN + 7 + 4096 + EVENT_FRAME_LEN];
     head[..EVENT_MAGIC.len()].copy_from_slice(EVENT_MAGIC);
-    head[EVENT_MAGIC.len()..].copy_from_slice(&encode_lost(0, 0));
-    if st.st_size == 0 && !raw_write_all(fd, &head) {
+    let mut len = EVENT_MAGIC.len();
+    head[len..len + LOST_FRAME_LEN].copy_from_slice(&encode_lost(0, 0));
+    len += LOST_FRAME_LEN;
+    len += start_marker(&mut head[len..]);
+    if st.st_size == 0 && !raw_write_all(fd, &head[..len]) {
         libc::syscall(libc::SYS_close, fd);
         return -1;
     }

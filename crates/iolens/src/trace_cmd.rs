@@ -1,6 +1,6 @@
 //! `iolens trace` and `iolens analyze`: the same summary, from a live program or a trace file.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -11,10 +11,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
+use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_SECURE_EXEC, NO_FILE};
+use iolens_record::event::{
+    Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
+    NO_FILE,
+};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
@@ -29,6 +32,37 @@ struct Feed<'a> {
     io_uring_files: BTreeSet<u32>,
     /// Processes that exec'd a program the loader runs without the preload, and that program.
     secure_execs: BTreeSet<(u32, u32)>,
+    /// `--only-exe`: the executables whose processes count (all, when empty).
+    only_exe: &'a [String],
+    /// The executable each process runs (its latest start marker's), by pid.
+    exe_of: HashMap<u32, String>,
+    executables: BTreeMap<String, ExecutableAcc>,
+    /// First start and last end of the counted processes (markers and calls).
+    counted_span: Option<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct ExecutableAcc {
+    images: u64,
+    pids: BTreeSet<u32>,
+    ops: u64,
+    bytes: u64,
+}
+
+impl Feed<'_> {
+    fn counts(&self, exe: Option<&str>) -> bool {
+        self.only_exe.is_empty()
+            || exe.is_some_and(|exe| {
+                let name = Path::new(exe).file_name().and_then(|n| n.to_str()).unwrap_or(exe);
+                self.only_exe.iter().any(|wanted| wanted == name)
+            })
+    }
+
+    fn widen_span(&mut self, start: u64, end: u64) {
+        let (s, e) = self.counted_span.get_or_insert((start, end));
+        *s = (*s).min(start);
+        *e = (*e).max(end);
+    }
 }
 
 impl EventSink for Feed<'_> {
@@ -46,6 +80,36 @@ impl EventSink for Feed<'_> {
         if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
             self.secure_execs.insert((e.pid, e.file));
             return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 {
+            let exe = self.analyzer.path_name(e.file).unwrap_or("?").to_string();
+            if self.counts(Some(&exe)) {
+                self.widen_span(e.start_ns, e.end_ns);
+            }
+            let acc = self.executables.entry(exe.clone()).or_default();
+            acc.images += 1;
+            acc.pids.insert(e.pid);
+            self.exe_of.insert(e.pid, exe);
+            return;
+        }
+        let exe = self.exe_of.get(&e.pid).map(String::as_str);
+        let counted = self.counts(exe);
+        if e.op == IoOp::Other && e.flags & FLAG_PROCESS_END != 0 {
+            if counted {
+                self.widen_span(e.start_ns, e.end_ns);
+            }
+            return;
+        }
+        if e.op.is_data() {
+            let acc = self.executables.entry(exe.unwrap_or("?").to_string()).or_default();
+            acc.ops = acc.ops.saturating_add(1);
+            acc.bytes = acc.bytes.saturating_add(e.requested);
+        }
+        if !counted {
+            return;
+        }
+        if e.op.is_data() || e.op == IoOp::Fsync || e.op == IoOp::Fdatasync || e.op == IoOp::SyncRange {
+            self.widen_span(e.start_ns, e.end_ns);
         }
         self.analyzer.event(e);
     }
@@ -76,6 +140,7 @@ fn summarize(
     format: Format,
     strict: bool,
     opts: AnalyzeOptions,
+    only_exe: &[String],
 ) -> Result<(TraceSummary, ImportReport), String> {
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
     let mut feed = Feed {
@@ -83,10 +148,20 @@ fn summarize(
         io_uring_pids: Default::default(),
         io_uring_files: Default::default(),
         secure_execs: Default::default(),
+        only_exe,
+        exe_of: HashMap::new(),
+        executables: BTreeMap::new(),
+        counted_span: None,
     };
     let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
+    let executables = std::mem::take(&mut feed.executables);
+    let counted_span = feed.counted_span;
+    let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
+    if let (false, Some((start, end))) = (only_exe.is_empty(), counted_span) {
+        feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
+    }
     let io_uring_files: Vec<&str> =
         feed.io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
     let registered = if io_uring_files.is_empty() {
@@ -107,6 +182,8 @@ fn summarize(
         })
         .collect();
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
+    summary.notes.extend(selection_note);
+    summary.executables = executable_rows(executables, only_exe);
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
     if report.dropped > 0 {
@@ -146,6 +223,51 @@ fn summarize(
     Ok((summary, report))
 }
 
+/// Which processes `--only-exe` counted, and which it left out.
+fn only_exe_note(only_exe: &[String], executables: &BTreeMap<String, ExecutableAcc>, feed: &Feed) -> String {
+    let (mut counted, mut left_out) = (Vec::new(), Vec::new());
+    for (exe, acc) in executables {
+        let row = format!("{exe} (pids {:?}, {} data calls)", acc.pids, acc.ops);
+        if feed.counts(Some(exe)) {
+            counted.push(row);
+        } else {
+            left_out.push(row);
+        }
+    }
+    if counted.is_empty() {
+        return format!(
+            "--only-exe {}: no traced process ran it, nothing is counted (executables seen: {})",
+            only_exe.join(", "),
+            left_out.join("; ")
+        );
+    }
+    format!(
+        "--only-exe {}: the figures count {}; wall time is theirs (first start to last end); left out: {}",
+        only_exe.join(", "),
+        counted.join("; "),
+        if left_out.is_empty() { "nothing".into() } else { left_out.join("; ") }
+    )
+}
+
+/// The per-executable table, most bytes first.
+fn executable_rows(executables: BTreeMap<String, ExecutableAcc>, only_exe: &[String]) -> Vec<ExecutableRow> {
+    let mut rows: Vec<ExecutableRow> = executables
+        .into_iter()
+        .map(|(exe, acc)| {
+            let name = Path::new(&exe).file_name().and_then(|n| n.to_str()).unwrap_or(&exe).to_string();
+            ExecutableRow {
+                counted: only_exe.is_empty() || only_exe.contains(&name),
+                exe,
+                processes: acc.images,
+                ops: acc.ops,
+                bytes: acc.bytes,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.exe.cmp(&b.exe)));
+    rows
+}
+
 fn publish(summary: &TraceSummary, s: &SummaryArgs) {
     say!("{}", render_summary(summary));
     if let Some(path) = &s.json {
@@ -170,8 +292,8 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, _) =
-        summarize(&a.trace, format, a.strict, opts).map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let (summary, _) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe)
+        .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     publish(&summary, &a.summary);
     Ok(())
 }
@@ -389,7 +511,7 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let wall_ns = started.elapsed().as_nanos() as u64;
 
     let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };
-    let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts)
+    let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts, &a.summary.only_exe)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     if runs_in_secure_mode(program) {
         summary.notes.push(format!(

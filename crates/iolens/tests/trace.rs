@@ -862,3 +862,55 @@ fn events_lost_on_a_full_disk_are_counted_with_the_reason() {
     assert!(kept < 3000 && kept + dropped >= 3000, "kept {kept}, dropped {dropped}: {notes}");
     assert!(!notes.contains("mid-write"), "the stream stays whole frames: {notes}");
 }
+
+#[test]
+fn only_exe_counts_the_chosen_processes_and_says_which() {
+    // A launcher (as mpirun) reading its own files around the program that does the I/O.
+    let script = "import subprocess, time\n\
+        def slurp():\n    with open('data.bin', 'rb', buffering=0) as f:\n        while f.read(1000): pass\n\
+        slurp()\n\
+        subprocess.run(['dd', 'if=/dev/zero', 'of=o.bin', 'bs=4k', 'count=10'], stderr=subprocess.DEVNULL)\n\
+        time.sleep(0.2)\n\
+        slurp()\n";
+    let dir = scratch();
+    write_file(&dir.path().join("data.bin"), 100_000);
+    let streams = dir.path().join("streams");
+    let traced = iolens()
+        .args(["trace", "--out"])
+        .arg(&streams)
+        .args(["--", "python3", "-c", script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(traced.status.success(), "{}", String::from_utf8_lossy(&traced.stderr));
+    let analyze = |only: &[&str]| -> serde_json::Value {
+        let json = dir.path().join("s.json");
+        let mut cmd = iolens();
+        cmd.arg("analyze").arg(&streams).arg("--json").arg(&json);
+        for name in only {
+            cmd.args(["--only-exe", name]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let all = analyze(&[]);
+    let dd = analyze(&["dd"]);
+    assert_eq!(dd["write_ops"].as_u64(), Some(10), "{dd}");
+    assert_eq!(dd["write_bytes"].as_u64(), Some(40960));
+    assert!(all["read_ops"].as_u64().unwrap() >= 200, "the launcher's reads: {all}");
+    assert_eq!(dd["read_ops"].as_u64(), Some(0), "dd's reads are of /dev/zero, left out: {dd}");
+    assert!(
+        dd["wall_s"].as_f64().unwrap() < all["wall_s"].as_f64().unwrap(),
+        "dd's life lies inside the launcher's: {} vs {}",
+        dd["wall_s"],
+        all["wall_s"]
+    );
+    let notes = dd["notes"].to_string();
+    assert!(notes.contains("--only-exe dd: the figures count") && notes.contains("left out:"), "{notes}");
+    let rows = dd["executables"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["exe"].as_str().unwrap().contains(name)).unwrap();
+    assert_eq!(row("/dd")["counted"], true);
+    assert_eq!(row("/dd")["ops"].as_u64(), Some(10), "its reads of /dev/zero are not file I/O: {rows:?}");
+    assert_eq!(row("python3")["counted"], false);
+}
