@@ -402,6 +402,28 @@ impl StreamDir {
     }
 }
 
+/// Reaps the program's orphans that have exited, and lists those still running (their parent
+/// is now us, the subreaper).
+fn reap_and_list_orphans() -> Vec<u32> {
+    // SAFETY: waitpid on our own children, without blocking.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    let me = std::process::id();
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(me)
+            })
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
 /// Refuses an `--out` directory that holds event streams already: the summary reads every
 /// stream in the directory, so an earlier trace's would be added to this one's.
 fn refuse_earlier_streams(dir: &Path) -> Result<(), String> {
@@ -497,6 +519,9 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let mut cmd = Command::new(program);
     cmd.args(&a.command[1..]).env("LD_PRELOAD", ld_preload).env("IOLENS_TRACE_DIR", &stream_dir);
     let take_terminal = in_terminal_foreground();
+    // Orphans of the program (daemons) become our children: we can tell which outlive it.
+    // SAFETY: a flag on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let mut child = spawn_traced(&mut cmd, take_terminal)
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
     crate::signals::forward_to(child.id() as i32);
@@ -509,10 +534,16 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let status =
         waited.map_err(|e| error(&format!("waiting for {program}: {e}"), EXIT_FAILED, json, &command))?;
     let wall_ns = started.elapsed().as_nanos() as u64;
+    let left_running = reap_and_list_orphans();
 
     let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };
     let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts, &a.summary.only_exe)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    if !left_running.is_empty() {
+        summary.notes.push(format!(
+            "process(es) {left_running:?}, started by {program}, were still running when it exited (daemons): what they had not written out by then is NOT in these figures"
+        ));
+    }
     if runs_in_secure_mode(program) {
         summary.notes.push(format!(
             "{program} runs in secure-execution mode (set-user-ID or set-group-ID to another user): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced"

@@ -914,3 +914,21 @@ fn only_exe_counts_the_chosen_processes_and_says_which() {
     assert_eq!(row("/dd")["ops"].as_u64(), Some(10), "its reads of /dev/zero are not file I/O: {rows:?}");
     assert_eq!(row("python3")["counted"], false);
 }
+
+#[test]
+fn a_daemon_still_running_at_the_end_is_named_in_a_note() {
+    // Double fork: the grandchild outlives the traced program, closing every descriptor first.
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let run = iolens()
+        .args(["trace", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "(sh -c 'exec 0<&- 1>&- 2>&-; sleep 5' &) ; exit 0"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("still running when it exited"), "{notes}");
+}
