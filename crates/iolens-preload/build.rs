@@ -1,4 +1,4 @@
-//! Variadic C functions (fprintf, printf, …) cannot be defined in stable Rust: a small C shim
+//! Variadic C functions (fprintf, printf, execl, …) cannot be defined in stable Rust: a small C shim
 //! defines them and calls back into the Rust recorder.
 //!
 //! Nothing in Rust calls the shim, so it is linked whole (an archive member nobody references
@@ -28,4 +28,7 @@ const C_HOOKS: &[&str] = &[
     "__vfprintf_chk",
     "vprintf",
     "__vprintf_chk",
+    "execl",
+    "execlp",
+    "execle",
 ];

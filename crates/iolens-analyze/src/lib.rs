@@ -220,6 +220,18 @@ pub struct ProcessRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExecutableRow {
+    /// The executable's path.
+    pub exe: String,
+    /// Process images that ran it.
+    pub processes: u64,
+    pub ops: u64,
+    pub bytes: u64,
+    /// Whether the aggregate counts it (all do, unless `--only-exe` chose some).
+    pub counted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowOp {
     pub pid: u32,
     pub tid: u32,
@@ -261,6 +273,9 @@ pub struct TraceSummary {
     pub size_histogram: Vec<SizeBucket>,
     pub files: Vec<FileRow>,
     pub processes: Vec<ProcessRow>,
+    /// Data operations per executable (traces that name them: `iolens trace`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub executables: Vec<ExecutableRow>,
     pub slowest: Vec<SlowOp>,
     pub notes: Vec<String>,
     /// The analysis was stopped (Ctrl-C) before the end of the trace: the figures cover the
@@ -303,15 +318,15 @@ impl Analyzer {
         self.paths.insert(id, path.to_string());
     }
 
+    /// The wall time of what was counted, when known only once the trace is read (the
+    /// lifetimes of the selected processes, or a Darshan log's job runtime).
+    pub fn set_program_wall_ns(&mut self, wall_ns: u64) {
+        self.opts.program_wall_ns = Some(wall_ns);
+    }
+
     /// The path defined for `id`, for notes about events the analysis does not count.
     pub fn path_name(&self, id: u32) -> Option<&str> {
         self.paths.get(&id).map(String::as_str)
-    }
-
-    /// Sets the traced program's wall time once it is known from the trace itself (a Darshan
-    /// log's job runtime, read with the events).
-    pub fn set_program_wall_ns(&mut self, wall_ns: u64) {
-        self.opts.program_wall_ns = Some(wall_ns);
     }
 
     fn export(&mut self, e: &IoEvent) {
@@ -595,6 +610,7 @@ impl Analyzer {
             size_histogram,
             files,
             processes,
+            executables: Vec::new(),
             slowest,
             notes,
             interrupted: self.interrupted,

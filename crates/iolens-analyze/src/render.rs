@@ -95,6 +95,21 @@ pub fn render_summary(s: &TraceSummary) -> String {
         }
         t.render(&mut out);
     }
+    if !s.executables.is_empty() {
+        out.push_str("\nexecutables (by bytes):\n");
+        let mut t = Table::new(vec!["processes", "ops", "MiB", "counted", "exe"]);
+        t.left_aligned = vec![4];
+        for e in &s.executables {
+            t.rows.push(vec![
+                e.processes.to_string(),
+                e.ops.to_string(),
+                fmt_mib(e.bytes as f64),
+                if e.counted { "yes" } else { "no" }.into(),
+                e.exe.clone(),
+            ]);
+        }
+        t.render(&mut out);
+    }
     if !s.slowest.is_empty() {
         out.push_str("\nslowest operations:\n");
         let mut t = Table::new(vec!["duration", "at_s", "pid", "tid", "op", "bytes", "offset", "path"]);

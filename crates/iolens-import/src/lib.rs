@@ -100,6 +100,8 @@ pub struct ImportReport {
     pub malformed: Vec<Malformed>,
     /// Events the writer of the trace said it lost.
     pub dropped: u64,
+    /// Why: the errno of the writer's last failed write, when a write failed.
+    pub drop_errno: Option<u32>,
     /// Calls the writer left out (not on files), and their bytes, by reason.
     pub excluded: iolens_record::event::ExcludedCounts,
     pub notes: Vec<String>,
@@ -143,6 +145,7 @@ impl<'a> Ctx<'a> {
                 malformed_count: 0,
                 malformed: Vec::new(),
                 dropped: 0,
+                drop_errno: None,
                 excluded: Default::default(),
                 notes: Vec::new(),
                 interrupted: false,

@@ -56,22 +56,43 @@ pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), Im
     }
 }
 
-/// The stream files of an `iolens trace` directory, in name order.
+/// The stream files of an `iolens trace` directory, in name order: its own, then those of
+/// processes that changed user (in `uid-<uid>` subdirectories).
 fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "evt"))
-        .collect();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let is_user_dir = entry.file_name().to_str().is_some_and(|n| n.starts_with("uid-"));
+        if is_user_dir && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            files.extend(
+                std::fs::read_dir(&path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_stream(p)),
+            );
+        } else if is_stream(&path) {
+            files.push(path);
+        }
+    }
     files.sort();
     Ok(files)
 }
 
-/// Reads one event stream; returns the offset of the frame it ends inside, if it was cut off.
-fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<Option<u64>, ImportError> {
+fn is_stream(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|x| x == "evt")
+}
+
+/// How a stream file ended.
+enum StreamEnd {
+    Whole,
+    /// Inside the frame at this offset.
+    Cut(u64),
+    /// It has no bytes: not even the header was written.
+    Empty,
+}
+
+/// Reads one event stream.
+fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<StreamEnd, ImportError> {
     let mut input = BufReader::with_capacity(1 << 20, input);
-    // A process that died before its first flush leaves an empty stream.
     if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
-        return Ok(None);
+        return Ok(StreamEnd::Empty);
     }
     let mut reader = EventReader::new(input).map_err(|e| ctx.format_err(file, e))?;
     // Path ids are local to each stream: map them to global ones when first used. Threads
@@ -79,7 +100,7 @@ fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<Option<
     let mut global: HashMap<u32, u32> = HashMap::new();
     let cut = loop {
         if ctx.should_stop() {
-            break None;
+            break StreamEnd::Whole;
         }
         match reader.next_event() {
             Ok(Some(mut e)) => {
@@ -98,16 +119,38 @@ fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<Option<
                 }
                 ctx.event(&e);
             }
-            Ok(None) => break None,
-            Err(EventError::Truncated { offset }) => break Some(offset),
+            Ok(None) => break StreamEnd::Whole,
+            Err(EventError::Truncated { offset }) => break StreamEnd::Cut(offset),
             Err(e) => return Err(ctx.format_err(file, e)),
         }
     };
     ctx.report.dropped = ctx.report.dropped.saturating_add(reader.dropped);
+    ctx.report.drop_errno = reader.lost_errno.or(ctx.report.drop_errno);
     for (total, (calls, bytes)) in ctx.report.excluded.iter_mut().zip(reader.excluded) {
         *total = (total.0.saturating_add(calls), total.1.saturating_add(bytes));
     }
     Ok(cut)
+}
+
+/// Notes streams cut inside a frame, and empty ones.
+fn note_stream_ends(ctx: &mut Ctx, ends: Vec<(std::path::PathBuf, StreamEnd)>) {
+    let mut cut = Vec::new();
+    let mut empty = Vec::new();
+    for (file, end) in ends {
+        match end {
+            StreamEnd::Whole => {}
+            StreamEnd::Cut(offset) => cut.push((file, offset)),
+            StreamEnd::Empty => empty.push(file),
+        }
+    }
+    note_cut_streams(ctx, &cut);
+    if let Some(first) = empty.first() {
+        ctx.report.notes.push(format!(
+            "{} event stream(s) are empty (first: {}): their processes could not write even the stream header (a full disk?) or were killed at once; what they did is NOT in these figures",
+            empty.len(),
+            first.display()
+        ));
+    }
 }
 
 fn note_cut_streams(ctx: &mut Ctx, cut: &[(std::path::PathBuf, u64)]) {
@@ -123,8 +166,8 @@ fn note_cut_streams(ctx: &mut Ctx, cut: &[(std::path::PathBuf, u64)]) {
 /// One event stream read from `input`.
 pub(crate) fn import_event_file(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let file = ctx.path.clone();
-    let cut = import_stream(ctx, input, &file)?;
-    note_cut_streams(ctx, &cut.map(|o| (file, o)).into_iter().collect::<Vec<_>>());
+    let end = import_stream(ctx, input, &file)?;
+    note_stream_ends(ctx, vec![(file, end)]);
     Ok(())
 }
 
@@ -132,17 +175,16 @@ pub(crate) fn import_event_file(ctx: &mut Ctx, input: impl Read) -> Result<(), I
 pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     let root = ctx.path.clone();
     let files = if root.is_dir() { stream_files(&root).map_err(|e| ctx.io(e))? } else { vec![root.clone()] };
-    let mut cut = Vec::new();
+    let mut ends = Vec::new();
     for file in files {
         if ctx.report.interrupted {
             break;
         }
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
-        if let Some(offset) = import_stream(ctx, f, &file)? {
-            cut.push((file, offset));
-        }
+        let end = import_stream(ctx, f, &file)?;
+        ends.push((file, end));
     }
-    note_cut_streams(ctx, &cut);
+    note_stream_ends(ctx, ends);
     Ok(())
 }
 

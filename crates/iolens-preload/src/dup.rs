@@ -103,23 +103,38 @@ macro_rules! fcntl_hook {
 fcntl_hook!(fcntl, "fcntl");
 fcntl_hook!(fcntl64, "fcntl64");
 
-/// The numbers `first..=last` closed behind close's back; our stream, if among them, is
-/// reopened at its next write (see `stream_fd`).
+/// The numbers `first..=last` closed behind close's back (our stream spared).
 fn range_closed(first: c_uint, last: c_uint) {
     let last = (last as usize).min(MAX_FDS - 1);
     for fd in first as usize..=last {
         forgotten(fd as c_int);
     }
+}
+
+/// close_range on `first..=last`, sparing our stream's descriptor (a program closing every
+/// descriptor, as daemons do, would otherwise take the stream, which a process that has
+/// dropped its rights cannot open again).
+unsafe fn close_range_sparing_stream(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let real = real!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int);
     let stream = STREAM_FD.load(Relaxed);
-    if stream >= 0 && (first as i64..=last as i64).contains(&(stream as i64)) {
-        lost_stream(stream);
+    if stream < 0 || (stream as c_uint) < first || (stream as c_uint) > last {
+        return real(first, last, flags);
+    }
+    let stream = stream as c_uint;
+    let below = if stream > first { real(first, stream - 1, flags) } else { 0 };
+    if below != 0 {
+        return below;
+    }
+    if stream < last {
+        real(stream + 1, last, flags)
+    } else {
+        0
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let real = real!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int);
-    let ret = real(first, last, flags);
+    let ret = close_range_sparing_stream(first, last, flags);
     // With CLOSE_RANGE_CLOEXEC the descriptors stay open (until an exec).
     if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
         range_closed(first, last);
@@ -130,6 +145,11 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(first: c_int) {
     let real = real!("closefrom" as unsafe extern "C" fn(c_int));
+    let stream = STREAM_FD.load(Relaxed);
+    if stream >= first.max(0) && close_range_sparing_stream(first.max(0) as c_uint, c_uint::MAX, 0) == 0 {
+        range_closed(first.max(0) as c_uint, c_uint::MAX);
+        return;
+    }
     real(first);
     range_closed(first.max(0) as c_uint, c_uint::MAX);
 }

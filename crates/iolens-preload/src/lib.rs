@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_void, FILE};
 
 use crate::io_uring::note_io_uring;
-use crate::process::after_fork_in_child;
-use crate::stream::{flush_all, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
+use crate::process::{after_fork_in_child, note_process_end};
+use crate::stream::{flush_all, stream_fd, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
 
 /// `dlsym(RTLD_NEXT)`: the next definition after ours, i.e. the real function.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
@@ -129,12 +129,16 @@ unsafe extern "C" fn init() {
     }
     pthread_atfork(None, None, Some(after_fork_in_child));
     ENABLED.store(true, Release);
+    // Opened now, while the program has the rights it started with: it keeps the descriptor
+    // through a later setuid or umask.
+    stream_fd();
 }
 
 unsafe extern "C" fn fini() {
     if let Some(_g) = Guard::enter() {
         note_io_uring();
     }
+    note_process_end();
     flush_all();
 }
 

@@ -1,14 +1,18 @@
 //! Process life cycle: a forked child starts a stream of its own; exec and `_exit` write what is
-//! buffered before the process image goes away.
+//! buffered (in every thread) before the process image goes away; vfork runs as fork.
 
 use std::sync::atomic::Ordering::*;
 
 use libc::{c_char, c_int};
 
-use crate::record::FD_PATH;
-use crate::stream::{flush_all, DROPPED, POOL, STREAM_FD};
-use crate::{MY_SLOT, MY_TID, PID, START_NS};
-use iolens_record::event::NO_FILE;
+use crate::clock::now_ns;
+use crate::record::{define_path, record_flagged, FD_PATH};
+use crate::stream::{
+    flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, LOST_ERRNO, POOL,
+    STREAM_FD,
+};
+use crate::{errno, set_errno, Guard, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
+use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, NO_FILE};
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
     PID.store(libc::getpid() as u32, Relaxed);
@@ -30,11 +34,100 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
         }
     }
     DROPPED.store(0, Relaxed);
+    LOST_ERRNO.store(0, Relaxed);
     // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
     for slot in &FD_PATH {
         slot.store(NO_FILE, Relaxed);
     }
+    // Its own stream, opened before the child can change its rights.
+    stream_fd();
 }
+/// Whether this is a child sharing the memory of its parent (clone with `CLONE_VM`, as
+/// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's
+/// then, in use by its other threads, and the child must leave them alone.
+unsafe fn in_parents_memory() -> bool {
+    libc::syscall(libc::SYS_getpid) as u32 != PID.load(Relaxed)
+}
+
+/// Whether the loader will run `path` in secure-execution mode, where it ignores
+/// `LD_PRELOAD`: set-user-ID to another user, set-group-ID to another group, or file
+/// capabilities for a user other than root.
+unsafe fn runs_in_secure_mode(path: *const c_char) -> bool {
+    let mut st: libc::stat = std::mem::zeroed();
+    if libc::stat(path, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return false;
+    }
+    let euid = libc::geteuid();
+    (st.st_mode & libc::S_ISUID != 0 && st.st_uid != euid)
+        || (st.st_mode & libc::S_ISGID != 0 && st.st_gid != libc::getegid())
+        || (euid != 0 && libc::getxattr(path, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) > 0)
+}
+
+/// The program `execvp(file)` would run: `file` itself if it names a path, else the first
+/// executable `PATH` entry, written into `out`. Null when there is none.
+unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_char {
+    if file.is_null() || !libc::strchr(file, b'/' as c_int).is_null() {
+        return file;
+    }
+    let name_len = libc::strlen(file);
+    let path = libc::getenv(c"PATH".as_ptr());
+    let path: &[u8] = if path.is_null() {
+        b"/bin:/usr/bin"
+    } else {
+        std::slice::from_raw_parts(path.cast(), libc::strlen(path))
+    };
+    for dir in path.split(|b| *b == b':') {
+        let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
+        if dir.len() + 1 + name_len + 1 > out.len() {
+            continue;
+        }
+        out[..dir.len()].copy_from_slice(dir);
+        out[dir.len()] = b'/';
+        std::ptr::copy_nonoverlapping(file.cast::<u8>(), out.as_mut_ptr().add(dir.len() + 1), name_len);
+        out[dir.len() + 1 + name_len] = 0;
+        if libc::access(out.as_ptr().cast(), libc::X_OK) == 0 {
+            return out.as_ptr().cast();
+        }
+    }
+    std::ptr::null()
+}
+
+/// Records that `program` is about to run untraced, if the loader will ignore the preload in it.
+unsafe fn note_secure_exec(program: *const c_char) {
+    if program.is_null() || !runs_in_secure_mode(program) {
+        return;
+    }
+    if let Some(_g) = Guard::enter() {
+        let saved = errno();
+        let id = define_path(program, libc::AT_FDCWD);
+        record_flagged(IoOp::Other, id, FLAG_SECURE_EXEC, now_ns());
+        set_errno(saved);
+    }
+}
+
+/// Records that this process image ends now (exit, `_exit`, exec).
+pub(crate) unsafe fn note_process_end() {
+    if let Some(_g) = Guard::enter() {
+        record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+    }
+}
+
+/// Runs an exec of `program`: every thread's buffer written out first (the exec ends those
+/// threads), the threads held off meanwhile, and let go if the exec fails.
+unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) -> c_int {
+    if in_parents_memory() {
+        return exec();
+    }
+    note_secure_exec(program);
+    note_process_end();
+    freeze_and_flush_all();
+    let ret = exec();
+    let err = errno();
+    thaw_all();
+    set_errno(err);
+    ret
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn execve(
     path: *const c_char,
@@ -44,22 +137,20 @@ pub unsafe extern "C" fn execve(
     let real = real!(
         "execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    flush_all();
-    real(path, argv, envp)
+    exec_with_flush(path, || real(path, argv, envp))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execv" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    flush_all();
-    real(path, argv)
+    exec_with_flush(path, || real(path, argv))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     let real = real!("execvp" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    flush_all();
-    real(file, argv)
+    let mut found = [0u8; 4096];
+    exec_with_flush(search_path(file, &mut found), || real(file, argv))
 }
 
 #[no_mangle]
@@ -71,20 +162,95 @@ pub unsafe extern "C" fn execvpe(
     let real = real!(
         "execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
     );
-    flush_all();
-    real(file, argv, envp)
+    let mut found = [0u8; 4096];
+    exec_with_flush(search_path(file, &mut found), || real(file, argv, envp))
+}
+
+/// vfork runs as fork under trace. A vfork child shares the parent's memory until it execs:
+/// the hooks it runs (dup2, close, exec) would change the parent's descriptor table and write
+/// out buffers the parent's other threads are filling. A forked child has memory of its own;
+/// POSIX allows vfork to be fork, and a program correct under vfork is correct under fork.
+#[no_mangle]
+pub unsafe extern "C" fn vfork() -> libc::pid_t {
+    libc::fork()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __vfork() -> libc::pid_t {
+    libc::fork()
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
-    flush_all();
+    if !in_parents_memory() {
+        note_process_end();
+        flush_all();
+    }
     real(status)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
-    flush_all();
+    if !in_parents_memory() {
+        note_process_end();
+        flush_all();
+    }
     real(status)
+}
+
+/// Before a privileged process takes the identity `uid`: it will not be able to create files
+/// in the trace directory of the user running iolens (mode 0700), so a directory `uid-<uid>`
+/// is made inside for it (and the processes it starts), owned by that user, and the trace
+/// directory opened to passing through (0711: nothing in it can be listed).
+unsafe fn before_user_change(uid: libc::uid_t) {
+    if !ENABLED.load(Relaxed) || uid == libc::uid_t::MAX || uid == 0 || libc::geteuid() != 0 {
+        return;
+    }
+    let saved = errno();
+    let mut path = [0u8; 3200];
+    let dir_len = trace_dir_path(&mut path, None);
+    path[dir_len] = 0;
+    libc::syscall(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
+    let len = trace_dir_path(&mut path, Some(uid));
+    path[len] = 0;
+    libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
+    libc::syscall(
+        libc::SYS_fchownat,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        uid,
+        u32::MAX,
+        libc::AT_SYMLINK_NOFOLLOW,
+    );
+    set_errno(saved);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setuid(uid: libc::uid_t) -> c_int {
+    let real = real!("setuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+    before_user_change(uid);
+    real(uid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn seteuid(uid: libc::uid_t) -> c_int {
+    let real = real!("seteuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+    before_user_change(uid);
+    real(uid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setreuid(ruid: libc::uid_t, euid: libc::uid_t) -> c_int {
+    let real = real!("setreuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int);
+    before_user_change(euid);
+    real(ruid, euid)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::uid_t) -> c_int {
+    let real = real!("setresuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int);
+    before_user_change(euid);
+    real(ruid, euid, suid)
 }

@@ -8,7 +8,9 @@ use iolens_record::event::{
 };
 use libc::{c_char, c_int, iovec};
 
-use crate::stream::{append, flush_slot, my_slot, push_decimal, tid, DROPPED, SLOT_BYTES, STREAM_FD};
+use crate::stream::{
+    append, flush_slot, push_decimal, tid, with_my_slot, Slot, DROPPED, SLOT_BYTES, STREAM_FD,
+};
 use crate::PID;
 
 static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
@@ -27,7 +29,19 @@ pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int)
     if fd < 0 || fd as usize >= MAX_FDS || path.is_null() {
         return NO_FILE;
     }
-    let id = NEXT_PATH.fetch_add(1, Relaxed);
+    let id = define_path(path, dirfd);
+    FD_PATH[fd as usize].store(id, Relaxed);
+    id
+}
+
+/// A fresh path id of this stream.
+pub(crate) fn next_path_id() -> u32 {
+    NEXT_PATH.fetch_add(1, Relaxed)
+}
+
+/// Gives `path` (relative to `dirfd`) an id of the stream; emits the path frame.
+pub(crate) unsafe fn define_path(path: *const c_char, dirfd: c_int) -> u32 {
+    let id = next_path_id();
     let mut full = [0u8; 4096];
     let mut len = 0;
     if *path != b'/' as c_char {
@@ -53,7 +67,6 @@ pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int)
     head[1..5].copy_from_slice(&id.to_le_bytes());
     head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
     append(&[&head, &full[..len]], 0);
-    FD_PATH[fd as usize].store(id, Relaxed);
     id
 }
 
@@ -128,10 +141,11 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
         return;
     }
     let reason = FD_EXCLUDED[fd as usize].load(Relaxed) as usize;
-    let Some(slot) = my_slot() else { return };
-    let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
-    counts.0 += 1;
-    counts.1 += moved.max(0) as u64;
+    with_my_slot(|slot| {
+        let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
+        counts.0 += 1;
+        counts.1 += moved.max(0) as u64;
+    });
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
@@ -184,10 +198,13 @@ pub(crate) fn event(
 /// Encodes `e` into the thread's buffer.
 #[inline]
 pub(crate) unsafe fn push(e: &IoEvent) {
-    let Some(slot) = my_slot() else {
+    if with_my_slot(|slot| push_to(slot, e)).is_none() {
         DROPPED.fetch_add(1, Relaxed);
-        return;
-    };
+    }
+}
+
+#[inline]
+unsafe fn push_to(slot: &Slot, e: &IoEvent) {
     let len = &mut *slot.len.get();
     if *len + EVENT_FRAME_LEN > SLOT_BYTES {
         flush_slot(slot);

@@ -3,14 +3,20 @@
 //! in the descriptor table.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
-use iolens_record::event::{encode_excluded, Excluded, ExcludedCounts, EVENT_MAGIC, EXCLUDED_FRAME_LEN};
+use iolens_record::event::{
+    encode_event, encode_excluded, encode_lost, Excluded, ExcludedCounts, IoEvent, IoOp, Layer,
+    EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_PROCESS_START, LOST_FRAME_LEN,
+};
 use libc::{c_int, c_void};
 
 use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
+use crate::record::next_path_id;
 use crate::{errno, set_errno, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
 
+/// Events of this stream lost so far (pool exhausted, writes failed): the total, written into
+/// the stream's lost-events frame.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// The stream's descriptor: -1 not open yet, -2 being opened, else the fd.
 pub(crate) static STREAM_FD: AtomicI32 = AtomicI32::new(-1);
@@ -27,8 +33,19 @@ pub(crate) const SLOTS: usize = 256;
 pub(crate) const SLOT_BYTES: usize = 64 * 1024;
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
+/// A slot's owner is not touching it.
+const IDLE: u8 = 0;
+/// Its owner is appending to it or flushing it.
+const WRITING: u8 = 1;
+/// A thread about to exec is writing it out: the owner waits (the exec replaces the process,
+/// or fails and thaws the slot).
+const FROZEN: u8 = 2;
+
 pub(crate) struct Slot {
     pub(crate) claimed: AtomicBool,
+    /// IDLE, WRITING or FROZEN: lets an exec write out the buffers of the other threads, which
+    /// the exec is about to end, without tearing a frame they are appending.
+    state: AtomicU8,
     pub(crate) len: UnsafeCell<usize>,
     pub(crate) events: UnsafeCell<u64>,
     /// Calls on descriptors that are not files, and their bytes, by reason, since the last
@@ -46,6 +63,7 @@ unsafe impl Sync for Slot {}
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: Slot = Slot {
     claimed: AtomicBool::new(false),
+    state: AtomicU8::new(IDLE),
     len: UnsafeCell::new(0),
     events: UnsafeCell::new(0),
     excluded: UnsafeCell::new([(0, 0); Excluded::ALL.len()]),
@@ -83,12 +101,29 @@ pub(crate) unsafe fn my_slot() -> Option<&'static Slot> {
     Some(&POOL[idx as usize])
 }
 
+/// Runs `f` on this thread's slot, marked as being written so that an exec in another thread
+/// waits for the frame to be whole. `None` when the pool is exhausted.
+///
+/// Uncontended but for the moment of an exec: one atomic exchange per event, no shared lock.
+#[inline]
+pub(crate) unsafe fn with_my_slot<R>(f: impl FnOnce(&'static Slot) -> R) -> Option<R> {
+    let slot = my_slot()?;
+    while slot.state.compare_exchange(IDLE, WRITING, Acquire, Relaxed).is_err() {
+        libc::sched_yield();
+    }
+    let r = f(slot);
+    slot.state.store(IDLE, Release);
+    Some(r)
+}
+
 /// Appends frames to the thread's buffer, flushing it first when they do not fit.
 pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
-    let Some(slot) = my_slot() else {
+    if with_my_slot(|slot| append_to(slot, frames, events)).is_none() {
         DROPPED.fetch_add(events, Relaxed);
-        return;
-    };
+    }
+}
+
+unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
     let total: usize = frames.iter().map(|f| f.len()).sum();
     let len = &mut *slot.len.get();
     if *len + total > SLOT_BYTES {
@@ -102,18 +137,60 @@ pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
     *slot.events.get() += events;
 }
 
-pub(crate) unsafe fn raw_write_all(fd: c_int, mut buf: &[u8]) -> bool {
-    while !buf.is_empty() {
-        let n = libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len());
+pub(crate) unsafe fn raw_write_all(fd: c_int, buf: &[u8]) -> bool {
+    write_whole(fd, buf).is_ok()
+}
+
+/// Appends all of `buf` or, as far as it can, nothing: a write cut short (a full disk) is cut
+/// off the file again, so the stream stays whole frames, readable past that point. The errno
+/// of the failure.
+unsafe fn write_whole(fd: c_int, buf: &[u8]) -> Result<(), c_int> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = libc::syscall(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
         if n < 0 {
-            if errno() == libc::EINTR {
+            let why = errno();
+            if why == libc::EINTR {
                 continue;
             }
-            return false;
+            if done > 0 {
+                let end = libc::syscall(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
+                if end >= done as i64 {
+                    libc::syscall(libc::SYS_ftruncate, fd, end - done as i64);
+                }
+            }
+            return Err(why);
         }
-        buf = &buf[n as usize..];
+        done += n as usize;
     }
-    true
+    Ok(())
+}
+
+/// Why events were last lost (errno of the failed write; 0 for a full buffer pool).
+pub(crate) static LOST_ERRNO: AtomicU32 = AtomicU32::new(0);
+/// Where the stream's lost-events frame sits: right after the magic.
+const LOST_FRAME_AT: i64 = EVENT_MAGIC.len() as i64;
+
+/// Rewrites the stream's lost-events frame in place with the total lost so far. Its bytes
+/// exist since the stream was opened, so this works on a full disk, where appending a frame
+/// would not. The append descriptor cannot write at an offset: the file is opened again
+/// through /proc for it.
+unsafe fn write_lost_frame(fd: c_int) {
+    let mut link = [0u8; 40];
+    let mut at = 0;
+    for b in b"/proc/self/fd/" {
+        link[at] = *b;
+        at += 1;
+    }
+    push_decimal(&mut link, &mut at, fd as u64);
+    let header =
+        libc::syscall(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if header < 0 {
+        return;
+    }
+    let frame = encode_lost(DROPPED.load(Relaxed), LOST_ERRNO.load(Relaxed));
+    libc::syscall(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
+    libc::syscall(libc::SYS_close, header);
 }
 
 pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
@@ -133,30 +210,89 @@ pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
     }
 }
 
-/// Opens this process's stream file: `<dir>/<pid>.<start ns>.evt`, high in the fd table.
-unsafe fn open_stream() -> c_int {
+/// Writes the path frame of the executable and the process-start marker into `out` (at least
+/// 7 + 4096 + EVENT_FRAME_LEN bytes); their length. Written straight into the stream's head,
+/// never through a buffer: it must come first, and its timestamp is in nanoseconds already.
+unsafe fn start_marker(out: &mut [u8]) -> usize {
+    let mut exe = [0u8; 4096];
+    let n = libc::syscall(
+        libc::SYS_readlinkat,
+        libc::AT_FDCWD,
+        c"/proc/self/exe".as_ptr(),
+        exe.as_mut_ptr(),
+        exe.len() - 1,
+    );
+    let n = n.max(0) as usize;
+    let id = next_path_id();
+    out[0] = 2;
+    out[1..5].copy_from_slice(&id.to_le_bytes());
+    out[5..7].copy_from_slice(&(n as u16).to_le_bytes());
+    out[7..7 + n].copy_from_slice(&exe[..n]);
+    let t = START_NS.load(Relaxed);
+    let marker = IoEvent {
+        pid: PID.load(Relaxed),
+        tid: tid(),
+        file: id,
+        op: IoOp::Other,
+        layer: Layer::Posix,
+        flags: FLAG_PROCESS_START,
+        offset: libc::getppid() as u64,
+        requested: 0,
+        result: 0,
+        start_ns: t,
+        end_ns: t,
+    };
+    let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut out[7 + n..7 + n + EVENT_FRAME_LEN]).try_into().unwrap();
+    encode_event(&marker, frame);
+    7 + n + EVENT_FRAME_LEN
+}
+
+/// Writes `<dir>[/uid-<uid>]` into `out`; its length.
+pub(crate) unsafe fn trace_dir_path(out: &mut [u8; 3200], uid: Option<u32>) -> usize {
     let dir = &*TRACE_DIR.0.get();
     let dir_len = dir.iter().position(|b| *b == 0).unwrap_or(0);
-    let mut path = [0u8; 3200];
-    path[..dir_len].copy_from_slice(&dir[..dir_len]);
+    out[..dir_len].copy_from_slice(&dir[..dir_len]);
     let mut at = dir_len;
-    path[at] = b'/';
-    at += 1;
-    push_decimal(&mut path, &mut at, PID.load(Relaxed) as u64);
-    path[at] = b'.';
-    at += 1;
-    push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
-    path[at..at + 5].copy_from_slice(b".evt\0");
-    let fd = libc::syscall(
-        libc::SYS_openat,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-        0o644,
-    ) as c_int;
+    if let Some(uid) = uid {
+        out[at..at + 5].copy_from_slice(b"/uid-");
+        at += 5;
+        push_decimal(out, &mut at, uid as u64);
+    }
+    at
+}
+
+/// Opens this process's stream file: `<dir>/<pid>.<start ns>.evt`, high in the fd table.
+/// A process that gave up root for another user cannot create files in the directory of the
+/// user running iolens: its streams go to `<dir>/uid-<uid>/`, made for it when it changed user
+/// (see `process::before_user_change`).
+unsafe fn open_stream() -> c_int {
+    let mut fd = -1;
+    for uid in [None, Some(libc::geteuid())] {
+        let mut path = [0u8; 3200];
+        let mut at = trace_dir_path(&mut path, uid);
+        path[at] = b'/';
+        at += 1;
+        push_decimal(&mut path, &mut at, PID.load(Relaxed) as u64);
+        path[at] = b'.';
+        at += 1;
+        push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
+        path[at..at + 5].copy_from_slice(b".evt\0");
+        fd = libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        ) as c_int;
+        if fd >= 0 || !matches!(errno(), libc::EACCES | libc::EPERM) {
+            break;
+        }
+    }
     if fd < 0 {
         return -1;
     }
+    // Readable by iolens whatever the program's umask (`umask 777` would make it mode 000).
+    libc::syscall(libc::SYS_fchmod, fd, 0o600);
     let high = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
     let fd = if high >= 0 {
         libc::syscall(libc::SYS_close, fd);
@@ -167,7 +303,14 @@ unsafe fn open_stream() -> c_int {
     let mut st: libc::stat = std::mem::zeroed();
     libc::fstat(fd, &mut st);
     STREAM_INO.store(st.st_ino, Relaxed);
-    if st.st_size == 0 && !raw_write_all(fd, EVENT_MAGIC) {
+    // The head: magic, lost-events frame, and the process-start marker naming the executable.
+    let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN + 7 + 4096 + EVENT_FRAME_LEN];
+    head[..EVENT_MAGIC.len()].copy_from_slice(EVENT_MAGIC);
+    let mut len = EVENT_MAGIC.len();
+    head[len..len + LOST_FRAME_LEN].copy_from_slice(&encode_lost(0, 0));
+    len += LOST_FRAME_LEN;
+    len += start_marker(&mut head[len..]);
+    if st.st_size == 0 && !raw_write_all(fd, &head[..len]) {
         libc::syscall(libc::SYS_close, fd);
         return -1;
     }
@@ -216,8 +359,13 @@ pub(crate) unsafe fn flush_slot(slot: &Slot) {
         convert_timestamps(data, &line);
         *calibration = now;
     }
-    if fd < 0 || !raw_write_all(fd, data) {
+    let written = if fd < 0 { Err(errno()) } else { write_whole(fd, data) };
+    if let Err(why) = written {
         DROPPED.fetch_add(*events, Relaxed);
+        LOST_ERRNO.store(why as u32, Relaxed);
+        if fd >= 0 {
+            write_lost_frame(fd);
+        }
     }
     *len = 0;
     *events = 0;
@@ -226,24 +374,43 @@ pub(crate) unsafe fn flush_slot(slot: &Slot) {
 
 /// Flushes every buffer and writes the drop count: at exit, exec, and _exit.
 pub(crate) unsafe fn flush_all() {
+    freeze_and_flush_all();
+    thaw_all();
+}
+
+/// Writes out every thread's buffer, and leaves the slots frozen: their threads wait until
+/// [`thaw_all`]. Before an exec, which ends every other thread: what they buffered is written
+/// whole, and nothing they do meanwhile tears a frame.
+pub(crate) unsafe fn freeze_and_flush_all() {
     if !ENABLED.load(Relaxed) {
         return;
     }
-    for slot in &POOL {
-        if slot.claimed.load(Acquire) {
-            flush_slot(slot);
-            write_excluded(slot);
+    let mine = MY_SLOT.with(|s| s.get());
+    for (i, slot) in POOL.iter().enumerate() {
+        if !slot.claimed.load(Acquire) {
+            continue;
+        }
+        // Our own slot is idle here (no hook of ours is running on this thread).
+        if i as u32 != mine {
+            while slot.state.compare_exchange(IDLE, FROZEN, Acquire, Relaxed).is_err() {
+                libc::sched_yield();
+            }
+        }
+        flush_slot(slot);
+        write_excluded(slot);
+    }
+    if DROPPED.load(Relaxed) > 0 {
+        let fd = stream_fd();
+        if fd >= 0 {
+            write_lost_frame(fd);
         }
     }
-    let dropped = DROPPED.swap(0, Relaxed);
-    if dropped > 0 {
-        let fd = stream_fd();
-        let mut frame = [0u8; 9];
-        frame[0] = 3;
-        frame[1..].copy_from_slice(&dropped.to_le_bytes());
-        if fd < 0 || !raw_write_all(fd, &frame) {
-            DROPPED.fetch_add(dropped, Relaxed);
-        }
+}
+
+/// Lets the threads frozen by [`freeze_and_flush_all`] go on (the exec failed).
+pub(crate) unsafe fn thaw_all() {
+    for slot in &POOL {
+        let _ = slot.state.compare_exchange(FROZEN, IDLE, Release, Relaxed);
     }
 }
 
@@ -253,8 +420,12 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
         return;
     }
     let slot = &POOL[idx - 1];
+    while slot.state.compare_exchange(IDLE, WRITING, Acquire, Relaxed).is_err() {
+        libc::sched_yield();
+    }
     flush_slot(slot);
     write_excluded(slot);
+    slot.state.store(IDLE, Release);
     slot.claimed.store(false, Release);
 }
 

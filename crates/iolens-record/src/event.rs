@@ -15,7 +15,15 @@
 //!   first event that uses its id;
 //! - `3` — a drop count: u64 events the writer could not record (reported, never silent);
 //! - `4` — excluded calls: reason u8 ([`Excluded`]), calls u64, bytes u64: reads and writes on
-//!   descriptors that are not files (pipes, terminals, `/dev/zero`), counted, not recorded.
+//!   descriptors that are not files (pipes, terminals, `/dev/zero`), counted, not recorded;
+//! - `5` — events lost: count u64, errno u32 of the last failed write (0 = none). The preload
+//!   writes one right after the magic when it opens a stream and rewrites it in place when
+//!   writes fail: on a full disk no frame can be appended, but the bytes of this one are
+//!   already there.
+//!
+//! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
+//! first event of each stream: file = the executable, offset = the parent's pid),
+//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`].
 //!
 //! One process (or one thread) writes one stream; a trace is a set of streams whose path ids
 //! are local to each stream (readers map them through the stream's own table).
@@ -32,8 +40,20 @@ const TAG_EVENT: u8 = 1;
 const TAG_PATH: u8 = 2;
 const TAG_DROPPED: u8 = 3;
 const TAG_EXCLUDED: u8 = 4;
+const TAG_LOST: u8 = 5;
 /// Length of an excluded-calls frame, its tag included.
 pub const EXCLUDED_FRAME_LEN: usize = 18;
+/// Length of a lost-events frame, its tag included.
+pub const LOST_FRAME_LEN: usize = 13;
+
+/// Encodes a lost-events frame: `count` events, lost by a write that failed with `errno`.
+pub fn encode_lost(count: u64, errno: u32) -> [u8; LOST_FRAME_LEN] {
+    let mut out = [0u8; LOST_FRAME_LEN];
+    out[0] = TAG_LOST;
+    out[1..9].copy_from_slice(&count.to_le_bytes());
+    out[9..13].copy_from_slice(&errno.to_le_bytes());
+    out
+}
 
 /// Why calls on a descriptor are not recorded as I/O (as Darshan leaves them out): what the
 /// descriptor refers to.
@@ -88,6 +108,17 @@ pub const FLAG_IO_URING_SEEN: u16 = 1;
 /// beside the write half over the same interval. Its bytes and call count; its time is the
 /// write half's, so it adds no busy time and no second call in flight.
 pub const FLAG_COPY_SOURCE: u16 = 2;
+/// Marker flag: a process image started (first event of its stream). `file` is its executable,
+/// `offset` its parent's pid, `start_ns` when the preload loaded.
+pub const FLAG_PROCESS_START: u16 = 4;
+/// Marker flag: a process image ended (exit, `_exit` or exec) at `end_ns`.
+pub const FLAG_PROCESS_END: u16 = 8;
+/// Marker flag: the process exec'd `file` in secure-execution mode (setuid or setgid for this
+/// user, or file capabilities): the loader ignores `LD_PRELOAD` there, so nothing of it is
+/// traced.
+pub const FLAG_SECURE_EXEC: u16 = 16;
+/// All marker flags: such events are facts about processes, not I/O.
+pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN | FLAG_PROCESS_START | FLAG_PROCESS_END | FLAG_SECURE_EXEC;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -323,6 +354,10 @@ impl<W: Write> EventWriter<W> {
         self.out.write_all(&encode_excluded(reason, calls, bytes))
     }
 
+    pub fn lost(&mut self, count: u64, errno: u32) -> io::Result<()> {
+        self.out.write_all(&encode_lost(count, errno))
+    }
+
     pub fn into_inner(self) -> W {
         self.out
     }
@@ -341,6 +376,8 @@ pub struct EventReader<R: Read> {
     pub dropped: u64,
     /// Calls the writer left out, and their bytes, by reason.
     pub excluded: ExcludedCounts,
+    /// Why the writer lost events: the errno of its last failed write, if one failed.
+    pub lost_errno: Option<u32>,
     /// Byte offset of the next frame, for error messages.
     offset: u64,
     /// Set after an error: a reader does not resynchronize inside a corrupt stream.
@@ -359,6 +396,7 @@ impl<R: Read> EventReader<R> {
             paths: PathTable::default(),
             dropped: 0,
             excluded: Default::default(),
+            lost_errno: None,
             offset: 8,
             failed: false,
         })
@@ -421,6 +459,16 @@ impl<R: Read> EventReader<R> {
                     let mut b = [0u8; 8];
                     self.fill(&mut b, frame)?;
                     self.dropped = self.dropped.saturating_add(u64::from_le_bytes(b));
+                }
+                TAG_LOST => {
+                    let mut b = [0u8; LOST_FRAME_LEN - 1];
+                    self.fill(&mut b, frame)?;
+                    self.dropped =
+                        self.dropped.saturating_add(u64::from_le_bytes(b[..8].try_into().unwrap()));
+                    let errno = u32::from_le_bytes(b[8..].try_into().unwrap());
+                    if errno != 0 {
+                        self.lost_errno = Some(errno);
+                    }
                 }
                 TAG_EXCLUDED => {
                     let mut b = [0u8; EXCLUDED_FRAME_LEN - 1];
@@ -488,6 +536,23 @@ mod tests {
         assert_eq!(r.paths.get(1), Some("/b/ü"));
         assert_eq!(r.dropped, 3);
         assert!(events[5].failed());
+    }
+
+    #[test]
+    fn lost_frames_add_to_the_drops_and_keep_the_reason() {
+        let mut w = EventWriter::new(Vec::new()).unwrap();
+        w.lost(0, 0).unwrap();
+        w.event(&ev(1)).unwrap();
+        w.lost(40, 28).unwrap();
+        w.dropped(2).unwrap();
+        let bytes = w.into_inner();
+        let mut r = EventReader::new(&bytes[..]).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.dropped, 42);
+        assert_eq!(r.lost_errno, Some(28));
+        let cut = &bytes[..bytes.len() - 9 - 3];
+        let err = EventReader::new(cut).unwrap().find_map(Result::err).unwrap();
+        assert!(matches!(err, EventError::Truncated { .. }), "{err}");
     }
 
     #[test]

@@ -432,6 +432,10 @@ pub struct SummaryArgs {
     /// Target written into the emitted job file.
     #[arg(long, default_value = "/tmp/iolens-replay")]
     pub workload_target: String,
+    /// Count only the processes running this executable (its file name, e.g. `ior`; repeat for
+    /// more); wall time is then theirs, from the first one's start to the last one's end.
+    #[arg(long, value_name = "NAME")]
+    pub only_exe: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! `iolens trace` and `iolens analyze`: the same summary, from a live program or a trace file.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -11,11 +11,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, TraceSummary};
+use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
-use iolens_record::event::{Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, NO_FILE};
+use iolens_record::event::{
+    Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
+    NO_FILE,
+};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
@@ -28,6 +31,39 @@ struct Feed<'a> {
     analyzer: &'a mut Analyzer,
     io_uring_pids: BTreeSet<u32>,
     io_uring_files: BTreeSet<u32>,
+    /// Processes that exec'd a program the loader runs without the preload, and that program.
+    secure_execs: BTreeSet<(u32, u32)>,
+    /// `--only-exe`: the executables whose processes count (all, when empty).
+    only_exe: &'a [String],
+    /// The executable each process runs (its latest start marker's), by pid.
+    exe_of: HashMap<u32, String>,
+    executables: BTreeMap<String, ExecutableAcc>,
+    /// First start and last end of the counted processes (markers and calls).
+    counted_span: Option<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct ExecutableAcc {
+    images: u64,
+    pids: BTreeSet<u32>,
+    ops: u64,
+    bytes: u64,
+}
+
+impl Feed<'_> {
+    fn counts(&self, exe: Option<&str>) -> bool {
+        self.only_exe.is_empty()
+            || exe.is_some_and(|exe| {
+                let name = Path::new(exe).file_name().and_then(|n| n.to_str()).unwrap_or(exe);
+                self.only_exe.iter().any(|wanted| wanted == name)
+            })
+    }
+
+    fn widen_span(&mut self, start: u64, end: u64) {
+        let (s, e) = self.counted_span.get_or_insert((start, end));
+        *s = (*s).min(start);
+        *e = (*e).max(end);
+    }
 }
 
 impl EventSink for Feed<'_> {
@@ -41,6 +77,40 @@ impl EventSink for Feed<'_> {
                 self.io_uring_files.insert(e.file);
             }
             return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
+            self.secure_execs.insert((e.pid, e.file));
+            return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 {
+            let exe = self.analyzer.path_name(e.file).unwrap_or("?").to_string();
+            if self.counts(Some(&exe)) {
+                self.widen_span(e.start_ns, e.end_ns);
+            }
+            let acc = self.executables.entry(exe.clone()).or_default();
+            acc.images += 1;
+            acc.pids.insert(e.pid);
+            self.exe_of.insert(e.pid, exe);
+            return;
+        }
+        let exe = self.exe_of.get(&e.pid).map(String::as_str);
+        let counted = self.counts(exe);
+        if e.op == IoOp::Other && e.flags & FLAG_PROCESS_END != 0 {
+            if counted {
+                self.widen_span(e.start_ns, e.end_ns);
+            }
+            return;
+        }
+        if e.op.is_data() {
+            let acc = self.executables.entry(exe.unwrap_or("?").to_string()).or_default();
+            acc.ops = acc.ops.saturating_add(1);
+            acc.bytes = acc.bytes.saturating_add(e.requested);
+        }
+        if !counted {
+            return;
+        }
+        if e.op.is_data() || e.op == IoOp::Fsync || e.op == IoOp::Fdatasync || e.op == IoOp::SyncRange {
+            self.widen_span(e.start_ns, e.end_ns);
         }
         self.analyzer.event(e);
     }
@@ -71,15 +141,28 @@ fn summarize(
     format: Format,
     strict: bool,
     opts: AnalyzeOptions,
+    only_exe: &[String],
 ) -> Result<(TraceSummary, ImportReport), String> {
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
     let mut feed = Feed {
         analyzer: &mut analyzer,
         io_uring_pids: Default::default(),
         io_uring_files: Default::default(),
+        secure_execs: Default::default(),
+        only_exe,
+        exe_of: HashMap::new(),
+        executables: BTreeMap::new(),
+        counted_span: None,
     };
     let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
+    let secure_execs = std::mem::take(&mut feed.secure_execs);
+    let executables = std::mem::take(&mut feed.executables);
+    let counted_span = feed.counted_span;
+    let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
+    if let (false, Some((start, end))) = (only_exe.is_empty(), counted_span) {
+        feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
+    }
     let io_uring_files: Vec<&str> =
         feed.io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
     let registered = if io_uring_files.is_empty() {
@@ -94,11 +177,30 @@ fn summarize(
         // A Darshan job's wall time is its runtime, not the span of its DXT segments.
         analyzer.set_program_wall_ns(log.runtime_ns());
     }
+    let secure_notes: Vec<String> = secure_execs
+        .into_iter()
+        .map(|(pid, file)| {
+            format!(
+                "process {pid} ran {} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced",
+                analyzer.path_name(file).unwrap_or("?")
+            )
+        })
+        .collect();
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
+    summary.notes.extend(selection_note);
+    summary.executables = executable_rows(executables, only_exe);
     summary.notes.extend(io_uring_note);
+    summary.notes.extend(secure_notes);
     if report.dropped > 0 {
+        let why = match report.drop_errno {
+            Some(errno) => format!(
+                "the trace directory could not take them: {}",
+                std::io::Error::from_raw_os_error(errno as i32)
+            ),
+            None => "its buffers or the trace directory could not take them".into(),
+        };
         summary.notes.push(format!(
-            "{} events were DROPPED by the tracer (buffers or the trace file could not take them): totals are too low",
+            "{} events were DROPPED by the tracer ({why}): totals are too low",
             report.dropped
         ));
     }
@@ -124,6 +226,51 @@ fn summarize(
     }
     summary.notes.extend(report.notes.iter().cloned());
     Ok((summary, report))
+}
+
+/// Which processes `--only-exe` counted, and which it left out.
+fn only_exe_note(only_exe: &[String], executables: &BTreeMap<String, ExecutableAcc>, feed: &Feed) -> String {
+    let (mut counted, mut left_out) = (Vec::new(), Vec::new());
+    for (exe, acc) in executables {
+        let row = format!("{exe} (pids {:?}, {} data calls)", acc.pids, acc.ops);
+        if feed.counts(Some(exe)) {
+            counted.push(row);
+        } else {
+            left_out.push(row);
+        }
+    }
+    if counted.is_empty() {
+        return format!(
+            "--only-exe {}: no traced process ran it, nothing is counted (executables seen: {})",
+            only_exe.join(", "),
+            left_out.join("; ")
+        );
+    }
+    format!(
+        "--only-exe {}: the figures count {}; wall time is theirs (first start to last end); left out: {}",
+        only_exe.join(", "),
+        counted.join("; "),
+        if left_out.is_empty() { "nothing".into() } else { left_out.join("; ") }
+    )
+}
+
+/// The per-executable table, most bytes first.
+fn executable_rows(executables: BTreeMap<String, ExecutableAcc>, only_exe: &[String]) -> Vec<ExecutableRow> {
+    let mut rows: Vec<ExecutableRow> = executables
+        .into_iter()
+        .map(|(exe, acc)| {
+            let name = Path::new(&exe).file_name().and_then(|n| n.to_str()).unwrap_or(&exe).to_string();
+            ExecutableRow {
+                counted: only_exe.is_empty() || only_exe.contains(&name),
+                exe,
+                processes: acc.images,
+                ops: acc.ops,
+                bytes: acc.bytes,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.exe.cmp(&b.exe)));
+    rows
 }
 
 /// The JSON of `analyze`: the summary, and a Darshan log's job and module totals beside it.
@@ -162,8 +309,8 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, report) =
-        summarize(&a.trace, format, a.strict, opts).map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let (summary, report) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe)
+        .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     publish(&summary, report.darshan.as_deref(), &a.summary);
     Ok(())
 }
@@ -186,16 +333,31 @@ fn find_preload() -> Result<PathBuf, String> {
         })
 }
 
-/// Whether `program` (resolved through PATH) is a statically linked ELF, which LD_PRELOAD
-/// cannot see into.
-fn is_static_binary(program: &str) -> bool {
-    let path = if program.contains('/') {
+/// `program` resolved through PATH, as the exec will find it.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
         Some(PathBuf::from(program))
     } else {
         std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join(program)).find(|c| c.is_file()))
-    };
-    let Some(path) = path else { return false };
+    }
+}
+
+/// Whether the loader runs `program` in secure-execution mode for us (set-user-ID to another
+/// user, set-group-ID to another group), where it ignores LD_PRELOAD.
+fn runs_in_secure_mode(program: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(meta) = resolve_program(program).and_then(|p| fs::metadata(p).ok()) else { return false };
+    // SAFETY: plain queries of our own identity.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    (meta.mode() & libc::S_ISUID != 0 && meta.uid() != euid)
+        || (meta.mode() & libc::S_ISGID != 0 && meta.gid() != egid)
+}
+
+/// Whether `program` (resolved through PATH) is a statically linked ELF, which LD_PRELOAD
+/// cannot see into.
+fn is_static_binary(program: &str) -> bool {
+    let Some(path) = resolve_program(program) else { return false };
     // O_NONBLOCK: a FIFO named as the program must not block the open; only a regular file is
     // read, and only its first bytes.
     let Ok(file) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else {
@@ -257,6 +419,44 @@ impl StreamDir {
     }
 }
 
+/// Reaps the program's orphans that have exited, and lists those still running (their parent
+/// is now us, the subreaper).
+fn reap_and_list_orphans() -> Vec<u32> {
+    // SAFETY: waitpid on our own children, without blocking.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    let me = std::process::id();
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(me)
+            })
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Refuses an `--out` directory that holds event streams already: the summary reads every
+/// stream in the directory, so an earlier trace's would be added to this one's.
+fn refuse_earlier_streams(dir: &Path) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let earlier =
+        entries.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "evt")).count();
+    if earlier > 0 {
+        return Err(format!(
+            "--out {}: holds {earlier} event stream(s) of an earlier trace, which this trace's summary would add to its own\n  hint: give a new or empty directory (the earlier trace: `iolens analyze {}`)",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Whether iolens runs in the foreground of a terminal on stdin (so the traced program, in a
 /// process group of its own, must be given the terminal to read it and to get its Ctrl-C).
 fn in_terminal_foreground() -> bool {
@@ -311,6 +511,7 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
             std::fs::create_dir_all(d).map_err(|e| {
                 error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
             })?;
+            refuse_earlier_streams(d).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
             StreamDir::Kept(d.clone())
         }
         None => StreamDir::Temp(ScratchDir::create(&std::env::temp_dir(), TRACE_DIR_PREFIX, false).map_err(
@@ -335,6 +536,9 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let mut cmd = Command::new(program);
     cmd.args(&a.command[1..]).env("LD_PRELOAD", ld_preload).env("IOLENS_TRACE_DIR", &stream_dir);
     let take_terminal = in_terminal_foreground();
+    // Orphans of the program (daemons) become our children: we can tell which outlive it.
+    // SAFETY: a flag on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let mut child = spawn_traced(&mut cmd, take_terminal)
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
     crate::signals::forward_to(child.id() as i32);
@@ -347,10 +551,21 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let status =
         waited.map_err(|e| error(&format!("waiting for {program}: {e}"), EXIT_FAILED, json, &command))?;
     let wall_ns = started.elapsed().as_nanos() as u64;
+    let left_running = reap_and_list_orphans();
 
     let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };
-    let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts)
+    let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts, &a.summary.only_exe)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    if !left_running.is_empty() {
+        summary.notes.push(format!(
+            "process(es) {left_running:?}, started by {program}, were still running when it exited (daemons): what they had not written out by then is NOT in these figures"
+        ));
+    }
+    if runs_in_secure_mode(program) {
+        summary.notes.push(format!(
+            "{program} runs in secure-execution mode (set-user-ID or set-group-ID to another user): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced"
+        ));
+    }
     if is_static_binary(program) {
         summary.notes.push(format!(
             "{program} is statically linked: LD_PRELOAD cannot see its calls (only dynamically linked children are traced)"

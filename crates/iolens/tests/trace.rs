@@ -678,3 +678,288 @@ fn analyze_of_a_run_trace_cut_inside_its_last_record() {
     );
     assert_eq!(v["interrupted"], false);
 }
+
+/// Appends 100 writes of 10 bytes to out.txt, then, while the count in argv[1] is above zero,
+/// replaces itself through execl, execlp or execle (in turn) with the count one lower.
+const EXEC_CHAIN_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    int left = argc > 1 ? atoi(argv[1]) : 0;
+    int fd = open("out.txt", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    for (int i = 0; i < 100; i++) write(fd, "0123456789", 10);
+    close(fd);
+    if (left == 0) return 0;
+    char next[16];
+    snprintf(next, sizeof next, "%d", left - 1);
+    if (left % 3 == 0) execl(argv[0], argv[0], next, (char *)NULL);
+    else if (left % 3 == 1) execlp(argv[0], argv[0], next, (char *)NULL);
+    else execle(argv[0], argv[0], next, (char *)NULL, environ);
+    return 1;
+}
+"#;
+
+#[test]
+fn execl_execlp_execle_chains_keep_every_image_s_writes() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "chain", EXEC_CHAIN_PROGRAM) else { return };
+    let prog = prog.to_str().unwrap();
+    // 30 images of 100 writes each, through each of the three calls ten times.
+    let summary = compare(&[prog, "29"], |_| {});
+    if !summary.is_null() {
+        assert_eq!(summary["write_ops"].as_u64(), Some(3000), "{summary}");
+    }
+}
+
+#[test]
+fn a_thread_spawning_subprocesses_leaves_the_writers_counts_whole() {
+    // subprocess.run forks with vfork (or posix_spawn) while eight threads write: the child
+    // must not touch the buffers and descriptor table of the parent it shares memory with.
+    let script = "import os, subprocess, threading\n\
+        def work(n):\n    fd = os.open('w%d.bin' % n, os.O_WRONLY | os.O_CREAT, 0o644)\n    for i in range(2000): os.write(fd, b'x')\n    os.close(fd)\n\
+        done = threading.Event()\n\
+        def spawn():\n    while not done.is_set(): subprocess.run(['true'])\n\
+        s = threading.Thread(target=spawn)\ns.start()\n\
+        ts = [threading.Thread(target=work, args=(n,)) for n in range(8)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n\
+        done.set()\ns.join()\n";
+    let dir = scratch();
+    let (counts, summary) = iolens_counts(&["python3", "-c", script], dir.path(), dir.path(), false);
+    assert_eq!(counts.get("write"), Some(&(16_000, 16_000)), "{counts:?}");
+    let notes = summary["notes"].to_string();
+    assert!(!notes.contains("DROPPED") && !notes.contains("mid-write"), "{notes}");
+}
+
+#[test]
+fn a_reused_out_directory_is_refused_not_summed() {
+    let dir = scratch();
+    let out = dir.path().join("streams");
+    let run = || {
+        iolens()
+            .args(["trace", "--json"])
+            .arg(dir.path().join("s.json"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--", "dd", "if=/dev/zero", "of=x.bin", "bs=4k", "count=10"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(summary["write_ops"].as_u64(), Some(10));
+    let second = run();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("earlier trace") && stderr.contains("hint:"), "{stderr}");
+}
+
+/// `iolens`, run as nobody through setpriv when the tests run as root (with `dir` open to it);
+/// else as the current user.
+fn as_nobody_if_root(dir: &Path) -> Command {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
+        return iolens();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolens")]);
+    cmd
+}
+
+#[test]
+fn a_program_with_umask_777_is_traced_and_keeps_its_exit_status() {
+    // Root reads a stream of mode 000 all the same: the failure shows as another user.
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let mut cmd = as_nobody_if_root(dir.path());
+    let run = cmd
+        .args(["trace", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "umask 777; dd if=/dev/zero of=x.bin bs=4k count=10 2>/dev/null; exit 3"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(3), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(summary["write_ops"].as_u64(), Some(10), "{summary}");
+}
+
+#[test]
+fn processes_that_give_up_root_are_traced_after_the_change() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can change user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dd = "dd if=/dev/zero of=y.bin bs=4k count=10 2>/dev/null";
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    if have("setpriv") {
+        runs.push(vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", dd]);
+    }
+    if have("su") {
+        // su forks, the child becomes nobody and runs a shell, which forks dd.
+        runs.push(vec!["su", "nobody", "-s", "/bin/sh", "-c", dd]);
+    }
+    for cmd in runs {
+        let dir = scratch();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (counts, _) = iolens_counts(&cmd, dir.path(), dir.path(), true);
+        assert_eq!(counts.get("y.bin write"), Some(&(10, 40960)), "{cmd:?}: {counts:?}");
+    }
+}
+
+#[test]
+fn a_set_user_id_program_is_said_to_be_untraced() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
+        eprintln!("skipped: making a set-user-ID program of another user takes root");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let Some(prog) = compile_c(dir.path(), "suid", EXEC_CHAIN_PROGRAM) else { return };
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let json = dir.path().join("s.json");
+    for cmd in [vec!["./suid"], vec!["sh", "-c", "./suid; true"]] {
+        let mut run = as_nobody_if_root(dir.path());
+        let out = run
+            .args(["trace", "--json"])
+            .arg(&json)
+            .arg("--")
+            .args(&cmd)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let notes = summary["notes"].to_string();
+        assert!(notes.contains("secure-execution mode") && notes.contains("suid"), "{cmd:?}: {notes}");
+    }
+}
+
+#[test]
+fn events_lost_on_a_full_disk_are_counted_with_the_reason() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: mounting a small tmpfs takes root");
+        return;
+    }
+    let dir = scratch();
+    let out = dir.path().join("full");
+    std::fs::create_dir(&out).unwrap();
+    // 64 KiB: the first 64 KiB buffer of events does not fit beside the stream's header.
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&out).status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&out);
+    let json = dir.path().join("s.json");
+    let run = iolens()
+        .args(["trace", "--json"])
+        .arg(&json)
+        .arg("--out")
+        .arg(out.join("streams"))
+        .args(["--", "dd", "if=/dev/zero", "of=x.bin", "bs=512", "count=3000"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (kept, notes) = (summary["write_ops"].as_u64().unwrap(), summary["notes"].to_string());
+    let dropped: u64 = notes
+        .split(" events were DROPPED")
+        .next()
+        .and_then(|head| head.rsplit(['"', ' ']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no drop note: {notes}"));
+    assert!(notes.contains("No space left on device"), "{notes}");
+    // dd's 3000 writes and its reads of /dev/zero (left out, not lost): every write is either
+    // in the figures or counted as dropped, among the other calls dropped with it.
+    assert!(kept < 3000 && kept + dropped >= 3000, "kept {kept}, dropped {dropped}: {notes}");
+    assert!(!notes.contains("mid-write"), "the stream stays whole frames: {notes}");
+}
+
+#[test]
+fn only_exe_counts_the_chosen_processes_and_says_which() {
+    // A launcher (as mpirun) reading its own files around the program that does the I/O.
+    let script = "import subprocess, time\n\
+        def slurp():\n    with open('data.bin', 'rb', buffering=0) as f:\n        while f.read(1000): pass\n\
+        slurp()\n\
+        subprocess.run(['dd', 'if=/dev/zero', 'of=o.bin', 'bs=4k', 'count=10'], stderr=subprocess.DEVNULL)\n\
+        time.sleep(0.2)\n\
+        slurp()\n";
+    let dir = scratch();
+    write_file(&dir.path().join("data.bin"), 100_000);
+    let streams = dir.path().join("streams");
+    let traced = iolens()
+        .args(["trace", "--out"])
+        .arg(&streams)
+        .args(["--", "python3", "-c", script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(traced.status.success(), "{}", String::from_utf8_lossy(&traced.stderr));
+    let analyze = |only: &[&str]| -> serde_json::Value {
+        let json = dir.path().join("s.json");
+        let mut cmd = iolens();
+        cmd.arg("analyze").arg(&streams).arg("--json").arg(&json);
+        for name in only {
+            cmd.args(["--only-exe", name]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let all = analyze(&[]);
+    let dd = analyze(&["dd"]);
+    assert_eq!(dd["write_ops"].as_u64(), Some(10), "{dd}");
+    assert_eq!(dd["write_bytes"].as_u64(), Some(40960));
+    assert!(all["read_ops"].as_u64().unwrap() >= 200, "the launcher's reads: {all}");
+    assert_eq!(dd["read_ops"].as_u64(), Some(0), "dd's reads are of /dev/zero, left out: {dd}");
+    assert!(
+        dd["wall_s"].as_f64().unwrap() < all["wall_s"].as_f64().unwrap(),
+        "dd's life lies inside the launcher's: {} vs {}",
+        dd["wall_s"],
+        all["wall_s"]
+    );
+    let notes = dd["notes"].to_string();
+    assert!(notes.contains("--only-exe dd: the figures count") && notes.contains("left out:"), "{notes}");
+    let rows = dd["executables"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["exe"].as_str().unwrap().contains(name)).unwrap();
+    assert_eq!(row("/dd")["counted"], true);
+    assert_eq!(row("/dd")["ops"].as_u64(), Some(10), "its reads of /dev/zero are not file I/O: {rows:?}");
+    assert_eq!(row("python3")["counted"], false);
+}
+
+#[test]
+fn a_daemon_still_running_at_the_end_is_named_in_a_note() {
+    // Double fork: the grandchild outlives the traced program, closing every descriptor first.
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let run = iolens()
+        .args(["trace", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "(sh -c 'exec 0<&- 1>&- 2>&-; sleep 5' &) ; exit 0"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("still running when it exited"), "{notes}");
+}
