@@ -27,9 +27,7 @@ use iolens_suites::{PointFigures, PointRunner, RankShare, SuiteError};
 use iolens_workload::{load_job, Job, OpMix};
 
 use crate::cli::{OutputArgs, RunArgs};
-use crate::output::{
-    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
-};
+use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 use crate::run_cmd::{job_from_flags, publish_repeated, verify_failed, Repetitions};
 
 /// `path` with `.rN` before its extension: each rank's own trace or busy log.
@@ -184,17 +182,7 @@ fn single(one: &OneRun<'_>) -> Result<(), u8> {
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &combined.run));
     }
-    match (&combined.run.error, verify_failed(&combined.run)) {
-        (Some(e), _) => {
-            errln!("iolens: error: {e}");
-            Err(EXIT_FAILED)
-        }
-        (None, Some(e)) => {
-            errln!("iolens: error: {e}");
-            Err(EXIT_VERIFY)
-        }
-        (None, None) => Ok(()),
-    }
+    crate::run_cmd::outcome(combined.run.error.clone(), verify_failed(&combined.run))
 }
 
 /// `--repeat K`: K combined runs, summarized by rank 0 as `run --repeat` does alone. Whether

@@ -114,7 +114,12 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
     }
-    match (&run.error, verify_failed(&run)) {
+    outcome(run.error.clone(), verify_failed(&run))
+}
+
+/// The exit of a run: its error (exit 1) over failed verification (exit 3), each printed.
+pub(crate) fn outcome(error: Option<String>, verify_error: Option<String>) -> Result<(), u8> {
+    match (error, verify_error) {
         (Some(e), _) => {
             errln!("iolens: error: {e}");
             Err(EXIT_FAILED)
@@ -237,17 +242,7 @@ pub(crate) fn publish_repeated<R: Serialize>(
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
-    match (done.error, done.verify_error) {
-        (Some(e), _) => {
-            errln!("iolens: error: {e}");
-            Err(EXIT_FAILED)
-        }
-        (None, Some(e)) => {
-            errln!("iolens: error: {e}");
-            Err(EXIT_VERIFY)
-        }
-        (None, None) => Ok(()),
-    }
+    outcome(done.error, done.verify_error)
 }
 
 /// `iolens convert JOB.fio`: the equivalent TOML job on stdout.
