@@ -47,6 +47,10 @@ pub enum Command {
     /// Print the TOML job equivalent to a fio job file (each key noting the fio line it came
     /// from); `iolens run JOB.fio` runs the same job directly.
     Convert(ConvertArgs),
+    /// Compare results (`--json` of run, run --repeat, sweep, saturate) with the first one,
+    /// figure by figure: ratios, better or worse, and whether a difference exceeds the noise of
+    /// the repetitions (Welch's t-test). `--fail-if-slower 5%` exits with status 4 on a drop.
+    Compare(CompareArgs),
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
@@ -555,4 +559,21 @@ pub struct ConvertArgs {
     /// The fio job file.
     #[arg(value_name = "JOB.fio")]
     pub job: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline result, then the results to compare with it.
+    #[arg(value_name = "RESULT.json", num_args = 2.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// Exit with status 4 when a throughput figure (IOPS, bandwidth, BPS) drops more than this
+    /// below the baseline — significantly, when both results carry repetitions. E.g. 5%.
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_if_slower: Option<String>,
+    /// p-value under which Welch's t-test calls a difference significant.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
