@@ -12,6 +12,7 @@ mod compare_cmd;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
+mod preload;
 mod quick;
 mod result_figures;
 mod run_cmd;
