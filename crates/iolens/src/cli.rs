@@ -2,9 +2,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The version with the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("IOLENS_GIT_COMMIT"), ")");
+
 /// Storage and I/O performance as the application sees it.
 #[derive(Debug, Parser)]
-#[command(name = "iolens", version, about, long_about = None)]
+#[command(name = "iolens", version = VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -51,6 +54,10 @@ pub enum Command {
     /// figure by figure: ratios, better or worse, and whether a difference exceeds the noise of
     /// the repetitions (Welch's t-test). `--fail-if-slower 5%` exits with status 4 on a drop.
     Compare(CompareArgs),
+    /// Print a shell completion script: `iolens completions bash > /etc/bash_completion.d/iolens`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `iolens man > iolens.1; man ./iolens.1`.
+    Man,
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
@@ -576,4 +583,11 @@ pub struct CompareArgs {
     /// Write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

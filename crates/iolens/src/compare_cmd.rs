@@ -375,10 +375,13 @@ fn short(v: f64) -> String {
     } else {
         (v, "")
     };
-    if scaled != 0.0 && scaled.abs() < 1e-3 {
+    if scaled == 0.0 {
+        return "0".into();
+    }
+    if scaled.abs() < 1e-3 {
         return format!("{v:.3e}");
     }
-    let decimals = (3 - scaled.abs().log10().floor().clamp(0.0, 3.0) as i32).max(0) as usize;
+    let decimals = (3 - scaled.abs().log10().floor().clamp(-3.0, 3.0) as i32).max(0) as usize;
     format!("{scaled:.decimals$}{suffix}")
 }
 
@@ -417,5 +420,6 @@ mod tests {
         assert_eq!(short(0.1538), "0.1538");
         assert_eq!(short(1.48e-6), "1.480e-6");
         assert_eq!(short(701.0), "701.0");
+        assert_eq!(short(0.0), "0");
     }
 }
