@@ -590,7 +590,7 @@ fn translate(section: &FioSection, phase: u32) -> Result<TranslatedJob, JobError
         }
         None => "read", // fio's default
     };
-    if v.get("rw").is_none() {
+    if !v.contains_key("rw") {
         put("rw", Raw::Str("read".into()), &header);
     }
     let mixed = matches!(rw, "rw" | "readwrite" | "randrw");
@@ -644,7 +644,7 @@ fn translate(section: &FioSection, phase: u32) -> Result<TranslatedJob, JobError
         }
         // fio splits what is left evenly among entries without a share.
         let open = list.iter().filter(|(_, p)| p.is_none()).count() as u64;
-        let each = if open > 0 { (100 - given) / open } else { 0 };
+        let each = (100 - given).checked_div(open).unwrap_or(0);
         let weighted: Vec<String> = list.iter().map(|(s, p)| format!("{s}:{}", p.unwrap_or(each))).collect();
         min_size = list.iter().map(|(s, _)| *s).min().unwrap_or(4096);
         fixed_size = (list.len() == 1).then_some(min_size);
@@ -809,7 +809,7 @@ fn translate(section: &FioSection, phase: u32) -> Result<TranslatedJob, JobError
                 ))
             }
         };
-        if v.get("rate").is_some() || v.get("rate_iops").is_some() {
+        if v.contains_key("rate") || v.contains_key("rate_iops") {
             put("arrival", Raw::Str(arrival.into()), o);
         }
     }
