@@ -3,6 +3,8 @@
 //!
 //! - [`summarize`]: mean, sample standard deviation, Student-t 95 % interval and coefficient
 //!   of variation of repeated runs.
+//! - [`welch_t_test`]: whether two sets of repeated runs differ by more than their noise
+//!   (`iolens compare`).
 //! - [`pearson`], [`pearson_test`], [`NormalizedCc`]: how well a metric (IOPS, bandwidth,
 //!   response time, BPS) tracks application performance, with the BPS paper's normalization
 //!   against the expected direction.
@@ -28,6 +30,7 @@ mod diagnostics;
 mod error;
 mod levels;
 mod summary;
+mod welch;
 
 pub use anova::{anova, reduce_model, AnovaRow, AnovaTable, Reduction, ReductionStep, RESIDUAL};
 pub use correlation::{normalized_pearson, pearson, pearson_test, CorrelationTest, Direction, NormalizedCc};
@@ -39,6 +42,7 @@ pub use diagnostics::{
 pub use error::StatsError;
 pub use levels::{cell_means, level_means, recommend, CellMean, Choice, Goal, LevelMean, Recommendation};
 pub use summary::{summarize, Summary};
+pub use welch::{welch_t_test, WelchTest};
 
 fn validate_finite(what: &'static str, values: &[f64]) -> Result<(), StatsError> {
     match values.iter().position(|value| !value.is_finite()) {

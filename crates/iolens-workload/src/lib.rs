@@ -8,17 +8,16 @@
 //! (binary: `1k` = 1024, IEC forms such as `4KiB`) and [`parse_duration`] (`us`, `ms`, `s`, `m`,
 //! `h`; a bare number is seconds).
 
-mod fio;
 mod flags;
 mod jobfile;
 mod model;
 mod units;
 
-pub use fio::{
+pub use flags::FlagWorkload;
+pub use jobfile::fio::{
     load_fio_file, load_job, parse_fio, to_toml as fio_to_toml, FioJob, IncludeLoader, TranslatedJob,
     FIO_KEYS,
 };
-pub use flags::FlagWorkload;
 pub use jobfile::{load_job_file, parse_job, parse_job_with_tables, ErrorSource, JobError, AGENT_KEYS};
 pub use model::*;
 pub use units::{format_bytes, parse_duration, parse_size, UnitError};

@@ -2,9 +2,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The version with the commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("IOLENS_GIT_COMMIT"), ")");
+
 /// Storage and I/O performance as the application sees it.
 #[derive(Debug, Parser)]
-#[command(name = "iolens", version, about, long_about = None)]
+#[command(name = "iolens", version = VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -47,6 +50,14 @@ pub enum Command {
     /// Print the TOML job equivalent to a fio job file (each key noting the fio line it came
     /// from); `iolens run JOB.fio` runs the same job directly.
     Convert(ConvertArgs),
+    /// Compare results (`--json` of run, run --repeat, sweep, saturate) with the first one,
+    /// figure by figure: ratios, better or worse, and whether a difference exceeds the noise of
+    /// the repetitions (Welch's t-test). `--fail-if-slower 5%` exits with status 4 on a drop.
+    Compare(CompareArgs),
+    /// Print a shell completion script: `iolens completions bash > /etc/bash_completion.d/iolens`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `iolens man > iolens.1; man ./iolens.1`.
+    Man,
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
@@ -559,4 +570,28 @@ pub struct ConvertArgs {
     /// The fio job file.
     #[arg(value_name = "JOB.fio")]
     pub job: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline result, then the results to compare with it.
+    #[arg(value_name = "RESULT.json", num_args = 2.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// Exit with status 4 when a throughput figure (IOPS, bandwidth, BPS) drops more than this
+    /// below the baseline — significantly, when both results carry repetitions. E.g. 5%.
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_if_slower: Option<String>,
+    /// p-value under which Welch's t-test calls a difference significant.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

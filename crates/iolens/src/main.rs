@@ -8,11 +8,15 @@ mod beff_cmd;
 mod beff_io_cmd;
 mod clean_cmd;
 mod cli;
+mod compare_cmd;
 mod darshan_view;
+mod help_cmd;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
+mod preload;
 mod quick;
+mod result_figures;
 mod run_cmd;
 mod signals;
 mod stats_cmd;
@@ -67,6 +71,9 @@ fn main() -> ExitCode {
             | cli::Command::Analyze(_)
             | cli::Command::Correlate(_)
             | cli::Command::Convert(_)
+            | cli::Command::Compare(_)
+            | cli::Command::Completions(_)
+            | cli::Command::Man
     ) {
         clean_cmd::remove_leftovers_quietly();
     }
@@ -85,6 +92,9 @@ fn main() -> ExitCode {
         cli::Command::Trace(a) => trace_cmd::trace(a, command),
         cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
         cli::Command::Convert(a) => run_cmd::convert(a),
+        cli::Command::Compare(a) => compare_cmd::compare(a, command),
+        cli::Command::Completions(a) => help_cmd::completions(a.shell),
+        cli::Command::Man => help_cmd::man(),
         cli::Command::Clean => clean_cmd::clean(),
     };
     let mut code = outcome.err().unwrap_or(0);

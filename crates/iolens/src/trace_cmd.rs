@@ -23,8 +23,6 @@ use iolens_record::event::{
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
-const PRELOAD_NAME: &str = "libiolens_preload.so";
-
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
 struct Feed<'a> {
@@ -315,24 +313,6 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     Ok(())
 }
 
-/// The preload library: `IOLENS_PRELOAD`, or next to this executable.
-fn find_preload() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("IOLENS_PRELOAD") {
-        return Ok(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the iolens executable: {e}"))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    [dir.join(PRELOAD_NAME), dir.join("deps").join(PRELOAD_NAME)]
-        .into_iter()
-        .find(|p| p.exists())
-        .ok_or_else(|| {
-            format!(
-                "{PRELOAD_NAME} not found next to {}\n  hint: build it with `cargo build --release -p iolens-preload` (or set IOLENS_PRELOAD)",
-                exe.display()
-            )
-        })
-}
-
 /// `program` resolved through PATH, as the exec will find it.
 fn resolve_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
@@ -504,7 +484,7 @@ fn spawn_traced(cmd: &mut Command, take_terminal: bool) -> std::io::Result<std::
 
 pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let json = a.summary.json.as_deref();
-    let preload = find_preload().map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let preload = crate::preload::locate().map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let dir = match &a.out {
         Some(d) => {

@@ -769,6 +769,8 @@ fn as_nobody_if_root(dir: &Path) -> Command {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolens")]);
+    // setpriv keeps root's HOME: nobody's copy of the preload library goes to a cache of its own.
+    cmd.env("XDG_CACHE_HOME", dir.join(".cache"));
     cmd
 }
 

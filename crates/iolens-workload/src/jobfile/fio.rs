@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::jobfile::{build_agents, ErrorSource, JobError, Raw, Setting, Settings, Totals};
+use super::{build_agents, ErrorSource, JobError, Raw, Setting, Settings, Totals};
 use crate::model::limits::MAX_PHASES;
 use crate::model::Job;
 use crate::units::{parse_duration, parse_size};
@@ -160,10 +160,10 @@ pub fn load_fio_file(path: &Path) -> Result<FioJob, JobError> {
 pub fn load_job(path: &Path) -> Result<Job, JobError> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("fio") => return load_fio_file(path).map(|f| f.job),
-        Some("toml") => return crate::jobfile::load_job_file(path),
+        Some("toml") => return super::load_job_file(path),
         _ => {}
     }
-    match crate::jobfile::load_job_file(path) {
+    match super::load_job_file(path) {
         Err(toml) if toml.message.starts_with("invalid TOML") => match load_fio_file(path) {
             Ok(f) => Ok(f.job),
             // Text that has no fio job section either: the TOML error says more.
@@ -249,7 +249,7 @@ fn build_job(sections: &[TranslatedJob], job_name: &str) -> Result<Job, JobError
         }
         agents.extend(built);
     }
-    let name = crate::jobfile::name_from_stem(job_name);
+    let name = super::name_from_stem(job_name);
     Ok(Job { name, block_unit: 512, agents })
 }
 
@@ -398,7 +398,7 @@ fn last_values(section: &FioSection) -> Result<BTreeMap<&'static str, &FioOption
         let folded =
             FIO_ALIASES.iter().find(|(from, _)| *from == o.key).map_or(o.key.as_str(), |(_, to)| *to);
         let Some(key) = FIO_KEYS.iter().find(|k| **k == folded) else {
-            let hint = if crate::jobfile::AGENT_KEYS.contains(&o.key.as_str()) {
+            let hint = if super::AGENT_KEYS.contains(&o.key.as_str()) {
                 "this is an iolens TOML key; in a fio job file use fio's option names".to_string()
             } else {
                 format!(
