@@ -79,7 +79,7 @@ const DEFAULT_MARK: &str = "(fio default)";
 /// Nesting of `include` directives.
 const MAX_INCLUDE_DEPTH: usize = 8;
 /// A job file, included files together: fio job files are short text.
-const MAX_FIO_BYTES: usize = 16 << 20;
+const MAX_FIO_BYTES: usize = super::MAX_JOB_FILE_BYTES as usize;
 /// Sizes a `bsrange` may expand to (multiples of its minimum).
 const MAX_RANGE_SIZES: u64 = 4096;
 
@@ -143,15 +143,13 @@ pub struct FioJob {
 /// directory, as for fio; `include`d files are relative to the including file.
 pub fn load_fio_file(path: &Path) -> Result<FioJob, JobError> {
     let file_name = path.display().to_string();
-    let text = read_bounded(path).map_err(|message| JobError {
-        source: ErrorSource::File { file: file_name.clone(), line: 0, column: 0 },
-        key: String::new(),
-        message: format!("cannot read the job file: {message}"),
-        hint: None,
-    })?;
+    let text = super::read_job_file(path)?;
     let stem = path.file_stem().map_or("job".into(), |s| s.to_string_lossy().into_owned());
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let loader = move |p: &Path| read_bounded(&base.join(p));
+    let loader = move |p: &Path| {
+        let included = base.join(p);
+        super::read_job_text(&included).map_err(|e| format!("{}: {e}", included.display()))
+    };
     parse_fio(&text, &file_name, &stem, &|v| std::env::var(v).ok(), &loader)
 }
 
@@ -176,21 +174,6 @@ pub fn load_job(path: &Path) -> Result<Job, JobError> {
         },
         other => other,
     }
-}
-
-/// A regular file of at most [`MAX_FIO_BYTES`], read without blocking on a FIFO.
-fn read_bounded(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() || meta.len() > MAX_FIO_BYTES as u64 {
-        return Err(format!("{}: not a job file (a regular file of at most 16 MiB)", path.display()));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| {
-            std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX_FIO_BYTES as u64), &mut text)
-        })
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(text)
 }
 
 /// Parses and translates fio job text. `env` answers `${VAR}`, `include` reads included files.

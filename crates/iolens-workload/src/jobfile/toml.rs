@@ -117,31 +117,11 @@ pub fn parse_job(text: &str, file_name: &str) -> Result<Job, JobError> {
     parse_job_in(text, file_name, None, stem.as_deref().unwrap_or("job"), &[])
 }
 
-/// Job files are short text; anything larger is not one.
-const MAX_JOB_FILE_BYTES: u64 = 16 << 20;
-
 /// Reads and parses a job file (see [`parse_job`]); relative targets are taken relative to the
 /// file's directory.
 pub fn load_job_file(path: &Path) -> Result<Job, JobError> {
     let file_name = path.display().to_string();
-    let cannot = |message: String| JobError {
-        source: ErrorSource::File { file: file_name.clone(), line: 0, column: 0 },
-        key: String::new(),
-        message: format!("cannot read the job file: {message}"),
-        hint: None,
-    };
-    // A FIFO or a device would block or never end: look before reading.
-    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
-    if !meta.is_file() || meta.len() > MAX_JOB_FILE_BYTES {
-        let limit = MAX_JOB_FILE_BYTES >> 20;
-        return Err(cannot(format!("not a job file (a regular file of at most {limit} MiB)")));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| {
-            std::io::Read::read_to_string(&mut std::io::Read::take(f, MAX_JOB_FILE_BYTES), &mut text)
-        })
-        .map_err(|e| cannot(e.to_string()))?;
+    let text = super::read_job_file(path)?;
     let stem = path.file_stem().map_or("job".into(), |s| s.to_string_lossy());
     parse_job_in(&text, &file_name, Some(path.parent().unwrap_or(Path::new(""))), &stem, &[])
 }
