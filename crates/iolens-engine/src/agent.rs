@@ -147,12 +147,10 @@ pub(crate) struct PhaseGate {
 }
 
 impl PhaseGate {
-    pub(crate) fn new(phases: &[u32]) -> PhaseGate {
-        let mut numbers = phases.to_vec();
-        numbers.sort_unstable();
-        numbers.dedup();
+    pub(crate) fn new(job: &iolens_workload::Job) -> PhaseGate {
+        let numbers = job.phase_numbers();
         let phase_of: Vec<usize> =
-            phases.iter().map(|p| numbers.binary_search(p).expect("a phase of the job")).collect();
+            job.agents.iter().map(|a| numbers.binary_search(&a.phase).expect("a phase of the job")).collect();
         let running = (0..numbers.len())
             .map(|k| AtomicU64::new(phase_of.iter().filter(|&&i| i == k).count() as u64))
             .collect();

@@ -338,7 +338,7 @@ fn measure(
 
     let halt = AtomicBool::new(false);
     let start = Barrier::new(n + 1);
-    let gate = PhaseGate::new(&job.agents.iter().map(|a| a.phase).collect::<Vec<_>>());
+    let gate = PhaseGate::new(job);
     let progress: Vec<AgentProgress> = (0..n).map(|_| AgentProgress::default()).collect();
     let mut producers = Vec::with_capacity(n);
     let mut consumers = Vec::with_capacity(n);

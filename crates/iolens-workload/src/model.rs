@@ -18,21 +18,6 @@ impl Job {
         numbers.dedup();
         numbers
     }
-
-    /// The phases in order, each a job of that phase's agents, named `JOB-phaseN` when there is
-    /// more than one.
-    pub fn phases(&self) -> Vec<Job> {
-        let numbers = self.phase_numbers();
-        let several = numbers.len() > 1;
-        numbers
-            .into_iter()
-            .map(|n| Job {
-                name: if several { format!("{}-phase{n}", self.name) } else { self.name.clone() },
-                block_unit: self.block_unit,
-                agents: self.agents.iter().filter(|a| a.phase == n).cloned().collect(),
-            })
-            .collect()
-    }
 }
 
 /// One IOAgent agent: a thread issuing a stream of requests against one target.
