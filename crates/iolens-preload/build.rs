@@ -1,13 +1,16 @@
 //! Variadic C functions (fprintf, printf, execl, …) cannot be defined in stable Rust: a small C shim
-//! defines them and calls back into the Rust recorder.
+//! defines them and calls back into the Rust recorder. Per-thread state lives in C too
+//! (thread_state.c), for its initial-exec TLS model.
 //!
 //! Nothing in Rust calls the shim, so it is linked whole (an archive member nobody references
 //! is left out), and its hooks are exported through a version script of their own (rustc's
 //! script exports Rust items only, and hides the rest).
 fn main() {
     println!("cargo:rerun-if-changed=src/variadic.c");
+    println!("cargo:rerun-if-changed=src/thread_state.c");
     cc::Build::new()
         .file("src/variadic.c")
+        .file("src/thread_state.c")
         .flag_if_supported("-fvisibility=default")
         .link_lib_modifier("+whole-archive")
         .compile("iolens_variadic");

@@ -95,20 +95,28 @@ fn tsc_and_ns() -> (u64, u64) {
 }
 
 /// Rewrites the raw TSC timestamps of the event frames in `data` as nanoseconds.
+///
+/// Run on every event at each flush: one bounds check per frame, none per field.
 pub(crate) fn convert_timestamps(data: &mut [u8], line: &TscLine) {
-    let mut at = 0;
-    while at < data.len() {
-        match data[at] {
+    let mut rest = data;
+    while let Some(&tag) = rest.first() {
+        let len = match tag {
             1 => {
-                for field in [at + 41, at + 49] {
-                    let raw = u64::from_le_bytes(data[field..field + 8].try_into().unwrap());
-                    data[field..field + 8].copy_from_slice(&line.ns(raw).to_le_bytes());
-                }
-                at += EVENT_FRAME_LEN;
+                let Some(frame) = rest.first_chunk_mut::<EVENT_FRAME_LEN>() else { break };
+                let (_, times) = frame.split_at_mut(41);
+                let (start, times) = times.split_first_chunk_mut::<8>().expect("65 > 49");
+                let end = times.first_chunk_mut::<8>().expect("65 > 57");
+                *start = line.ns(u64::from_le_bytes(*start)).to_le_bytes();
+                *end = line.ns(u64::from_le_bytes(*end)).to_le_bytes();
+                EVENT_FRAME_LEN
             }
-            2 => at += 7 + u16::from_le_bytes([data[at + 5], data[at + 6]]) as usize,
-            _ => at += 9,
-        }
+            2 => match rest.get(5..7) {
+                Some(n) => 7 + u16::from_le_bytes([n[0], n[1]]) as usize,
+                None => break,
+            },
+            _ => 9,
+        };
+        rest = rest.get_mut(len..).unwrap_or_default();
     }
 }
 

@@ -28,7 +28,7 @@ use libc::{c_int, c_void, FILE};
 
 use crate::io_uring::note_io_uring;
 use crate::process::{after_fork_in_child, note_process_end};
-use crate::stream::{flush_all, stream_fd, thread_exit, NO_SLOT, THREAD_KEY, TRACE_DIR};
+use crate::stream::{flush_all, register_membarrier, stream_fd, thread_exit, THREAD_KEY, TRACE_DIR};
 
 /// `dlsym(RTLD_NEXT)`: the next definition after ours, i.e. the real function.
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
@@ -73,29 +73,50 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static PID: AtomicU32 = AtomicU32::new(0);
 static START_NS: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
-    static MY_SLOT: Cell<u32> = const { Cell::new(NO_SLOT) };
-    static MY_TID: Cell<u32> = const { Cell::new(0) };
+/// The calling thread's recorder state (defined in thread_state.c, initial-exec TLS).
+#[repr(C)]
+pub(crate) struct ThreadState {
+    /// Non-zero inside a hook: nested hooks pass through.
+    in_hook: Cell<u32>,
+    /// Index of the thread's buffer in the pool, or `NO_SLOT`.
+    pub(crate) slot: Cell<u32>,
+    /// The thread's id, 0 until first asked.
+    pub(crate) tid: Cell<u32>,
+}
+
+extern "C" {
+    fn iolens_thread_state() -> *const ThreadState;
+}
+
+/// The calling thread's state.
+#[inline]
+pub(crate) fn me() -> &'static ThreadState {
+    // SAFETY: the C side returns the address of this thread's TLS block, valid for as long as
+    // the thread runs, and touched by no other thread.
+    unsafe { &*iolens_thread_state() }
 }
 
 /// Marks the thread as inside a hook; nested hooks pass through.
-struct Guard;
+struct Guard(&'static ThreadState);
 
 impl Guard {
     #[inline]
     fn enter() -> Option<Guard> {
-        if !ENABLED.load(Relaxed) || IN_HOOK.with(|h| h.replace(true)) {
+        if !ENABLED.load(Relaxed) {
             return None;
         }
-        Some(Guard)
+        let me = me();
+        if me.in_hook.replace(1) != 0 {
+            return None;
+        }
+        Some(Guard(me))
     }
 }
 
 impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
-        IN_HOOK.with(|h| h.set(false));
+        self.0.in_hook.set(0);
     }
 }
 
@@ -128,6 +149,7 @@ unsafe extern "C" fn init() {
         THREAD_KEY.store(key, Relaxed);
     }
     pthread_atfork(None, None, Some(after_fork_in_child));
+    register_membarrier();
     ENABLED.store(true, Release);
     // Opened now, while the program has the rights it started with: it keeps the descriptor
     // through a later setuid or umask.

@@ -8,24 +8,25 @@ use libc::{c_char, c_int};
 use crate::clock::now_ns;
 use crate::record::{define_path, record_flagged, FD_PATH};
 use crate::stream::{
-    flush_all, freeze_and_flush_all, stream_fd, thaw_all, trace_dir_path, DROPPED, LOST_ERRNO, POOL,
-    STREAM_FD,
+    flush_all, freeze_and_flush_all, register_membarrier, stream_fd, thaw_all, trace_dir_path, DROPPED,
+    LOST_ERRNO, POOL, STREAM_FD,
 };
-use crate::{errno, set_errno, Guard, ENABLED, MY_SLOT, MY_TID, PID, START_NS};
+use crate::{errno, me, set_errno, Guard, ENABLED, PID, START_NS};
 use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, NO_FILE};
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
     PID.store(libc::getpid() as u32, Relaxed);
     START_NS.store(iolens_record::clock::now_ns(), Relaxed);
-    MY_TID.with(|t| t.set(0));
+    me().tid.set(0);
     let fd = STREAM_FD.swap(-1, AcqRel);
     if fd >= 0 {
         libc::syscall(libc::SYS_close, fd);
     }
     // The parent's buffered events are the parent's to write; the child starts empty and keeps
     // only the slot of the thread that forked (the only thread the child has).
-    let mine = MY_SLOT.with(|s| s.get());
+    let mine = me().slot.get();
     for (i, slot) in POOL.iter().enumerate() {
+        slot.reset_owner_state();
         *slot.len.get() = 0;
         *slot.events.get() = 0;
         *slot.excluded.get() = Default::default();
@@ -35,6 +36,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     }
     DROPPED.store(0, Relaxed);
     LOST_ERRNO.store(0, Relaxed);
+    register_membarrier();
     // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
     for slot in &FD_PATH {
         slot.store(NO_FILE, Relaxed);

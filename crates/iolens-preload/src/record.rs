@@ -9,7 +9,8 @@ use iolens_record::event::{
 use libc::{c_char, c_int, iovec};
 
 use crate::stream::{
-    append, flush_slot, push_decimal, tid, with_my_slot, Slot, DROPPED, SLOT_BYTES, STREAM_FD,
+    append, flush_slot, push_decimal, tid, tid_of, with_my_slot, with_slot_of, Slot, DROPPED, SLOT_BYTES,
+    STREAM_FD,
 };
 use crate::PID;
 
@@ -85,6 +86,7 @@ pub(crate) unsafe fn fd_link(fd: c_int, out: &mut [u8; 4096]) -> Option<usize> {
 }
 
 /// The path id of `fd`, discovering inherited descriptors through /proc/self/fd once.
+#[inline]
 pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
     if fd < 0 || fd as usize >= MAX_FDS {
         return NOT_A_FILE;
@@ -93,6 +95,14 @@ pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
     if id != NO_FILE {
         return id;
     }
+    discover_path(fd)
+}
+
+/// The path id of `fd`, not seen before: found through /proc/self/fd (an inherited
+/// descriptor, or one opened by a call we do not hook), or NOT_A_FILE.
+#[cold]
+#[inline(never)]
+unsafe fn discover_path(fd: c_int) -> u32 {
     let mut target = [0u8; 4096];
     let n = fd_link(fd, &mut target).unwrap_or(0);
     let excluded = match file_kind(fd) {
@@ -164,7 +174,15 @@ pub(crate) unsafe fn record(
     start: u64,
     end: u64,
 ) {
-    push(&event(op, layer, file, offset, requested, result, start, end));
+    // The thread's state looked up once, for its id and its slot.
+    let me = crate::me();
+    let e = IoEvent {
+        tid: tid_of(me),
+        ..event_of_unknown_thread(op, layer, file, offset, requested, result, start, end)
+    };
+    if with_slot_of(me, |slot| push_to(slot, &e)).is_none() {
+        DROPPED.fetch_add(1, Relaxed);
+    }
 }
 
 /// An event of the calling thread, without flags.
@@ -180,9 +198,25 @@ pub(crate) fn event(
     start: u64,
     end: u64,
 ) -> IoEvent {
+    IoEvent { tid: tid(), ..event_of_unknown_thread(op, layer, file, offset, requested, result, start, end) }
+}
+
+/// [`event`] with its thread id left 0, for the caller to fill in.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn event_of_unknown_thread(
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) -> IoEvent {
     IoEvent {
         pid: PID.load(Relaxed),
-        tid: tid(),
+        tid: 0,
         file,
         op,
         layer,
@@ -266,8 +300,9 @@ macro_rules! traced_fd_call {
                     let t0 = $crate::clock::now_ns();
                     let ret = $call;
                     let t1 = $crate::clock::now_ns();
-                    let err = $crate::errno();
                     let ret64 = ret as i64;
+                    // Recording keeps errno (a flush restores it), so only a failure's is saved.
+                    let err = if ret64 < 0 { $crate::errno() } else { 0 };
                     let offset = $crate::record::position(fd, $offset, ret64);
                     $crate::record::record(
                         $op,
@@ -279,7 +314,9 @@ macro_rules! traced_fd_call {
                         t0,
                         t1,
                     );
-                    $crate::set_errno(err);
+                    if ret64 < 0 {
+                        $crate::set_errno(err);
+                    }
                     ret
                 }
             }

@@ -230,6 +230,7 @@ impl IoEvent {
         self.result < 0
     }
 
+    #[inline]
     fn encode(&self, out: &mut [u8; EVENT_FRAME_LEN]) {
         out[0] = TAG_EVENT;
         out[1..5].copy_from_slice(&self.pid.to_le_bytes());
@@ -364,6 +365,7 @@ impl<W: Write> EventWriter<W> {
 }
 
 /// Encodes one event frame into `out` (for writers that manage their own buffers).
+#[inline]
 pub fn encode_event(e: &IoEvent, out: &mut [u8; EVENT_FRAME_LEN]) {
     e.encode(out);
 }

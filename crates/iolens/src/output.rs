@@ -23,9 +23,12 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit code for a run that completed but whose data verification found bad blocks.
 pub const EXIT_VERIFY: u8 = 3;
 
-/// A progress line with ETA on stderr (hidden when stderr is not a terminal).
+/// A progress line with ETA on stderr (hidden when stderr is not a terminal): elapsed time,
+/// ETA, totals so far and the current rates (over the last second or so, not the average since
+/// the start, so that a slowing device shows).
 pub struct ProgressLine {
     bar: ProgressBar,
+    rates: std::sync::Mutex<CurrentRate>,
 }
 
 impl ProgressLine {
@@ -38,11 +41,51 @@ impl ProgressLine {
         );
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
-        ProgressLine { bar }
+        ProgressLine { bar, rates: std::sync::Mutex::new(CurrentRate::default()) }
     }
 
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// Operations and bytes per second over a sliding window of about a second.
+#[derive(Default)]
+struct CurrentRate {
+    window_start: Option<(f64, u64, u64)>,
+    ops_s: Option<f64>,
+    bytes_s: Option<f64>,
+}
+
+/// Shortest window a current rate is taken over: shorter ones jitter with the tick.
+const RATE_WINDOW_S: f64 = 1.0;
+
+impl CurrentRate {
+    fn update(&mut self, elapsed_s: f64, ops: u64, bytes: u64) {
+        match self.window_start {
+            Some((t0, ops0, bytes0)) if elapsed_s >= t0 && ops >= ops0 && bytes >= bytes0 => {
+                let span = elapsed_s - t0;
+                if span >= RATE_WINDOW_S {
+                    self.ops_s = Some((ops - ops0) as f64 / span);
+                    self.bytes_s = Some((bytes - bytes0) as f64 / span);
+                    self.window_start = Some((elapsed_s, ops, bytes));
+                }
+            }
+            // First sample, or a new run behind the same line (counters restarted).
+            _ => *self = CurrentRate { window_start: Some((elapsed_s, ops, bytes)), ..Default::default() },
+        }
+    }
+
+    fn message(&self, ops: u64, bytes: u64) -> String {
+        let total = format!("{ops} ops, {} MiB", iolens_report::table::fmt_mib(bytes as f64));
+        match (self.ops_s, self.bytes_s) {
+            (Some(o), Some(b)) => format!(
+                "{total}; now {} IOPS, {} MiB/s",
+                iolens_report::table::fmt_rate(o),
+                iolens_report::table::fmt_mib(b)
+            ),
+            _ => total,
+        }
     }
 }
 
@@ -55,7 +98,9 @@ impl RunObserver for ProgressLine {
         if let Some(f) = p.fraction {
             self.bar.set_position((f * 1000.0) as u64);
         }
-        self.bar.set_message(format!("{} ops, {:.1} MiB", p.ops, p.bytes as f64 / (1u64 << 20) as f64));
+        let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        rates.update(p.elapsed_s, p.ops, p.bytes);
+        self.bar.set_message(rates.message(p.ops, p.bytes));
     }
 }
 
@@ -167,5 +212,36 @@ pub fn check_write(path: &Path, result: std::io::Result<()>) {
     if let Err(e) = result {
         WRITE_FAILED.store(true, Ordering::SeqCst);
         errln!("iolens: error: cannot write {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::CurrentRate;
+
+    #[test]
+    fn current_rate_is_over_the_last_window_not_since_the_start() {
+        let mut r = CurrentRate::default();
+        r.update(0.0, 0, 0);
+        assert_eq!(r.message(0, 0), "0 ops, 0.0 MiB");
+        r.update(1.0, 1000, 1 << 20);
+        assert_eq!(r.message(1000, 1 << 20), "1000 ops, 1.0 MiB; now 1000 IOPS, 1.0 MiB/s");
+        // Under a second later: the rate stays what the last full window said.
+        r.update(1.5, 1100, 1 << 20);
+        assert_eq!(r.ops_s, Some(1000.0));
+        // The device slowed down: 100 ops in the next second, not (1100 + …) / 2 s.
+        r.update(2.0, 1100, 2 << 20);
+        assert_eq!(r.ops_s, Some(100.0));
+        assert_eq!(r.bytes_s, Some((1 << 20) as f64));
+    }
+
+    #[test]
+    fn a_restarted_run_behind_the_same_line_starts_a_new_window() {
+        let mut r = CurrentRate::default();
+        r.update(0.0, 0, 0);
+        r.update(2.0, 4000, 0);
+        r.update(0.1, 10, 0);
+        assert_eq!(r.ops_s, None);
+        assert_eq!(r.window_start, Some((0.1, 10, 0)));
     }
 }

@@ -732,6 +732,48 @@ fn a_thread_spawning_subprocesses_leaves_the_writers_counts_whole() {
     assert!(!notes.contains("DROPPED") && !notes.contains("mid-write"), "{notes}");
 }
 
+/// Four threads each write 500 times to a file of their own and then wait, their events still
+/// in their buffers, while the main thread execs `true`: the exec ends them, so it must write
+/// their buffers out first, after they have left them.
+const EXEC_WHILE_THREADS_HOLD_EVENTS: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static int ready[2], hold[2];
+static void *writer(void *arg) {
+    char name[32];
+    snprintf(name, sizeof name, "t%ld.bin", (long)arg);
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 500; i++) write(fd, "x", 1);
+    write(ready[1], "r", 1);
+    char c;
+    read(hold[0], &c, 1); /* never returns: the exec ends this thread */
+    return NULL;
+}
+int main(void) {
+    pipe(ready);
+    pipe(hold);
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, writer, (void *)i);
+    char c;
+    for (int i = 0; i < 4; i++) read(ready[0], &c, 1);
+    execl("/bin/true", "true", (char *)NULL);
+    return 1;
+}
+"#;
+
+#[test]
+fn an_exec_writes_out_the_buffers_of_the_other_threads() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "exec_threads", EXEC_WHILE_THREADS_HOLD_EVENTS) else { return };
+    let dir = scratch();
+    let (counts, summary) = iolens_counts(&[prog.to_str().unwrap()], dir.path(), dir.path(), false);
+    assert_eq!(counts.get("write"), Some(&(2000, 2000)), "{counts:?}");
+    let notes = summary["notes"].to_string();
+    assert!(!notes.contains("DROPPED") && !notes.contains("mid-write"), "{notes}");
+}
+
 #[test]
 fn a_reused_out_directory_is_refused_not_summed() {
     let dir = scratch();
