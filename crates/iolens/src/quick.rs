@@ -60,6 +60,7 @@ struct QuickReport {
     memory_backed: bool,
     device: Option<String>,
     direct_supported: bool,
+    #[serde(rename = "memory_bytes")]
     memory: u64,
     /// Under MPI: the ranks each part's points ran on, and their hosts.
     #[serde(flatten)]
@@ -425,10 +426,9 @@ pub fn quick(
         return if errors.is_empty() { Ok(()) } else { Err(EXIT_FAILED) };
     }
     say!("{}", render(&report));
-    write_json_or_warn(&results.join("quick.json"), &report);
-    if let Some(path) = &out.json {
-        write_json_or_warn(path, &report);
-    }
+    let summary = results.join("quick.json");
+    let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
+    crate::output::write_json_copies(&copies, &report);
     if errors.is_empty() {
         Ok(())
     } else {
