@@ -190,6 +190,13 @@ fn every_command_writes_its_schema() {
         conforms(&format!("{schema}.schema.json"), &v, &["quick"]);
     }
 
+    let no_csv = env.json("no-csv", &["quick", &d, "--csv", env.path("q.csv").to_str().unwrap()], 2);
+    assert!(
+        no_csv["error"]["message"].as_str().unwrap().starts_with("--csv: quick writes no CSV"),
+        "{no_csv}"
+    );
+    assert!(!env.path("q.csv").exists());
+
     let error = env.json("error", &["run", "--no-such-flag"], 2);
     conforms("error.schema.json", &error, &["--no-such-flag"]);
     assert_eq!(error["error"]["code"], "bad_input");
