@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
     evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RateCheck, RunFacts,
-    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
+    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -114,6 +114,10 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
         target: target.display().to_string(),
         rw: rw_label(spec),
         bs: bs_label(&spec.sizes),
+        bs_bytes: match spec.sizes {
+            iolens_workload::SizeSpec::Fixed(size) => Some(size),
+            iolens_workload::SizeSpec::Weighted(_) => None,
+        },
         engine: spec.engine.name().to_string(),
         qd: if spec.engine == EngineKind::IoUring { spec.queue_depth } else { 1 },
         direct: spec.direct,
@@ -552,10 +556,6 @@ fn measure(
         }
     }
     let result = RunResult {
-        schema_version: SCHEMA_VERSION,
-        tool: "iolens".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command: opts.command.clone(),
         job: job.name.clone(),
         interrupted,
         error,

@@ -55,6 +55,19 @@ pub struct MpiRunResult {
     pub per_rank: Vec<RankEntry>,
 }
 
+/// Rank 0's run tells the envelope how the whole run went (its warnings include the ranks').
+impl iolens_report::Body for MpiRunResult {
+    fn interrupted(&self) -> bool {
+        iolens_report::Body::interrupted(&self.run)
+    }
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        iolens_report::Body::warnings(&self.run)
+    }
+    fn error(&self) -> Option<iolens_report::Notice> {
+        iolens_report::Body::error(&self.run)
+    }
+}
+
 /// Everything rank 0 has after the run.
 pub struct Gathered<'a> {
     /// Rank 0's own result: the base of the combined one (command, job, warnings).
@@ -106,7 +119,8 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
             hosts.push(report.host.clone());
         }
         let r = &report.result;
-        let error = r.get("error").and_then(|e| e.as_str()).map(str::to_string);
+        // The rank's own document: its envelope's error is {code, message}.
+        let error = r.pointer("/error/message").and_then(|e| e.as_str()).map(str::to_string);
         if let Some(e) = &error {
             errors.push(format!("rank {} on {}: {e}", report.rank, report.host));
         }
@@ -137,12 +151,13 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
                 },
                 target: format!("{}:{}", report.host, report.files.join(",")),
                 rw: text(&first, "rw"),
-                bs: text(&first, "bs"),
+                bs: text(&first, "bs_spec"),
+                bs_bytes: first.get("bs_bytes").and_then(|v| v.as_u64()),
                 engine: text(&first, "engine"),
                 qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
                 direct: first.get("direct").and_then(|v| v.as_bool()).unwrap_or(false),
                 random_map: first.get("random_map").and_then(|v| v.as_bool()).unwrap_or(false),
-                rate: first.get("rate").and_then(|v| v.as_f64()).unwrap_or(0.0),
+                rate: first.get("rate_iops").and_then(|v| v.as_f64()).unwrap_or(0.0),
             },
             figures: figures.clone(),
         });
@@ -316,7 +331,7 @@ mod tests {
             host: if rank < 2 { "a".into() } else { "b".into() },
             raw: RawTotals::from_raw(&raw),
             files: vec![format!("/d/iolens-j-a0-r{rank}.dat")],
-            result: serde_json::json!({"agents": [{"rw": "write", "bs": "4KiB", "engine": "sync", "qd": 1}],
+            result: serde_json::json!({"agents": [{"rw": "write", "bs_spec": "4KiB", "engine": "sync", "qd": 1}],
                 "warnings": [{"code": "few_ops", "message": "m"}], "error": null}),
         }
     }

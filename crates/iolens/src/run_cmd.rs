@@ -9,9 +9,8 @@ use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::output::{
-    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
-};
+use crate::job_json::resolved_job;
+use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
@@ -98,7 +97,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
     }
     if a.repeat > 1 {
-        return run_repeated(&a, &job, &opts, stop, &command);
+        return run_repeated(&a, &job, &opts, stop);
     }
     let progress = ProgressLine::new(a.output.quiet, &job.name);
     let result = run_job(&job, &opts, &progress, &LocalBarrier);
@@ -109,7 +108,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     })?;
     say!("{}", iolens_report::render_run(&run));
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &run);
+        write_result(path, &run, Some(resolved_job(&job)));
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
@@ -136,15 +135,29 @@ pub(crate) fn outcome(error: Option<String>, verify_error: Option<String>) -> Re
 /// under MPI the combined one).
 #[derive(Serialize)]
 struct RepeatedRuns<'a, R: Serialize> {
-    schema_version: u32,
-    command: &'a str,
     repeat: u32,
     completed: usize,
+    /// Told to the envelope, with `error` and `warnings`.
+    #[serde(skip)]
     interrupted: bool,
+    #[serde(skip)]
     error: Option<String>,
     summary: Vec<repeat::MetricRepeats>,
+    #[serde(skip)]
     warnings: Vec<iolens_metrics::Warning>,
     runs: &'a [R],
+}
+
+impl<R: Serialize> iolens_report::Body for RepeatedRuns<'_, R> {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        self.warnings.iter().map(|w| iolens_report::Notice::new(w.code.as_str(), w.message.clone())).collect()
+    }
+    fn error(&self) -> Option<iolens_report::Notice> {
+        self.error.as_ref().map(|e| iolens_report::Notice::new("run_failed", e.clone()))
+    }
 }
 
 /// How the repetitions of a run went.
@@ -162,13 +175,7 @@ pub(crate) struct Repetitions<'a, R: Serialize> {
     pub interrupted: bool,
 }
 
-fn run_repeated(
-    a: &RunArgs,
-    job: &Job,
-    opts: &RunOptions,
-    stop: &Arc<AtomicBool>,
-    command: &str,
-) -> Result<(), u8> {
+fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let mut runs = Vec::new();
     let mut error = None;
     let mut verify_error = None;
@@ -207,13 +214,13 @@ fn run_repeated(
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, command, done)
+    publish_repeated(a, job, done)
 }
 
 /// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
 pub(crate) fn publish_repeated<R: Serialize>(
     a: &RunArgs,
-    command: &str,
+    job: &Job,
     done: Repetitions<'_, R>,
 ) -> Result<(), u8> {
     let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
@@ -225,8 +232,6 @@ pub(crate) fn publish_repeated<R: Serialize>(
         sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }
     let report = RepeatedRuns {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
-        command,
         repeat: a.repeat,
         completed: done.runs.len(),
         interrupted: done.interrupted,
@@ -236,7 +241,7 @@ pub(crate) fn publish_repeated<R: Serialize>(
         runs: done.runs,
     };
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &report);
+        write_result(path, &report, Some(resolved_job(job)));
     }
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
