@@ -1,4 +1,4 @@
-//! Presenting results: the terminal table ([`table`]), and exports to JSON and CSV
+//! Presenting results: the terminal table ([`table`]), exports to JSON and CSV, and the HTML report
 //! ([`export`]). Nothing here measures or computes figures; it only lays out a
 //! [`RunResult`](iolens_metrics::RunResult).
 

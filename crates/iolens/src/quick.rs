@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use iolens_engine::ownership::ScratchDir;
 use iolens_metrics::SCHEMA_VERSION;
+use iolens_report::export::html;
 use iolens_report::table::{fmt_rate, Table};
 use iolens_suites::{
     beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError,
@@ -422,6 +423,7 @@ pub fn quick(
     }
     say!("{}", render(&report));
     write_json_or_warn(&results.join("quick.json"), &report);
+    write_report_page(&results, &report);
     if let Some(path) = &out.json {
         write_json_or_warn(path, &report);
     }
@@ -433,6 +435,30 @@ pub fn quick(
         }
         Err(EXIT_FAILED)
     }
+}
+
+/// `report.html` in the results directory: the summary and every part that saved its result,
+/// read back from the files just written so the page shows exactly what they hold.
+fn write_report_page(results: &Path, report: &QuickReport) {
+    let mut files = vec!["quick.json".to_string()];
+    files.extend(report.parts.iter().filter_map(|p| p.json.clone()));
+    let mut docs = Vec::new();
+    for file in &files {
+        match crate::compare_cmd::read_result_file(&results.join(file)) {
+            Ok(doc) => docs.push((file.as_str(), doc)),
+            // Already reported when the write failed; the page shows the parts that exist.
+            Err(e) => errln!("iolens: warning: report.html leaves out {e}"),
+        }
+    }
+    let sources: Vec<html::Source<'_>> = docs.iter().map(|(name, doc)| html::Source { name, doc }).collect();
+    let page = match html::render(&sources, &format!("iolens {} quick", crate::cli::VERSION)) {
+        Ok(page) => page,
+        Err(e) => {
+            errln!("iolens: warning: no report.html: {e}");
+            return;
+        }
+    };
+    crate::report_cmd::write_page(&results.join("report.html"), &page);
 }
 
 /// On tmpfs or ramfs every headline measures RAM: each says so, and one warning says it first
