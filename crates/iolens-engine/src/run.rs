@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
     evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RateCheck, RunFacts,
-    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode, SCHEMA_VERSION,
+    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -552,10 +552,6 @@ fn measure(
         }
     }
     let result = RunResult {
-        schema_version: SCHEMA_VERSION,
-        tool: "iolens".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command: opts.command.clone(),
         job: job.name.clone(),
         interrupted,
         error,

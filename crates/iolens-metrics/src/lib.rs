@@ -15,7 +15,7 @@ mod warnings;
 pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, DirectionFigures, DirectionLatency, Figures,
-    OpCounters, RunResult, SCHEMA_VERSION,
+    OpCounters, RunResult,
 };
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use verify::{BlockFields, VerifyFailure, VerifyReport};

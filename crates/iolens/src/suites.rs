@@ -12,7 +12,6 @@ use iolens_suites::{
     SuiteError,
 };
 use iolens_workload::{parse_duration, parse_size};
-use serde::Serialize;
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
 use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
@@ -33,7 +32,7 @@ fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std:
 
 /// Prints a suite's table and writes its JSON; under MPI only rank 0 does (every rank has the
 /// same outcome, so the others stay silent).
-fn finish<R: Serialize>(
+fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
     render: impl Fn(&R) -> String,
     json: &Option<std::path::PathBuf>,
