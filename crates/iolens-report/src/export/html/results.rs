@@ -118,12 +118,11 @@ fn add_series<'a>(name: &str, v: &'a Value, found: &mut Vec<(String, Vec<&'a Val
             }
         }
         Value::Object(map) => {
-            for (key, inner) in map {
-                if let Value::Array(items) = inner {
-                    if looks_like_intervals(items) {
-                        found.push((key.clone(), items.iter().collect()));
-                    }
-                }
+            // The aggregate first: it speaks for the run where one series is drawn.
+            let mut keys: Vec<&String> = map.keys().filter(|k| map[*k].is_array()).collect();
+            keys.sort_by_key(|k| *k != "aggregate");
+            for key in keys {
+                add_series(key, &map[key], found);
             }
         }
         _ => {}
@@ -410,4 +409,26 @@ pub(crate) fn monitor(page: &mut Page, doc: &Value) {
     }
     util.render(page.out());
     bw.render(page.out());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn series_are_found_for_the_aggregate_and_each_agent() {
+        let interval = |t: f64| json!({"start_s": t - 1.0, "end_s": t, "iops": 10.0, "lat_ns": {"p50": 5}});
+        let doc = json!({
+            "aggregate": {},
+            "series": {
+                "interval_s": 1.0,
+                "aggregate": [interval(1.0), interval(2.0)],
+                "agents": [{"name": "reader", "intervals": [interval(1.0)]}]
+            }
+        });
+        let found: Vec<(String, usize)> =
+            collect_series(&doc).into_iter().map(|(n, i)| (n, i.len())).collect();
+        assert_eq!(found, [("aggregate".to_string(), 2), ("reader".to_string(), 1)]);
+    }
 }
