@@ -464,6 +464,130 @@ mod tests {
         assert_eq!(latency_cdf(&percentiles), vec![(10.0, 0.0), (20.0, 0.5), (40.0, 0.99), (90.0, 1.0)]);
     }
 
+    /// Keys the renderers look for, so that random documents reach deep into every kind.
+    const KEYS: &[&str] = &[
+        "curves",
+        "points",
+        "bs",
+        "bs_bytes",
+        "iops",
+        "mib_s",
+        "bw_bytes_s",
+        "lat_ns",
+        "p50",
+        "p99",
+        "p99_9",
+        "max",
+        "min",
+        "bins",
+        "le_ns",
+        "count",
+        "threads",
+        "knee_bs",
+        "bw90_bs",
+        "modes",
+        "mode",
+        "write_s",
+        "phase_s",
+        "b_eff_io",
+        "partitions",
+        "patterns",
+        "types",
+        "chunk",
+        "mb_s",
+        "bytes",
+        "time_s",
+        "pattern_type",
+        "method",
+        "ranks",
+        "best_ranks",
+        "sets",
+        "correlations",
+        "normalized_cc",
+        "name",
+        "anova",
+        "level_means",
+        "significant_interactions",
+        "cells",
+        "levels",
+        "mean",
+        "term",
+        "choice",
+        "recommendations",
+        "size_histogram",
+        "files",
+        "processes",
+        "slowest",
+        "timeline",
+        "pid",
+        "rank",
+        "start_s",
+        "duration_s",
+        "op",
+        "series",
+        "aggregate",
+        "agents",
+        "per_rank",
+        "intervals",
+        "end_s",
+        "device",
+        "samples",
+        "t_s",
+        "util",
+        "interval_s",
+        "summary",
+        "values",
+        "runs",
+        "headlines",
+        "parts",
+        "comparisons",
+        "figures",
+        "ratio",
+        "error",
+        "warnings",
+        "concurrency",
+        "saturation_concurrency",
+        "metrics",
+        "command",
+        "tool",
+        "host",
+        "suite",
+        "util_pct",
+    ];
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            (-5i64..5000).prop_map(Value::from),
+            "[a-z<>&:]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 96, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(|kv| {
+                    Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// Whatever a JSON document holds, the report is a page or an error, never a crash.
+        #[test]
+        fn any_document_renders_or_is_refused(
+            entries in proptest::collection::vec((proptest::sample::select(KEYS), json_value()), 1..6)
+        ) {
+            let doc = Value::Object(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
+            if let Ok(html) = render(&[Source { name: "p.json", doc: &doc }], "t") {
+                proptest::prop_assert_eq!(html.matches("<script>").count(), 1);
+            }
+        }
+    }
+
     #[test]
     fn text_from_results_is_escaped_everywhere() {
         let doc = json!({

@@ -241,7 +241,7 @@ impl Axis {
                 let step = self.linear_step(lo, hi);
                 let first = (lo / step).ceil() as i64;
                 let last = (hi / step).floor() as i64;
-                (first..=last.min(first + 50))
+                (first..=last.min(first.saturating_add(50)))
                     .map(|k| {
                         let v = k as f64 * step;
                         (v, format_value(v, self.unit))
