@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use iolens_engine::ownership::ScratchDir;
 use iolens_report::export::html;
-use iolens_report::table::{fmt_rate, Table};
+use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_report::{Body, Notice};
 use iolens_suites::{
     beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError,
@@ -160,11 +160,11 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<No
                 measured: measured.clone(),
             });
         }
-        if let Some(p) = c.points.iter().max_by(|a, b| a.mib_s.total_cmp(&b.mib_s)) {
+        if let Some(p) = c.points.iter().max_by(|a, b| a.bw_bytes_s.total_cmp(&b.bw_bytes_s)) {
             h.push(Headline {
                 part: "sweep",
                 figure: "peak bandwidth".into(),
-                value: format!("{:.1} MiB/s at {}", p.mib_s, format_bytes(p.bs)),
+                value: format!("{} MiB/s at {}", fmt_mib(p.bw_bytes_s), format_bytes(p.bs)),
                 measured: measured.clone(),
             });
         }

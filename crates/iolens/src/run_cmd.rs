@@ -9,9 +9,8 @@ use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::output::{
-    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
-};
+use crate::job_json::resolved_job;
+use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
@@ -109,7 +108,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     })?;
     say!("{}", iolens_report::render_run(&run));
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &run);
+        write_result(path, &run, Some(resolved_job(&job)));
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
@@ -215,11 +214,15 @@ fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, done)
+    publish_repeated(a, job, done)
 }
 
 /// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
-pub(crate) fn publish_repeated<R: Serialize>(a: &RunArgs, done: Repetitions<'_, R>) -> Result<(), u8> {
+pub(crate) fn publish_repeated<R: Serialize>(
+    a: &RunArgs,
+    job: &Job,
+    done: Repetitions<'_, R>,
+) -> Result<(), u8> {
     let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
     if let Some(table) = &done.last_table {
         say!("{table}");
@@ -238,7 +241,7 @@ pub(crate) fn publish_repeated<R: Serialize>(a: &RunArgs, done: Repetitions<'_, 
         runs: done.runs,
     };
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &report);
+        write_result(path, &report, Some(resolved_job(job)));
     }
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);

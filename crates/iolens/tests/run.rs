@@ -92,7 +92,7 @@ fn size_driven_random_reads_have_consistent_figures() {
     assert!((f(&agg["bps"]) - u(&agg["bytes"]) as f64 / 512.0 / busy).abs() / f(&agg["bps"]) < 1e-9);
     assert!((f(&agg["io_wait_fraction"]) - busy / f(&agg["wall_s"])).abs() < 1e-9);
     let lat = &agg["lat_ns"];
-    for k in ["min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"] {
+    for k in ["min", "mean", "max", "p50", "p90", "p95", "p99", "p99_9", "p99_99"] {
         assert!(lat[k].is_number(), "lat_ns.{k}");
     }
     assert!(
