@@ -102,6 +102,12 @@ fn iolens_ok(env: &Env, args: &[&str]) {
     );
 }
 
+/// Whether this iolens records per-interval series (`run --log-interval`), which the page draws.
+fn logs_intervals(env: &Env) -> bool {
+    let help = env.iolens().args(["run", "--help"]).output().unwrap();
+    String::from_utf8_lossy(&help.stdout).contains("--log-interval")
+}
+
 /// One result of every kind `iolens report` draws, each made by the binary with tiny settings.
 fn make_results(env: &Env) -> Vec<(&'static str, PathBuf)> {
     let data = env.mkdir("data");
@@ -114,8 +120,11 @@ fn make_results(env: &Env) -> Vec<(&'static str, PathBuf)> {
         iolens_ok(env, &all);
         results.push((kind, file));
     };
-    let run =
-        ["run", "--target", d, "--rw", "randrw", "--size", "1m", "--threads", "2", "--time", "300ms", "-q"];
+    let mut run = vec!["run", "--target", d, "--rw", "randrw", "--size", "1m", "--threads", "2"];
+    run.extend(["--time", "300ms", "-q"]);
+    if logs_intervals(env) {
+        run.extend(["--log-interval", "100ms"]);
+    }
     add("run", &run, json("run"));
     let repeat = ["run", "--target", d, "--size", "1m", "--time", "100ms", "--repeat", "2", "-q"];
     add("run --repeat", &repeat, json("repeat"));
@@ -194,6 +203,9 @@ fn every_result_kind_renders_in_headless_chromium() {
         let html = std::fs::read_to_string(&page).unwrap();
         assert_self_contained(&html, kind);
         assert!(html.contains(&format!("<small>{kind}")) || kind == "analyze" || kind == "trace", "{kind}");
+        if kind == "run" && logs_intervals(&env) {
+            assert!(html.contains("IOPS per interval"), "the run's series are drawn");
+        }
         if kind != "failed command" {
             assert!(html.contains("<svg") || html.contains("<table"), "{kind}: drawn");
         } else {

@@ -65,7 +65,9 @@ pub fn kind_of(doc: &Value) -> Result<Kind, String> {
     };
     let has = |k: &str| o.get(k).is_some_and(|v| !v.is_null());
     let suite = o.get("suite").and_then(Value::as_str).unwrap_or("");
-    let kind = if has("curves") {
+    let kind = if let Some(kind) = suite_kind(suite) {
+        kind
+    } else if has("curves") {
         let first_point = at(doc, &["curves", "0", "points", "0"]);
         if suite == "saturate" || first_point.is_some_and(|p| p.get("concurrency").is_some()) {
             Kind::Saturate
@@ -74,7 +76,7 @@ pub fn kind_of(doc: &Value) -> Result<Kind, String> {
         }
     } else if has("modes") {
         Kind::WriteModes
-    } else if has("b_eff_io") {
+    } else if has("b_eff_io_mb_s") || has("b_eff_io") {
         Kind::BeffIo
     } else if has("sets") {
         Kind::Validate
@@ -107,6 +109,18 @@ pub fn kind_of(doc: &Value) -> Result<Kind, String> {
             .into());
     };
     Ok(kind)
+}
+
+/// The kind a suite names itself (`suite`), when the name is one the report draws.
+fn suite_kind(suite: &str) -> Option<Kind> {
+    Some(match suite {
+        "sweep" => Kind::Sweep,
+        "saturate" => Kind::Saturate,
+        "write-modes" => Kind::WriteModes,
+        "beff-io" => Kind::BeffIo,
+        "validate" => Kind::Validate,
+        _ => return None,
+    })
 }
 
 /// A value at a path of object keys and array indices (`["curves", "0", "points"]`).
@@ -419,6 +433,8 @@ mod tests {
             (json!({"curves": [{"points": [{"concurrency": 1}]}]}), Kind::Saturate),
             (json!({"modes": []}), Kind::WriteModes),
             (json!({"b_eff_io": 1.0}), Kind::BeffIo),
+            (json!({"b_eff_io_mb_s": 1.0}), Kind::BeffIo),
+            (json!({"suite": "beff-io"}), Kind::BeffIo),
             (json!({"sets": []}), Kind::Validate),
             (json!({"metrics": [{"name": "iops", "normalized_cc": 0.5}]}), Kind::Correlate),
             (json!({"anova": []}), Kind::Doe),

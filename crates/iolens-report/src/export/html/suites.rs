@@ -207,7 +207,7 @@ fn per_chunk(patterns: &[&Value], well_formed: bool) -> Vec<(f64, f64)> {
     let mut sums: Vec<(u64, f64, f64)> = Vec::new();
     for p in patterns {
         let (Some(chunk), Some(bytes), Some(time)) =
-            (num(p, &[&["chunk"], &["chunk_bytes"]]), num(p, &[&["bytes"]]), num(p, &[&["time_s"]]))
+            (num(p, &[&["chunk_bytes"], &["chunk"]]), num(p, &[&["bytes"]]), num(p, &[&["time_s"]]))
         else {
             continue;
         };
@@ -237,10 +237,10 @@ fn megabytes(v: &Value) -> Option<f64> {
 
 pub(crate) fn beff_io(page: &mut Page, doc: &Value) {
     page.facts(&[
-        ("b_eff_io", cell(num(doc, &[&["b_eff_io"]]), Unit::MegabytesPerSec)),
+        ("b_eff_io", cell(num(doc, &[&["b_eff_io_mb_s"], &["b_eff_io"]]), Unit::MegabytesPerSec)),
         ("best partition", cell(num(doc, &[&["best_ranks"]]), Unit::Count)),
         ("T", cell(num(doc, &[&["time_s"]]), Unit::Seconds)),
-        ("MPART", cell(num(doc, &[&["mpart"], &["mpart_bytes"]]), Unit::Bytes)),
+        ("MPART", cell(num(doc, &[&["mpart_bytes"], &["mpart"]]), Unit::Bytes)),
         ("coffee cup", cell(num(doc, &[&["coffee_cup_s"]]), Unit::Seconds)),
     ]);
     page.note("MB = 10^6 bytes, as in the b_eff_io paper.");
@@ -251,7 +251,7 @@ pub(crate) fn beff_io(page: &mut Page, doc: &Value) {
         .map(|p| {
             vec![
                 cell(num(p, &[&["ranks"]]), Unit::Count),
-                cell(num(p, &[&["b_eff_io"]]), Unit::MegabytesPerSec),
+                cell(num(p, &[&["b_eff_io_mb_s"], &["b_eff_io"]]), Unit::MegabytesPerSec),
                 cell(num(p, &[&["elapsed_s"]]), Unit::Seconds),
                 text(p, "schedule_held").unwrap_or_default(),
             ]

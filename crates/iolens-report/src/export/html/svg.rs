@@ -87,7 +87,8 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::Count => short(v),
         Unit::Bytes => bytes(v),
         Unit::BytesPerSec if v.abs() >= GIB => format!("{} GiB/s", short(v / GIB)),
-        Unit::BytesPerSec => format!("{} MiB/s", short(v / MIB)),
+        Unit::BytesPerSec if v.abs() >= MIB => format!("{} MiB/s", short(v / MIB)),
+        Unit::BytesPerSec => format!("{} KiB/s", short(v / 1024.0)),
         Unit::MegabytesPerSec => format!("{} MB/s", short(v)),
         _ if v == 0.0 => "0".into(),
         Unit::Nanos => nanos(v),
@@ -781,6 +782,9 @@ mod tests {
         assert_eq!(short(2_000_000.0), "2M");
         assert_eq!(bytes(4096.0), "4 KiB");
         assert_eq!(nanos(12_400.0), "12.4 µs");
+        assert_eq!(format_value(3.0 * GIB, Unit::BytesPerSec), "3 GiB/s");
+        assert_eq!(format_value(200.0 * MIB, Unit::BytesPerSec), "200 MiB/s");
+        assert_eq!(format_value(8192.0, Unit::BytesPerSec), "8 KiB/s");
     }
 
     #[test]
