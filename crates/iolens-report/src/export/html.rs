@@ -237,8 +237,10 @@ impl Page {
         for row in rows {
             self.body.push_str("<tr>");
             for cell in row {
-                // Numbers align right (the style's default), words left.
-                let numeric = cell.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
+                // Numbers (with their unit) align right, as the style says; words, and sentences
+                // that merely begin with a number, align left and may wrap.
+                let numeric = cell.chars().count() <= 24
+                    && cell.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
                 let class = if numeric { "" } else { " class=\"t\"" };
                 let _ = write!(self.body, "<td{class}>{}</td>", escape(cell));
             }
@@ -275,7 +277,7 @@ svg .axis{font-size:12px}svg .legend{font-size:12px}svg .mark{font-size:11px;fil
 svg .plot{fill:#fcfcfd;stroke:#999}svg .grid{stroke:#e3e3e3}\
 .scroll{overflow-x:auto}table{border-collapse:collapse;margin:6px 0;font-size:13px}\
 th,td{border-bottom:1px solid #e5e5e5;padding:3px 10px;text-align:right;white-space:nowrap}\
-th:first-child,td:first-child,td.t{text-align:left}th{background:#f1f4f8;cursor:pointer;user-select:none}\
+th:first-child,td:first-child,td.t{text-align:left}td.t{white-space:normal;min-width:60px;max-width:460px}th{background:#f1f4f8;cursor:pointer;user-select:none}\
 dl.facts{display:flex;flex-wrap:wrap;gap:4px 24px;margin:8px 0}dl.facts div{display:flex;gap:6px}\
 dt{color:#666}dd{margin:0;font-weight:600}ul.warnings{margin:4px 0;padding-left:20px}";
 
