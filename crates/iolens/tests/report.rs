@@ -208,6 +208,7 @@ fn every_result_kind_renders_in_headless_chromium() {
         }
         if kind != "failed command" {
             assert!(html.contains("<svg") || html.contains("<table"), "{kind}: drawn");
+            assert!(!html.contains("no data to plot"), "{kind}: every chart finds its data");
         } else {
             assert!(html.contains("class=\"error\""), "the error is shown");
         }
