@@ -71,6 +71,8 @@ pub struct SweepPoint {
     pub lat_ns: LatencySummary,
     /// Device utilization over the point, when a block device is behind the target.
     pub device_util: Option<f64>,
+    /// Codes of the point's warnings (their messages are in the point's own run).
+    #[serde(rename = "warning_codes")]
     pub warnings: Vec<String>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]

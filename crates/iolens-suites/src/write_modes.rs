@@ -161,6 +161,8 @@ pub struct ModeResult {
     pub device_write_bytes: Option<u64>,
     /// The mode stopped at the time cap before writing its bytes.
     pub capped_by_time: bool,
+    /// Codes of the point's warnings (their messages are in the point's own run).
+    #[serde(rename = "warning_codes")]
     pub warnings: Vec<String>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -253,6 +253,14 @@ pub fn document_value<B: Body>(body: &B) -> serde_json::Value {
     serde_json::to_value(invocation().document(body, None)).expect("a result always serializes")
 }
 
+/// One document (the same envelope, to the millisecond) written to every path.
+pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B) {
+    let doc = invocation().document(body, None);
+    for path in paths {
+        check_write(path, iolens_report::write_json_atomic(path, &doc));
+    }
+}
+
 /// [`write_json_or_warn`] for a command that ran a job: the resolved job goes into the envelope.
 pub fn write_result<B: Body>(path: &Path, body: &B, job: Option<serde_json::Value>) {
     check_write(path, iolens_report::write_json_atomic(path, &invocation().document(body, job)));

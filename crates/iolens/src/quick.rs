@@ -61,6 +61,7 @@ struct QuickReport {
     memory_backed: bool,
     device: Option<String>,
     direct_supported: bool,
+    #[serde(rename = "memory_bytes")]
     memory: u64,
     /// Under MPI: the ranks each part's points ran on, and their hosts.
     #[serde(flatten)]
@@ -277,6 +278,16 @@ pub fn quick(
 ) -> Result<(), u8> {
     let out = &a.output;
     let started = Instant::now();
+    if out.csv.is_some() {
+        return Err(fail(
+            out,
+            &command,
+            "--csv: quick writes no CSV\n  hint: each part's full result is JSON in --results DIR; \
+             `iolens run --csv` writes one row per agent",
+            false,
+            EXIT_USAGE,
+        ));
+    }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !base.is_dir() {
         return Err(fail(
@@ -426,11 +437,10 @@ pub fn quick(
         return if errors.is_empty() { Ok(()) } else { Err(EXIT_FAILED) };
     }
     say!("{}", render(&report));
-    write_json_or_warn(&results.join("quick.json"), &report);
+    let summary = results.join("quick.json");
+    let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
+    crate::output::write_json_copies(&copies, &report);
     write_report_page(&results, &report);
-    if let Some(path) = &out.json {
-        write_json_or_warn(path, &report);
-    }
     if errors.is_empty() {
         Ok(())
     } else {
