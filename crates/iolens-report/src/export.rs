@@ -2,6 +2,8 @@
 //! temporary file, then a rename) for regular files, so a reader sees either the previous
 //! complete file or the new complete file; in place for stdout, devices and FIFOs.
 
+pub mod html;
+
 use std::io::{self, Write};
 use std::path::Path;
 

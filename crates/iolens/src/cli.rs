@@ -54,6 +54,9 @@ pub enum Command {
     /// figure by figure: ratios, better or worse, and whether a difference exceeds the noise of
     /// the repetitions (Welch's t-test). `--fail-if-slower 5%` exits with status 4 on a drop.
     Compare(CompareArgs),
+    /// Draw results as one self-contained HTML page (inline SVG charts, no network fetches):
+    /// `iolens report run.json sweep.json --html report.html`. Reads the --json of any command.
+    Report(ReportArgs),
     /// Print a shell completion script: `iolens completions bash > /etc/bash_completion.d/iolens`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff): `iolens man > iolens.1; man ./iolens.1`.
@@ -243,7 +246,8 @@ pub struct QuickArgs {
     /// Size of the test files.
     #[arg(long, default_value = "256m")]
     pub size: String,
-    /// Directory for the JSON of each part (default: iolens-results-<time> in the current one).
+    /// Directory for the JSON of each part and report.html, all of them drawn on one page
+    /// (default: iolens-results-<time> in the current one).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     #[command(flatten)]
@@ -587,6 +591,17 @@ pub struct CompareArgs {
     /// Write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results (`--json` files of run, sweep, saturate, write-modes, beff-io, validate,
+    /// correlate, doe analyze, trace, analyze, quick, compare, monitor); one section each.
+    #[arg(value_name = "RESULT.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// The HTML page to write (`-` for stdout).
+    #[arg(long, value_name = "OUT.html", required = true)]
+    pub html: PathBuf,
 }
 
 #[derive(Debug, Args)]

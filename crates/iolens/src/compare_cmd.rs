@@ -159,6 +159,13 @@ fn parse_percent(text: &str) -> Result<f64, String> {
 
 /// Reads and parses one result file; every error names the file (and the line, for bad JSON).
 fn load(path: &Path) -> Result<ResultFigures, String> {
+    let doc = read_result_file(path)?;
+    result_figures::read(&doc).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// An iolens JSON result, read whole but bounded (a FIFO or a huge file cannot exhaust memory);
+/// errors name the file, and the line for bad JSON. `compare` and `report` read through this.
+pub fn read_result_file(path: &Path) -> Result<Value, String> {
     let name = path.display();
     let file = std::fs::File::open(path).map_err(|e| format!("{name}: cannot open: {e}"))?;
     let mut text = Vec::new();
@@ -168,14 +175,13 @@ fn load(path: &Path) -> Result<ResultFigures, String> {
     if text.len() as u64 > MAX_RESULT_BYTES {
         return Err(format!("{name}: larger than {} MiB: not an iolens result", MAX_RESULT_BYTES >> 20));
     }
-    let doc: Value = serde_json::from_slice(&text).map_err(|e| {
+    serde_json::from_slice(&text).map_err(|e| {
         format!(
-            "{name}: line {} column {}: not valid JSON: {e}\n  hint: compare the --json files iolens wrote",
+            "{name}: line {} column {}: not valid JSON: {e}\n  hint: pass the --json files iolens wrote",
             e.line(),
             e.column()
         )
-    })?;
-    result_figures::read(&doc).map_err(|e| format!("{name}: {e}"))
+    })
 }
 
 fn source(file: &Path, r: &ResultFigures) -> Source {

@@ -17,6 +17,7 @@ mod monitor;
 mod mpi_cmd;
 mod preload;
 mod quick;
+mod report_cmd;
 mod result_figures;
 mod run_cmd;
 mod signals;
@@ -37,7 +38,7 @@ use iolens_suites::LocalRunner;
 const EXIT_BROKEN_PIPE: u8 = 141;
 
 /// Result flags whose value may be stdout.
-const RESULT_FLAGS: [&str; 4] = ["--json", "--csv", "--parquet", "--emit-workload"];
+const RESULT_FLAGS: [&str; 5] = ["--json", "--csv", "--parquet", "--emit-workload", "--html"];
 
 fn main() -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
             | cli::Command::Correlate(_)
             | cli::Command::Convert(_)
             | cli::Command::Compare(_)
+            | cli::Command::Report(_)
             | cli::Command::Completions(_)
             | cli::Command::Man
     ) {
@@ -95,6 +97,7 @@ fn main() -> ExitCode {
         cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
         cli::Command::Convert(a) => run_cmd::convert(a),
         cli::Command::Compare(a) => compare_cmd::compare(a, command),
+        cli::Command::Report(a) => report_cmd::report(a),
         cli::Command::Completions(a) => help_cmd::completions(a.shell),
         cli::Command::Man => help_cmd::man(),
         cli::Command::Clean => clean_cmd::clean(),

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_engine::ownership::ScratchDir;
+use iolens_report::export::html;
 use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_report::{Body, Notice};
 use iolens_suites::{
@@ -439,6 +440,7 @@ pub fn quick(
     let summary = results.join("quick.json");
     let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
     crate::output::write_json_copies(&copies, &report);
+    write_report_page(&results, &report);
     if errors.is_empty() {
         Ok(())
     } else {
@@ -447,6 +449,30 @@ pub fn quick(
         }
         Err(EXIT_FAILED)
     }
+}
+
+/// `report.html` in the results directory: the summary and every part that saved its result,
+/// read back from the files just written so the page shows exactly what they hold.
+fn write_report_page(results: &Path, report: &QuickReport) {
+    let mut files = vec!["quick.json".to_string()];
+    files.extend(report.parts.iter().filter_map(|p| p.json.clone()));
+    let mut docs = Vec::new();
+    for file in &files {
+        match crate::compare_cmd::read_result_file(&results.join(file)) {
+            Ok(doc) => docs.push((file.as_str(), doc)),
+            // Already reported when the write failed; the page shows the parts that exist.
+            Err(e) => errln!("iolens: warning: report.html leaves out {e}"),
+        }
+    }
+    let sources: Vec<html::Source<'_>> = docs.iter().map(|(name, doc)| html::Source { name, doc }).collect();
+    let page = match html::render(&sources, &format!("iolens {} quick", crate::cli::VERSION)) {
+        Ok(page) => page,
+        Err(e) => {
+            errln!("iolens: warning: no report.html: {e}");
+            return;
+        }
+    };
+    crate::report_cmd::write_page(&results.join("report.html"), &page);
 }
 
 /// On tmpfs or ramfs every headline measures RAM: each says so, and one warning says it first

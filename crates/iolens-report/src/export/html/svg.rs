@@ -1,0 +1,830 @@
+//! Charts as inline SVG text: line charts (linear, log10 or log2 axes, categorical x), and
+//! horizontal bar charts (grouped or stacked). Every label passes through [`escape`]; nothing
+//! refers to anything outside the document.
+
+use std::fmt::Write;
+
+/// Text made safe for HTML and SVG element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Colours told apart also in print and by most colour-blind readers (Okabe–Ito, then greys).
+const PALETTE: [&str; 10] = [
+    "#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#f0e442", "#000000", "#7f7f7f",
+    "#b8860b",
+];
+
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    Linear,
+    /// Ticks at powers of ten.
+    Log10,
+    /// Ticks at powers of two (block sizes, concurrency).
+    Log2,
+}
+
+/// How tick labels and point tooltips print a value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unit {
+    /// 12.3k, 4.56M.
+    Count,
+    /// 4 KiB, 1 MiB (IEC).
+    Bytes,
+    /// MiB/s from bytes per second.
+    BytesPerSec,
+    /// MB/s (10^6 bytes), b_eff_io's unit; the value is already in MB/s.
+    MegabytesPerSec,
+    /// 850 ns, 12.4 µs, 3.10 ms.
+    Nanos,
+    /// Seconds: 1.20 s, 350 ms.
+    Seconds,
+    /// 0..1 printed as a percentage.
+    Fraction,
+    Plain,
+}
+
+const MIB: f64 = 1048576.0;
+const GIB: f64 = 1073741824.0;
+
+/// The size of one display unit on a linear axis, so that ticks are round in the unit they
+/// print in (0, 200, 400 MiB/s rather than multiples of 10^8 bytes per second).
+fn display_factor(unit: Unit, largest: f64) -> f64 {
+    match unit {
+        Unit::BytesPerSec if largest >= GIB => GIB,
+        Unit::BytesPerSec => MIB,
+        Unit::Bytes => {
+            let mut f = 1.0;
+            while largest >= f * 1024.0 && f < 1024f64.powi(5) {
+                f *= 1024.0;
+            }
+            f
+        }
+        _ => 1.0,
+    }
+}
+
+pub fn format_value(v: f64, unit: Unit) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    match unit {
+        Unit::Count => short(v),
+        Unit::Bytes => bytes(v),
+        Unit::BytesPerSec if v.abs() >= GIB => format!("{} GiB/s", short(v / GIB)),
+        Unit::BytesPerSec if v.abs() >= MIB => format!("{} MiB/s", short(v / MIB)),
+        Unit::BytesPerSec => format!("{} KiB/s", short(v / 1024.0)),
+        Unit::MegabytesPerSec => format!("{} MB/s", short(v)),
+        _ if v == 0.0 => "0".into(),
+        Unit::Nanos => nanos(v),
+        Unit::Seconds => nanos(v * 1e9),
+        Unit::Fraction => format!("{}%", short(v * 100.0)),
+        Unit::Plain => short(v),
+    }
+}
+
+/// Three significant digits with an SI suffix above ten thousand.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e12 {
+        (v / 1e12, "T")
+    } else if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let digits = match scaled.abs() {
+        x if x == 0.0 || x >= 100.0 => 0,
+        x if x >= 10.0 => 1,
+        x if x >= 1.0 => 2,
+        x if x >= 0.01 => 3,
+        _ => return format!("{scaled:.2e}{suffix}"),
+    };
+    let text = format!("{scaled:.digits$}");
+    // 2.50 → 2.5, 3.00 → 3: tick labels stay short.
+    let text =
+        if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
+    format!("{text}{suffix}")
+}
+
+pub fn bytes(v: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut scaled = v;
+    let mut unit = 0;
+    while scaled.abs() >= 1024.0 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", short(scaled), UNITS[unit])
+}
+
+pub fn nanos(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{} s", short(v / 1e9))
+    } else if a >= 1e6 {
+        format!("{} ms", short(v / 1e6))
+    } else if a >= 1e3 {
+        format!("{} µs", short(v / 1e3))
+    } else {
+        format!("{} ns", short(v))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub label: String,
+    pub scale: Scale,
+    pub unit: Unit,
+    /// Names of the positions 0, 1, 2, … on a categorical x axis (empty: numeric).
+    pub categories: Vec<String>,
+    /// Linear axes start at zero unless this is false (e.g. time offsets do anyway).
+    pub from_zero: bool,
+    /// Fixed range (linear axes), e.g. 0..1 for a CDF.
+    pub range: Option<(f64, f64)>,
+}
+
+impl Axis {
+    pub fn new(label: &str, scale: Scale, unit: Unit) -> Axis {
+        Axis { label: label.into(), scale, unit, categories: Vec::new(), from_zero: true, range: None }
+    }
+
+    pub fn categorical(label: &str, categories: Vec<String>) -> Axis {
+        Axis { categories, ..Axis::new(label, Scale::Linear, Unit::Plain) }
+    }
+
+    pub fn with_range(mut self, low: f64, high: f64) -> Axis {
+        self.range = Some((low, high));
+        self
+    }
+
+    fn transform(&self, v: f64) -> f64 {
+        match self.scale {
+            Scale::Linear => v,
+            Scale::Log10 => v.log10(),
+            Scale::Log2 => v.log2(),
+        }
+    }
+
+    fn usable(&self, v: f64) -> bool {
+        v.is_finite() && (self.scale == Scale::Linear || v > 0.0)
+    }
+
+    /// The transformed range covering `values`, widened so a single value still spans some room.
+    fn domain(&self, values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+        if !self.categories.is_empty() {
+            return Some((-0.5, self.categories.len() as f64 - 0.5));
+        }
+        if let Some((lo, hi)) = self.range {
+            return Some((self.transform(lo), self.transform(hi)));
+        }
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for v in values.filter(|v| self.usable(*v)) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if lo > hi {
+            return None;
+        }
+        if self.scale == Scale::Linear {
+            if self.from_zero {
+                lo = lo.min(0.0);
+                hi = hi.max(0.0);
+            }
+            if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+                hi = lo + lo.abs().max(1.0);
+            }
+            let step = self.linear_step(lo, hi);
+            return Some(((lo / step).floor() * step, (hi / step).ceil() * step));
+        }
+        let (mut tlo, mut thi) = (self.transform(lo), self.transform(hi));
+        tlo = tlo.floor();
+        thi = thi.ceil();
+        if thi - tlo < 1.0 {
+            thi = tlo + 1.0;
+        }
+        Some((tlo, thi))
+    }
+
+    /// A round tick distance in the unit the labels print in.
+    fn linear_step(&self, lo: f64, hi: f64) -> f64 {
+        let factor = display_factor(self.unit, lo.abs().max(hi.abs()));
+        nice_step((hi - lo) / factor / 5.0) * factor
+    }
+
+    /// Tick positions (in transformed units) and their labels.
+    fn ticks(&self, (lo, hi): (f64, f64)) -> Vec<(f64, String)> {
+        if !self.categories.is_empty() {
+            return self.categories.iter().enumerate().map(|(i, c)| (i as f64, c.clone())).collect();
+        }
+        match self.scale {
+            Scale::Linear => {
+                let step = self.linear_step(lo, hi);
+                let first = (lo / step).ceil() as i64;
+                let last = (hi / step).floor() as i64;
+                (first..=last.min(first.saturating_add(50)))
+                    .map(|k| {
+                        let v = k as f64 * step;
+                        (v, format_value(v, self.unit))
+                    })
+                    .collect()
+            }
+            Scale::Log10 | Scale::Log2 => {
+                let base = if self.scale == Scale::Log10 { 10f64 } else { 2f64 };
+                let span = (hi - lo).round() as i64;
+                let every = (span / 8 + 1).max(1);
+                (lo.round() as i64..=hi.round() as i64)
+                    .filter(|k| (k - lo.round() as i64) % every == 0)
+                    .map(|k| (k as f64, format_value(base.powi(k as i32), self.unit)))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+    /// Palette index; by default the series' position.
+    pub colour: Option<usize>,
+    /// Listed in the legend (a dashed twin of a series may stay out).
+    pub in_legend: bool,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, dashed: false, colour: None, in_legend: true }
+    }
+}
+
+/// A point called out on a chart (the knee, the saturation point): a vertical guide at `x`,
+/// and a ring at `y` when given.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub x: f64,
+    pub y: Option<f64>,
+    pub label: String,
+}
+
+const WIDTH: f64 = 760.0;
+const LEFT: f64 = 92.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 46.0;
+
+/// Fixed geometry of a plot area inside a chart's SVG.
+struct Frame {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+}
+
+fn open_svg(out: &mut String, height: f64, title: &str) {
+    let _ = write!(
+        out,
+        r#"<figure class="chart"><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><text class="title" x="{x}" y="20" text-anchor="middle">{t}</text>"#,
+        t = escape(title),
+        x = WIDTH / 2.0
+    );
+}
+
+fn close_svg(out: &mut String) {
+    out.push_str("</svg></figure>\n");
+}
+
+/// One line of a legend.
+struct Entry<'a> {
+    name: &'a str,
+    dashed: bool,
+    colour: usize,
+}
+
+/// Where each legend entry goes: entries wrap onto further lines; returns the lines used.
+fn legend_layout(names: &[Entry<'_>]) -> (Vec<(f64, f64)>, usize) {
+    let mut x = LEFT;
+    let mut line = 0;
+    let mut at = Vec::with_capacity(names.len());
+    for Entry { name, .. } in names {
+        let width = 36.0 + 7.0 * name.chars().count() as f64;
+        if x + width > WIDTH - RIGHT && x > LEFT {
+            x = LEFT;
+            line += 1;
+        }
+        at.push((x, 36.0 + 16.0 * line as f64));
+        x += width;
+    }
+    (at, if names.is_empty() { 0 } else { line + 1 })
+}
+
+/// Extra height the legend's wrapped lines take above the plot.
+fn legend_extra(names: &[Entry<'_>]) -> f64 {
+    16.0 * legend_layout(names).1.saturating_sub(1) as f64
+}
+
+fn legend(out: &mut String, names: &[Entry<'_>]) {
+    let (at, _) = legend_layout(names);
+    for (Entry { name, dashed, colour: c }, (x, y)) in names.iter().zip(at) {
+        if name.is_empty() {
+            continue;
+        }
+        let label = escape(name);
+        let dash = if *dashed { r#" stroke-dasharray="5 3""# } else { "" };
+        let _ = write!(
+            out,
+            r#"<line x1="{x}" y1="{y}" x2="{x2}" y2="{y}" stroke="{c}" stroke-width="3"{dash}/><text class="legend" x="{tx}" y="{ty}">{label}</text>"#,
+            x2 = x + 18.0,
+            c = colour(*c),
+            tx = x + 22.0,
+            ty = y + 4.0
+        );
+    }
+}
+
+fn no_data(out: &mut String, title: &str, why: &str) {
+    open_svg(out, 80.0, title);
+    let _ = write!(
+        out,
+        r#"<text class="note" x="{}" y="52" text-anchor="middle">{}</text>"#,
+        WIDTH / 2.0,
+        escape(why)
+    );
+    close_svg(out);
+}
+
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+    pub marks: Vec<Mark>,
+    /// Draw points as dots too (sparse measurements such as sweep points).
+    pub dots: bool,
+}
+
+impl LineChart {
+    pub fn new(title: &str, x: Axis, y: Axis) -> LineChart {
+        LineChart { title: title.into(), x, y, series: Vec::new(), marks: Vec::new(), dots: true }
+    }
+
+    pub fn render(&self, out: &mut String) {
+        let usable =
+            |s: &Series| s.points.iter().filter(|(x, y)| self.x.usable(*x) && self.y.usable(*y)).count();
+        if self.series.iter().map(usable).sum::<usize>() == 0 {
+            return no_data(out, &self.title, "no data to plot");
+        }
+        let points = || self.series.iter().flat_map(|s| s.points.iter().copied());
+        let (Some(xd), Some(yd)) = (
+            self.x.domain(points().filter(|p| self.y.usable(p.1)).map(|p| p.0)),
+            self.y.domain(points().filter(|p| self.x.usable(p.0)).map(|p| p.1)),
+        ) else {
+            return no_data(out, &self.title, "no data to plot");
+        };
+        let names: Vec<Entry<'_>> = self
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.in_legend && !s.name.is_empty())
+            .map(|(i, s)| Entry { name: &s.name, dashed: s.dashed, colour: s.colour.unwrap_or(i) })
+            .collect();
+        let top = TOP + legend_extra(&names);
+        let height = top + 276.0 + 58.0;
+        let frame = Frame { left: LEFT, top, width: WIDTH - LEFT - RIGHT, height: 276.0 };
+        open_svg(out, height, &self.title);
+        legend(out, &names);
+        let px = |v: f64| frame.left + (self.x.transform(v) - xd.0) / (xd.1 - xd.0) * frame.width;
+        let py =
+            |v: f64| frame.top + frame.height - (self.y.transform(v) - yd.0) / (yd.1 - yd.0) * frame.height;
+        axes(out, &frame, &self.x, xd, &self.y, yd);
+        for (i, s) in self.series.iter().enumerate() {
+            let i = s.colour.unwrap_or(i);
+            let mut path = String::new();
+            for &(x, y) in s.points.iter().filter(|(x, y)| self.x.usable(*x) && self.y.usable(*y)) {
+                let _ = write!(path, "{}{:.1},{:.1}", if path.is_empty() { "M" } else { " L" }, px(x), py(y));
+            }
+            let dash = if s.dashed { r#" stroke-dasharray="6 4""# } else { "" };
+            let _ = write!(
+                out,
+                r#"<path d="{path}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
+                colour(i)
+            );
+            if self.dots {
+                for &(x, y) in s.points.iter().filter(|(x, y)| self.x.usable(*x) && self.y.usable(*y)) {
+                    let xl = if self.x.categories.is_empty() {
+                        format_value(x, self.x.unit)
+                    } else {
+                        self.x.categories.get(x as usize).cloned().unwrap_or_default()
+                    };
+                    let _ = write!(
+                        out,
+                        r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"><title>{}: {}, {}</title></circle>"#,
+                        px(x),
+                        py(y),
+                        colour(i),
+                        escape(&s.name),
+                        escape(&xl),
+                        escape(&format_value(y, self.y.unit))
+                    );
+                }
+            }
+        }
+        for (k, m) in self.marks.iter().filter(|m| self.x.usable(m.x)).enumerate() {
+            let x = px(m.x);
+            // Labels near the right edge go left of their guide; several marks stack downwards.
+            let (tx, anchor) =
+                if x > frame.left + frame.width * 0.7 { (x - 4.0, "end") } else { (x + 4.0, "start") };
+            let _ = write!(
+                out,
+                r##"<line x1="{x:.1}" y1="{t}" x2="{x:.1}" y2="{b}" stroke="#444" stroke-dasharray="3 3"/><text class="mark" x="{tx:.1}" y="{ty}" text-anchor="{anchor}">{l}</text>"##,
+                t = frame.top,
+                b = frame.top + frame.height,
+                ty = frame.top + 12.0 + 13.0 * k as f64,
+                l = escape(&m.label)
+            );
+            if let Some(y) = m.y.filter(|y| self.y.usable(*y)) {
+                let _ = write!(
+                    out,
+                    r##"<circle cx="{x:.1}" cy="{:.1}" r="7" fill="none" stroke="#c00" stroke-width="2"><title>{}</title></circle>"##,
+                    py(y),
+                    escape(&m.label)
+                );
+            }
+        }
+        close_svg(out);
+    }
+}
+
+fn axes(out: &mut String, f: &Frame, x: &Axis, xd: (f64, f64), y: &Axis, yd: (f64, f64)) {
+    let bottom = f.top + f.height;
+    let _ = write!(
+        out,
+        r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
+        f.left, f.top, f.width, f.height
+    );
+    let x_ticks = x.ticks(xd);
+    let every = x_ticks.len() / 12 + 1;
+    for (k, (t, label)) in x_ticks.iter().enumerate() {
+        let px = f.left + (t - xd.0) / (xd.1 - xd.0) * f.width;
+        let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{bottom}"/>"#, f.top);
+        if k % every == 0 {
+            let _ = write!(
+                out,
+                r#"<text class="tick" x="{px:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                bottom + 16.0,
+                escape(label)
+            );
+        }
+    }
+    for (t, label) in y.ticks(yd) {
+        let py = bottom - (t - yd.0) / (yd.1 - yd.0) * f.height;
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{}" y1="{py:.1}" x2="{}" y2="{py:.1}"/><text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            f.left,
+            f.left + f.width,
+            f.left - 6.0,
+            py + 4.0,
+            escape(&label)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text><text class="axis" transform="translate(13 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        f.left + f.width / 2.0,
+        bottom + 40.0,
+        escape(&x.label),
+        f.top + f.height / 2.0,
+        escape(&y.label)
+    );
+}
+
+/// One colour of bars: a value per category.
+#[derive(Debug, Clone)]
+pub struct BarGroup {
+    pub name: String,
+    pub values: Vec<f64>,
+}
+
+/// Horizontal bars, one row per category; groups side by side, or stacked into one bar.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    pub categories: Vec<String>,
+    pub groups: Vec<BarGroup>,
+    pub stacked: bool,
+    pub value_axis: Axis,
+}
+
+impl BarChart {
+    pub fn new(title: &str, categories: Vec<String>, value_axis: Axis) -> BarChart {
+        BarChart { title: title.into(), categories, groups: Vec::new(), stacked: false, value_axis }
+    }
+
+    pub fn render(&self, out: &mut String) {
+        let value =
+            |g: &BarGroup, c: usize| g.values.get(c).copied().filter(|v| v.is_finite()).unwrap_or(0.0);
+        if self.categories.is_empty() || self.groups.is_empty() {
+            return no_data(out, &self.title, "no data to plot");
+        }
+        let extent: Vec<f64> = if self.stacked {
+            (0..self.categories.len())
+                .map(|c| self.groups.iter().map(|g| value(g, c).max(0.0)).sum())
+                .collect()
+        } else {
+            self.groups.iter().flat_map(|g| (0..self.categories.len()).map(move |c| value(g, c))).collect()
+        };
+        let mut axis = self.value_axis.clone();
+        axis.scale = Scale::Linear;
+        axis.categories.clear();
+        let Some(vd) = axis.domain(extent.iter().copied().chain([0.0])) else {
+            return no_data(out, &self.title, "no data to plot");
+        };
+        let per_bar = 16.0;
+        let rows = if self.stacked { 1 } else { self.groups.len() };
+        let row_height = per_bar * rows as f64 + 10.0;
+        let label_width =
+            self.categories.iter().map(|c| c.chars().count()).max().unwrap_or(4).clamp(4, 34) as f64 * 7.0;
+        let left = (label_width + 12.0).max(LEFT);
+        let names: Vec<Entry<'_>> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| Entry { name: &g.name, dashed: false, colour: i })
+            .collect();
+        let names = if names.len() > 1 { names } else { Vec::new() };
+        let frame = Frame {
+            left,
+            top: TOP + legend_extra(&names),
+            width: WIDTH - left - RIGHT,
+            height: row_height * self.categories.len() as f64,
+        };
+        let height = frame.top + frame.height + 50.0;
+        open_svg(out, height, &self.title);
+        legend(out, &names);
+        let vx = |v: f64| frame.left + (v - vd.0) / (vd.1 - vd.0) * frame.width;
+        let bottom = frame.top + frame.height;
+        let _ = write!(
+            out,
+            r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
+            frame.left, frame.top, frame.width, frame.height
+        );
+        for (t, label) in axis.ticks(vd) {
+            let x = vx(t);
+            let _ = write!(
+                out,
+                r#"<line class="grid" x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                frame.top,
+                bottom + 16.0,
+                escape(&label)
+            );
+        }
+        let zero = vx(0.0);
+        for (c, category) in self.categories.iter().enumerate() {
+            let row_top = frame.top + c as f64 * row_height + 5.0;
+            let short_label: String = category.chars().take(34).collect();
+            let _ = write!(
+                out,
+                r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}<title>{}</title></text>"#,
+                frame.left - 6.0,
+                row_top + row_height / 2.0,
+                escape(&short_label),
+                escape(category)
+            );
+            let mut stack = 0.0;
+            for (g, group) in self.groups.iter().enumerate() {
+                let v = value(group, c);
+                let (x0, x1, y) = if self.stacked {
+                    let v = v.max(0.0);
+                    let span = (vx(stack), vx(stack + v), row_top);
+                    stack += v;
+                    span
+                } else {
+                    let (a, b) = (zero, vx(v));
+                    (a.min(b), a.max(b), row_top + g as f64 * per_bar)
+                };
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
+                    (x1 - x0).max(0.5),
+                    per_bar - 2.0,
+                    colour(g),
+                    escape(&format!("{category} {}", group.name)),
+                    escape(&format_value(v, axis.unit))
+                );
+            }
+        }
+        let _ = write!(
+            out,
+            r##"<line x1="{zero:.1}" y1="{}" x2="{zero:.1}" y2="{bottom}" stroke="#333"/><text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>"##,
+            frame.top,
+            frame.left + frame.width / 2.0,
+            bottom + 38.0,
+            escape(&axis.label)
+        );
+        close_svg(out);
+    }
+}
+
+/// A span of time on one row of a [`Timeline`].
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub row: usize,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Colour index (e.g. read, write).
+    pub kind: usize,
+    pub title: String,
+}
+
+/// Rows (processes, ranks) with spans of time on a shared seconds axis.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    pub title: String,
+    pub rows: Vec<String>,
+    pub kinds: Vec<String>,
+    pub spans: Vec<Span>,
+}
+
+impl Timeline {
+    pub fn render(&self, out: &mut String) {
+        let spans: Vec<&Span> = self
+            .spans
+            .iter()
+            .filter(|s| s.row < self.rows.len() && s.start_s.is_finite() && s.end_s.is_finite())
+            .collect();
+        if spans.is_empty() {
+            return no_data(out, &self.title, "no timed operations to plot");
+        }
+        let axis = Axis::new("time since the first event", Scale::Linear, Unit::Seconds);
+        let Some(td) = axis.domain(spans.iter().flat_map(|s| [s.start_s, s.end_s])) else {
+            return no_data(out, &self.title, "no timed operations to plot");
+        };
+        let row_height = 18.0;
+        let left = (self.rows.iter().map(|r| r.chars().count()).max().unwrap_or(4).clamp(4, 24) as f64 * 7.0
+            + 12.0)
+            .max(LEFT);
+        let names: Vec<Entry<'_>> =
+            self.kinds.iter().enumerate().map(|(i, k)| Entry { name: k, dashed: false, colour: i }).collect();
+        let frame = Frame {
+            left,
+            top: TOP + legend_extra(&names),
+            width: WIDTH - left - RIGHT,
+            height: row_height * self.rows.len() as f64,
+        };
+        let bottom = frame.top + frame.height;
+        open_svg(out, bottom + 50.0, &self.title);
+        legend(out, &names);
+        let tx = |t: f64| frame.left + (t - td.0) / (td.1 - td.0) * frame.width;
+        let _ = write!(
+            out,
+            r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
+            frame.left, frame.top, frame.width, frame.height
+        );
+        for (t, label) in axis.ticks(td) {
+            let x = tx(t);
+            let _ = write!(
+                out,
+                r#"<line class="grid" x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                frame.top,
+                bottom + 16.0,
+                escape(&label)
+            );
+        }
+        for (r, row) in self.rows.iter().enumerate() {
+            let label: String = row.chars().take(24).collect();
+            let _ = write!(
+                out,
+                r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+                frame.left - 6.0,
+                frame.top + r as f64 * row_height + 13.0,
+                escape(&label)
+            );
+        }
+        for s in spans {
+            let (x0, x1) = (tx(s.start_s.min(s.end_s)), tx(s.start_s.max(s.end_s)));
+            let _ = write!(
+                out,
+                r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
+                frame.top + s.row as f64 * row_height + 3.0,
+                (x1 - x0).max(1.5),
+                row_height - 6.0,
+                colour(s.kind),
+                escape(&s.title)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            frame.left + frame.width / 2.0,
+            bottom + 38.0,
+            escape(&axis.label)
+        );
+        close_svg(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_neutralizes_markup() {
+        assert_eq!(escape(r#"<script>"a'&b"#), "&lt;script&gt;&quot;a&#39;&amp;b");
+    }
+
+    #[test]
+    fn short_numbers_keep_three_digits() {
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(123.4), "123");
+        assert_eq!(short(15_300.0), "15.3k");
+        assert_eq!(short(2_000_000.0), "2M");
+        assert_eq!(bytes(4096.0), "4 KiB");
+        assert_eq!(nanos(12_400.0), "12.4 µs");
+        assert_eq!(format_value(3.0 * GIB, Unit::BytesPerSec), "3 GiB/s");
+        assert_eq!(format_value(200.0 * MIB, Unit::BytesPerSec), "200 MiB/s");
+        assert_eq!(format_value(8192.0, Unit::BytesPerSec), "8 KiB/s");
+    }
+
+    #[test]
+    fn linear_ticks_are_round_and_cover_the_data() {
+        let axis = Axis::new("x", Scale::Linear, Unit::Plain);
+        let d = axis.domain([3.0, 97.0].into_iter()).unwrap();
+        assert_eq!(d, (0.0, 100.0));
+        let ticks: Vec<f64> = axis.ticks(d).into_iter().map(|t| t.0).collect();
+        assert_eq!(ticks, [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+    }
+
+    #[test]
+    fn log2_axis_spans_whole_powers() {
+        let axis = Axis::new("bs", Scale::Log2, Unit::Bytes);
+        let d = axis.domain([4096.0, 65536.0, 0.0].into_iter()).unwrap();
+        assert_eq!(d, (12.0, 16.0));
+        let labels: Vec<String> = axis.ticks(d).into_iter().map(|t| t.1).collect();
+        assert_eq!(labels.first().map(String::as_str), Some("4 KiB"));
+        assert_eq!(labels.last().map(String::as_str), Some("64 KiB"));
+    }
+
+    #[test]
+    fn a_chart_without_usable_points_says_so() {
+        let mut chart = LineChart::new(
+            "t",
+            Axis::new("x", Scale::Log10, Unit::Plain),
+            Axis::new("y", Scale::Linear, Unit::Plain),
+        );
+        chart.series.push(Series::new("s", vec![(0.0, 1.0), (-1.0, f64::NAN)]));
+        let mut out = String::new();
+        chart.render(&mut out);
+        assert!(out.contains("no data to plot"), "{out}");
+    }
+
+    #[test]
+    fn labels_in_charts_are_escaped() {
+        let mut chart = BarChart::new("<b>", vec!["a<i>".into()], Axis::new("v", Scale::Linear, Unit::Plain));
+        chart.groups.push(BarGroup { name: "g&".into(), values: vec![1.0] });
+        let mut out = String::new();
+        chart.render(&mut out);
+        assert!(!out.contains("<b>") && !out.contains("<i>") && !out.contains("g&:"), "{out}");
+    }
+}

@@ -1,0 +1,30 @@
+//! `iolens report RESULT.json… --html OUT.html`: every result drawn on one self-contained page
+//! (see `iolens_report::export::html`). Results are read as `compare` reads them: bounded, and
+//! every error names its file.
+
+use std::path::Path;
+
+use iolens_report::export::html;
+
+use crate::cli::{ReportArgs, VERSION};
+use crate::compare_cmd::read_result_file;
+use crate::output::{check_write, EXIT_USAGE};
+
+pub fn report(a: ReportArgs) -> Result<(), u8> {
+    let refuse = |message: String| {
+        errln!("iolens: error: {message}");
+        EXIT_USAGE
+    };
+    let docs = a.files.iter().map(|f| read_result_file(f)).collect::<Result<Vec<_>, _>>().map_err(refuse)?;
+    let names: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+    let sources: Vec<html::Source<'_>> =
+        names.iter().zip(&docs).map(|(name, doc)| html::Source { name, doc }).collect();
+    let page = html::render(&sources, &format!("iolens {VERSION}")).map_err(refuse)?;
+    write_page(&a.html, &page);
+    Ok(())
+}
+
+/// Writes a rendered page by the rules of every result file (atomic for regular files).
+pub fn write_page(path: &Path, page: &str) {
+    check_write(path, iolens_report::write_output(path, |w| w.write_all(page.as_bytes())));
+}
