@@ -19,6 +19,7 @@
 //! [`export`].
 
 pub mod export;
+mod filter;
 mod render;
 mod union;
 mod workload;
@@ -34,6 +35,7 @@ use iolens_record::busy::Interval;
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_COPY_SOURCE, NO_FILE, UNKNOWN_OFFSET};
 use serde::Serialize;
 
+pub use filter::{FilterError, FilterReport, PathFilter};
 pub use render::render_summary;
 pub use workload::emit_workload;
 
@@ -43,8 +45,13 @@ use union::{CompactUnion, ExternalUnion};
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
     pub block_unit: u64,
-    /// Rows in the file, process and slowest-operation tables.
-    pub top: usize,
+    /// Rows in the per-file table; 0 skips per-file state altogether (a trace of many files
+    /// costs far less without it).
+    pub top_files: usize,
+    /// Rows in the per-process table.
+    pub top_processes: usize,
+    /// Operations in the slowest-operations list.
+    pub slowest: usize,
     /// The traced program's wall time, when known (otherwise first start to last end).
     pub program_wall_ns: Option<u64>,
     /// Where the union spills sorted runs (default: the system temp directory).
@@ -56,19 +63,25 @@ pub struct AnalyzeOptions {
     /// Set (by a Ctrl-C handler) to end the analysis early with the summary so far; importers
     /// poll it through [`Analyzer::stop_requested`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// `--include`/`--exclude`: calls on the files it rejects are left out of every figure,
+    /// table and export (counted in [`TraceSummary::filters`]). Calls naming no file are kept.
+    pub filter: PathFilter,
 }
 
 impl Default for AnalyzeOptions {
     fn default() -> Self {
         AnalyzeOptions {
             block_unit: 512,
-            top: 10,
+            top_files: 10,
+            top_processes: 10,
+            slowest: 10,
             program_wall_ns: None,
             spill_dir: None,
             per_op_csv: None,
             per_op_parquet: None,
             union_buffer: 4 << 20,
             stop: None,
+            filter: PathFilter::default(),
         }
     }
 }
@@ -157,6 +170,9 @@ pub struct Analyzer {
     opts: AnalyzeOptions,
     /// Keyed, not indexed: ids come from trace files and may be sparse.
     paths: HashMap<u32, String>,
+    /// Path ids the filter rejects, and whether any call used them.
+    filtered_ids: HashMap<u32, bool>,
+    filter_report: FilterReport,
     classes: BTreeMap<Class, ClassAcc>,
     layers: BTreeMap<Layer, LayerRow>,
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
@@ -231,6 +247,29 @@ pub struct ExecutableRow {
     pub counted: bool,
 }
 
+/// A process tree of a traced program: a root (a traced process whose parent was not traced,
+/// e.g. mpirun) and every process it started, directly or not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessTreeRow {
+    pub root_pid: u32,
+    /// The executable of the root's first image.
+    pub root_exe: String,
+    /// The root's parent (not traced: iolens itself, or a shell).
+    pub parent_pid: u32,
+    pub processes: u64,
+    /// Executables run in the tree (file names; "ior ×4": four process images ran it).
+    pub executables: Vec<String>,
+    /// Data operations of the tree's processes on counted files, and their bytes.
+    pub ops: u64,
+    pub bytes: u64,
+    /// Those the aggregate counts (all, unless `--only-exe` chose some processes).
+    pub counted_ops: u64,
+    /// The processes whose calls the aggregate counts.
+    pub counted_pids: Vec<u32>,
+    /// First process start to last process end in the tree.
+    pub wall_s: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowOp {
     pub pid: u32,
@@ -276,7 +315,13 @@ pub struct TraceSummary {
     /// Data operations per executable (traces that name them: `iolens trace`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub executables: Vec<ExecutableRow>,
+    /// Process trees (traces with process start markers: `iolens trace`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub process_trees: Vec<ProcessTreeRow>,
     pub slowest: Vec<SlowOp>,
+    /// The path filters given, and what they left out (None without filters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<FilterReport>,
     pub notes: Vec<String>,
     /// The analysis was stopped (Ctrl-C) before the end of the trace: the figures cover the
     /// events read until then.
@@ -290,6 +335,8 @@ impl Analyzer {
         Ok(Analyzer {
             opts,
             paths: HashMap::new(),
+            filtered_ids: HashMap::new(),
+            filter_report: FilterReport::default(),
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
             files: HashMap::new(),
@@ -315,7 +362,34 @@ impl Analyzer {
     }
 
     pub fn path(&mut self, id: u32, path: &str) {
+        if self.opts.filter.admits(path) {
+            self.filtered_ids.remove(&id);
+        } else {
+            self.filtered_ids.insert(id, false);
+        }
         self.paths.insert(id, path.to_string());
+    }
+
+    /// Whether calls on file `id` count (the path filter admits it, or it names no path).
+    pub fn counts_file(&self, id: u32) -> bool {
+        self.filtered_ids.is_empty() || !self.filtered_ids.contains_key(&id)
+    }
+
+    /// Counts a call on a file the filter rejects; true when `e` is one.
+    fn filtered_out(&mut self, e: &IoEvent) -> bool {
+        if self.filtered_ids.is_empty() {
+            return false;
+        }
+        let Some(used) = self.filtered_ids.get_mut(&e.file) else { return false };
+        *used = true;
+        let r = &mut self.filter_report;
+        if e.op.is_data() {
+            r.ops_out = r.ops_out.saturating_add(1);
+            r.bytes_out = r.bytes_out.saturating_add(e.requested);
+        } else if is_sync(e.op) {
+            r.syncs_out = r.syncs_out.saturating_add(1);
+        }
+        true
     }
 
     /// The wall time of what was counted, when known only once the trace is read (the
@@ -347,6 +421,9 @@ impl Analyzer {
     }
 
     pub fn event(&mut self, e: &IoEvent) {
+        if self.filtered_out(e) {
+            return;
+        }
         self.export(e);
         if e.op == IoOp::Mmap {
             self.mmaps += 1;
@@ -439,17 +516,19 @@ impl Analyzer {
             c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
-        let f = self.files.entry((e.file, e.layer)).or_default();
-        if timed {
-            f.union.push(iv);
-        }
-        if data {
-            f.ops = f.ops.saturating_add(1);
-            f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
-            if write {
-                f.write_bytes = f.write_bytes.saturating_add(e.requested);
-            } else {
-                f.read_bytes = f.read_bytes.saturating_add(e.requested);
+        if self.opts.top_files > 0 {
+            let f = self.files.entry((e.file, e.layer)).or_default();
+            if timed {
+                f.union.push(iv);
+            }
+            if data {
+                f.ops = f.ops.saturating_add(1);
+                f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
+                if write {
+                    f.write_bytes = f.write_bytes.saturating_add(e.requested);
+                } else {
+                    f.read_bytes = f.read_bytes.saturating_add(e.requested);
+                }
             }
         }
         let p = self.processes.entry((e.pid, e.layer)).or_default();
@@ -461,9 +540,9 @@ impl Analyzer {
             p.ops = p.ops.saturating_add(1);
             p.bytes = p.bytes.saturating_add(e.requested);
         }
-        if self.opts.top > 0 && timed {
+        if self.opts.slowest > 0 && timed {
             self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
-            if self.slowest.len() > self.opts.top {
+            if self.slowest.len() > self.opts.slowest {
                 self.slowest.pop();
             }
         }
@@ -532,6 +611,20 @@ impl Analyzer {
             .collect();
 
         let paths = self.paths;
+        let filters = (!self.opts.filter.is_empty()).then(|| {
+            let names: HashSet<&str> = self
+                .filtered_ids
+                .iter()
+                .filter(|(_, used)| **used)
+                .filter_map(|(id, _)| paths.get(id).map(String::as_str))
+                .collect();
+            FilterReport {
+                include: self.opts.filter.include_patterns(),
+                exclude: self.opts.filter.exclude_patterns(),
+                files_out: names.len() as u64,
+                ..self.filter_report
+            }
+        });
         let name = |id: u32| -> String {
             if id == NO_FILE {
                 return String::new();
@@ -555,7 +648,7 @@ impl Analyzer {
         files.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)).then(a.layer.cmp(&b.layer))
         });
-        files.truncate(self.opts.top);
+        files.truncate(self.opts.top_files);
         let mut processes: Vec<ProcessRow> = self
             .processes
             .into_iter()
@@ -571,7 +664,7 @@ impl Analyzer {
         processes.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)).then(a.layer.cmp(&b.layer))
         });
-        processes.truncate(self.opts.top);
+        processes.truncate(self.opts.top_processes);
         let mut slowest: Vec<SlowOp> = self
             .slowest
             .into_sorted_vec()
@@ -611,7 +704,9 @@ impl Analyzer {
             files,
             processes,
             executables: Vec::new(),
+            process_trees: Vec::new(),
             slowest,
+            filters,
             notes,
             interrupted: self.interrupted,
         })

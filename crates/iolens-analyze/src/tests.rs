@@ -316,3 +316,35 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn path_filters_leave_files_out_of_every_figure_and_say_so() {
+    let filter = PathFilter::new(&[], &["^/b$".into()]).unwrap();
+    let s = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+    let only_a: Vec<IoEvent> = sample().into_iter().filter(|e| e.file == 0).collect();
+    let reference = analyze(&only_a, AnalyzeOptions::default());
+    assert_eq!(s.figures, reference.figures, "as if /b's calls were not in the trace");
+    assert_eq!(s.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["/a"]);
+    assert!(s.slowest.iter().all(|o| o.path == "/a"));
+    let r = s.filters.expect("the filters are reported");
+    assert_eq!(r.exclude, ["^/b$"]);
+    assert_eq!((r.files_out, r.ops_out, r.bytes_out, r.syncs_out), (1, 2, 2 * 65536, 1));
+    assert!(render_summary(&reference).lines().all(|l| !l.starts_with("path filters")));
+
+    let filter = PathFilter::new(&["^/b".into()], &[]).unwrap();
+    let s = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+    assert_eq!((s.figures.ops, s.figures.write_ops), (2, 2), "only /b's writes are included");
+    let r = s.filters.as_ref().unwrap();
+    assert_eq!((r.files_out, r.ops_out, r.bytes_out), (1, 3, 3 * 4096));
+    assert!(render_summary(&s).contains("path filters --include \"^/b\": left out 1 file(s), 3 data ops"));
+}
+
+#[test]
+fn file_table_and_slowest_list_are_sized_apart() {
+    let s = analyze(&sample(), AnalyzeOptions { top_files: 1, slowest: 3, ..AnalyzeOptions::default() });
+    assert_eq!((s.files.len(), s.slowest.len()), (1, 3));
+    let none = analyze(&sample(), AnalyzeOptions { top_files: 0, slowest: 0, ..AnalyzeOptions::default() });
+    assert!(none.files.is_empty() && none.slowest.is_empty());
+    assert_eq!(none.figures, s.figures, "the tables do not change the figures");
+    assert_eq!(none.processes.len(), 2, "the process table has its own size");
+}

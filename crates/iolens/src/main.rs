@@ -15,6 +15,7 @@ mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
 mod preload;
+mod process_tree;
 mod quick;
 mod result_figures;
 mod run_cmd;

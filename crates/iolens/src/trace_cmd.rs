@@ -11,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
+use iolens_analyze::{
+    emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, PathFilter, TraceSummary,
+};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
@@ -22,6 +24,7 @@ use iolens_record::event::{
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+use crate::process_tree::ProcessForest;
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
@@ -38,6 +41,7 @@ struct Feed<'a> {
     executables: BTreeMap<String, ExecutableAcc>,
     /// First start and last end of the counted processes (markers and calls).
     counted_span: Option<(u64, u64)>,
+    trees: ProcessForest,
 }
 
 #[derive(Default)]
@@ -82,9 +86,12 @@ impl EventSink for Feed<'_> {
         }
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 {
             let exe = self.analyzer.path_name(e.file).unwrap_or("?").to_string();
-            if self.counts(Some(&exe)) {
+            let counted = self.counts(Some(&exe));
+            if counted {
                 self.widen_span(e.start_ns, e.end_ns);
             }
+            // The start marker's offset is the parent's pid.
+            self.trees.start(e.pid, e.offset as u32, &exe, counted, e.start_ns);
             let acc = self.executables.entry(exe.clone()).or_default();
             acc.images += 1;
             acc.pids.insert(e.pid);
@@ -94,15 +101,17 @@ impl EventSink for Feed<'_> {
         let exe = self.exe_of.get(&e.pid).map(String::as_str);
         let counted = self.counts(exe);
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_END != 0 {
+            self.trees.end(e.pid, e.end_ns);
             if counted {
                 self.widen_span(e.start_ns, e.end_ns);
             }
             return;
         }
-        if e.op.is_data() {
+        if e.op.is_data() && self.analyzer.counts_file(e.file) {
             let acc = self.executables.entry(exe.unwrap_or("?").to_string()).or_default();
             acc.ops = acc.ops.saturating_add(1);
             acc.bytes = acc.bytes.saturating_add(e.requested);
+            self.trees.data(e.pid, e.requested, counted, e.end_ns);
         }
         if !counted {
             return;
@@ -121,11 +130,18 @@ fn error(message: &str, code: u8, json: Option<&Path>, command: &str) -> u8 {
     crate::output::report_error(json, command, message, false, code)
 }
 
+/// Rows of the summary's tables unless the user says otherwise.
+const DEFAULT_ROWS: usize = 10;
+
 fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptions, String> {
     let block_unit = iolens_workload::parse_size(&s.block_unit).map_err(|e| format!("--block-unit: {e}"))?;
+    let filter = PathFilter::new(&s.include, &s.exclude).map_err(|e| e.to_string())?;
     Ok(AnalyzeOptions {
+        filter,
         block_unit: block_unit.max(1),
-        top: s.top,
+        top_files: s.top_files.or(s.top).unwrap_or(DEFAULT_ROWS),
+        slowest: s.slowest.or(s.top).unwrap_or(DEFAULT_ROWS),
+        top_processes: s.top.unwrap_or(DEFAULT_ROWS),
         program_wall_ns,
         per_op_csv: s.csv.clone(),
         per_op_parquet: s.parquet.clone(),
@@ -141,6 +157,7 @@ fn summarize(
     opts: AnalyzeOptions,
     only_exe: &[String],
 ) -> Result<(TraceSummary, ImportReport), String> {
+    let filter_is_empty = opts.filter.is_empty();
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
     let mut feed = Feed {
         analyzer: &mut analyzer,
@@ -151,12 +168,14 @@ fn summarize(
         exe_of: HashMap::new(),
         executables: BTreeMap::new(),
         counted_span: None,
+        trees: ProcessForest::default(),
     };
     let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
+    let process_trees = feed.trees.rows();
     let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
     if let (false, Some((start, end))) = (only_exe.is_empty(), counted_span) {
         feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
@@ -171,10 +190,14 @@ fn summarize(
     let io_uring_note = (!io_uring_pids.is_empty()).then(|| format!(
         "process(es) {io_uring_pids:?} used io_uring{registered}: their io_uring requests bypass libc and are NOT in these figures"
     ));
+    let filtered = !filter_is_empty;
     if let Some(log) = &report.darshan {
         // A Darshan job's wall time is its runtime, not the span of its DXT segments.
         analyzer.set_program_wall_ns(log.runtime_ns());
     }
+    let darshan_filter_note = (filtered && report.darshan.is_some()).then(|| {
+        "the path filters apply to the DXT segments and to the tables below; the module counter totals of the log above are of every file".to_string()
+    });
     let secure_notes: Vec<String> = secure_execs
         .into_iter()
         .map(|(pid, file)| {
@@ -187,8 +210,10 @@ fn summarize(
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
     summary.notes.extend(selection_note);
     summary.executables = executable_rows(executables, only_exe);
+    summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
+    summary.notes.extend(darshan_filter_note);
     if report.dropped > 0 {
         let why = match report.drop_errno {
             Some(errno) => format!(
