@@ -20,6 +20,7 @@
 
 pub mod export;
 mod filter;
+mod merge;
 mod render;
 mod union;
 mod workload;
@@ -123,9 +124,60 @@ struct ClassAcc {
     sizes: [[u64; 2]; SIZE_BUCKETS],
     seq_known: u64,
     seq_hits: u64,
-    last_end: HashMap<(u32, u32), u64>,
+    seq: SeqTracker,
     duration_sum_ns: u128,
     max_extent: u64,
+}
+
+/// Where each (pid, file)'s last data operation with a known offset ended, to tell sequential
+/// operations. The latest key is held outside the map: runs of calls on one file hash nothing.
+#[derive(Default)]
+struct SeqTracker {
+    ends: HashMap<(u32, u32), u64>,
+    current: Option<((u32, u32), u64)>,
+    /// The first offset of each key, for a merge to judge the first call of a later chunk.
+    first: HashMap<(u32, u32), u64>,
+}
+
+impl SeqTracker {
+    /// Records a call at `offset` ending at `end`; whether it starts where the last one ended.
+    #[inline]
+    fn follows(&mut self, key: (u32, u32), offset: u64, end: u64) -> bool {
+        let previous = match self.current {
+            Some((k, last)) if k == key => Some(last),
+            _ => {
+                self.flush();
+                let previous = self.ends.get(&key).copied();
+                if previous.is_none() {
+                    self.first.insert(key, offset);
+                }
+                previous
+            }
+        };
+        self.current = Some((key, end));
+        previous == Some(offset)
+    }
+
+    fn flush(&mut self) {
+        if let Some((k, end)) = self.current.take() {
+            self.ends.insert(k, end);
+        }
+    }
+
+    /// Adds the calls after this tracker's; a later first call that follows on counts in `hits`.
+    fn absorb(&mut self, mut later: SeqTracker, hits: &mut u64) {
+        self.flush();
+        later.flush();
+        for (key, offset) in later.first {
+            match self.ends.get(&key) {
+                Some(&end) => *hits = hits.saturating_add((end == offset) as u64),
+                None => {
+                    self.first.insert(key, offset);
+                }
+            }
+        }
+        self.ends.extend(later.ends);
+    }
 }
 
 #[derive(Default)]
@@ -137,11 +189,56 @@ struct FileAcc {
     union: CompactUnion,
 }
 
+/// Ids below this index a dense table; importers number paths from 0.
+const DENSE_FILE_IDS: usize = 1 << 20;
+const LAYERS: usize = 4;
+
+/// Per-file accumulators by (file id, layer), dense by id: one index per call, no hashing.
+#[derive(Default)]
+struct FileTable {
+    /// Per id and layer, the accumulator's index in `accs` (u32::MAX: none yet).
+    dense: Vec<[u32; LAYERS]>,
+    sparse: HashMap<(u32, Layer), usize>,
+    accs: Vec<((u32, Layer), FileAcc)>,
+}
+
+impl FileTable {
+    #[inline]
+    fn get_or_default(&mut self, key: (u32, Layer)) -> &mut FileAcc {
+        let (id, layer) = (key.0 as usize, key.1 as usize);
+        let index = if id < DENSE_FILE_IDS {
+            if id >= self.dense.len() {
+                self.dense.resize(id + 1, [u32::MAX; LAYERS]);
+            }
+            let slot = &mut self.dense[id][layer];
+            if *slot == u32::MAX {
+                *slot = self.accs.len() as u32;
+                self.accs.push((key, FileAcc::default()));
+            }
+            *slot as usize
+        } else {
+            let next = self.accs.len();
+            let index = *self.sparse.entry(key).or_insert(next);
+            if index == next {
+                self.accs.push((key, FileAcc::default()));
+            }
+            index
+        };
+        &mut self.accs[index].1
+    }
+
+    fn into_entries(self) -> impl Iterator<Item = ((u32, Layer), FileAcc)> {
+        self.accs.into_iter()
+    }
+}
+
 #[derive(Default)]
 struct ProcAcc {
     ops: u64,
     bytes: u64,
     threads: HashSet<u32>,
+    /// The thread of the last call, already in `threads`.
+    last_tid: Option<u32>,
     union: CompactUnion,
 }
 
@@ -177,8 +274,10 @@ pub struct Analyzer {
     layers: BTreeMap<Layer, LayerRow>,
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
-    files: HashMap<(u32, Layer), FileAcc>,
+    files: FileTable,
     processes: HashMap<(u32, Layer), ProcAcc>,
+    /// The process of the latest call, held outside `processes` (calls come in runs).
+    current_process: Option<((u32, Layer), ProcAcc)>,
     slowest: BinaryHeap<Reverse<Slow>>,
     seen: u64,
     first_start: u64,
@@ -339,8 +438,9 @@ impl Analyzer {
             filter_report: FilterReport::default(),
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
-            files: HashMap::new(),
+            files: FileTable::default(),
             processes: HashMap::new(),
+            current_process: None,
             slowest: BinaryHeap::new(),
             seen: 0,
             first_start: u64::MAX,
@@ -455,7 +555,7 @@ impl Analyzer {
             sizes: [[0; 2]; SIZE_BUCKETS],
             seq_known: 0,
             seq_hits: 0,
-            last_end: HashMap::new(),
+            seq: SeqTracker::default(),
             duration_sum_ns: 0,
             max_extent: 0,
         });
@@ -491,13 +591,11 @@ impl Analyzer {
             let n = &mut acc.sizes[bucket][write as usize];
             *n = n.saturating_add(1);
             if e.offset != UNKNOWN_OFFSET {
-                let key = (e.pid, e.file);
                 acc.seq_known = acc.seq_known.saturating_add(1);
-                if acc.last_end.get(&key) == Some(&e.offset) {
+                let moved = if e.result > 0 { e.result as u64 } else { e.requested };
+                if acc.seq.follows((e.pid, e.file), e.offset, e.offset.saturating_add(moved)) {
                     acc.seq_hits = acc.seq_hits.saturating_add(1);
                 }
-                let moved = if e.result > 0 { e.result as u64 } else { e.requested };
-                acc.last_end.insert(key, e.offset.saturating_add(moved));
                 acc.max_extent = acc.max_extent.max(e.offset.saturating_add(e.requested));
             }
             let row = self
@@ -517,7 +615,7 @@ impl Analyzer {
         }
 
         if self.opts.top_files > 0 {
-            let f = self.files.entry((e.file, e.layer)).or_default();
+            let f = self.files.get_or_default((e.file, e.layer));
             if timed {
                 f.union.push(iv);
             }
@@ -531,24 +629,61 @@ impl Analyzer {
                 }
             }
         }
-        let p = self.processes.entry((e.pid, e.layer)).or_default();
+        let key = (e.pid, e.layer);
+        if self.current_process.as_ref().is_none_or(|(k, _)| *k != key) {
+            if let Some((k, acc)) = self.current_process.take() {
+                self.processes.insert(k, acc);
+            }
+            let acc = self.processes.remove(&key).unwrap_or_default();
+            self.current_process = Some((key, acc));
+        }
+        let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
             p.union.push(iv);
         }
-        p.threads.insert(e.tid);
+        if p.last_tid != Some(e.tid) {
+            p.threads.insert(e.tid);
+            p.last_tid = Some(e.tid);
+        }
         if data {
             p.ops = p.ops.saturating_add(1);
             p.bytes = p.bytes.saturating_add(e.requested);
         }
-        if self.opts.slowest > 0 && timed {
-            self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
-            if self.slowest.len() > self.opts.slowest {
-                self.slowest.pop();
-            }
+        if timed {
+            self.keep_if_slow(dur, self.seen, *e);
         }
     }
 
-    pub fn finish(self) -> Result<TraceSummary, AnalyzeError> {
+    /// Keeps the `slowest` longest operations, ties going to the later arrival.
+    #[inline]
+    fn keep_if_slow(&mut self, dur: u64, arrival: u64, e: IoEvent) {
+        let n = self.opts.slowest;
+        if n == 0 {
+            return;
+        }
+        if self.slowest.len() >= n
+            && self.slowest.peek().is_some_and(|Reverse(min)| (dur, arrival) < (min.0, min.1))
+        {
+            return;
+        }
+        self.slowest.push(Reverse(Slow(dur, arrival, e)));
+        if self.slowest.len() > n {
+            self.slowest.pop();
+        }
+    }
+
+    /// Puts what is held outside the tables back in.
+    fn flush_caches(&mut self) {
+        if let Some((k, acc)) = self.current_process.take() {
+            self.processes.insert(k, acc);
+        }
+        for acc in self.classes.values_mut() {
+            acc.seq.flush();
+        }
+    }
+
+    pub fn finish(mut self) -> Result<TraceSummary, AnalyzeError> {
+        self.flush_caches();
         let mut notes = Vec::new();
         if let Some(err) = self.spill_error {
             return Err(AnalyzeError::Spill(err));
@@ -633,7 +768,7 @@ impl Analyzer {
         };
         let mut files: Vec<FileRow> = self
             .files
-            .into_iter()
+            .into_entries()
             .map(|((id, layer), mut f)| FileRow {
                 path: name(id),
                 layer: layer.name().into(),

@@ -17,6 +17,8 @@ pub struct ExternalUnion {
     /// so no name in the shared base is ever guessed, followed or removed.
     spill_dir: Option<tempfile::TempDir>,
     runs: Vec<PathBuf>,
+    /// Spill directories of merged unions whose runs are in `runs`.
+    adopted_dirs: Vec<tempfile::TempDir>,
     /// Whether the buffer still holds every interval as given (nothing merged or spilled), so
     /// concurrency can be computed exactly.
     pristine: bool,
@@ -45,11 +47,23 @@ impl ExternalUnion {
             spill_base: spill_dir.to_path_buf(),
             spill_dir: None,
             runs: Vec::new(),
+            adopted_dirs: Vec::new(),
             pristine: true,
         }
     }
 
+    #[inline]
     pub fn push(&mut self, iv: Interval) -> std::io::Result<()> {
+        // A call that starts as the previous one ends extends it: the union is the same and
+        // no overlap is lost (touching calls do not overlap), and back-to-back calls of one
+        // thread take no room. Once intervals are merged anyway, any overlap with the last one
+        // extends it.
+        if let Some(last) = self.buffer.last_mut() {
+            if iv.start == last.end || (!self.pristine && iv.start >= last.start && iv.start <= last.end) {
+                last.end = last.end.max(iv.end);
+                return Ok(());
+            }
+        }
         self.buffer.push(iv);
         if self.buffer.len() >= self.capacity {
             self.pristine = false;
@@ -80,6 +94,25 @@ impl ExternalUnion {
         w.finish()?;
         self.runs.push(path);
         self.buffer.clear();
+        Ok(())
+    }
+
+    /// Adds the intervals of a union of later calls (the busy time of both is their union).
+    pub fn absorb(&mut self, mut later: ExternalUnion) -> std::io::Result<()> {
+        self.pristine &= later.pristine;
+        if !later.runs.is_empty() {
+            // Its sorted runs stay where they are, in its directory, which this union keeps.
+            compact(&mut later.buffer);
+            later.spill()?;
+            self.pristine = false;
+            self.runs.append(&mut later.runs);
+            self.adopted_dirs.extend(later.spill_dir.take());
+            self.adopted_dirs.append(&mut later.adopted_dirs);
+            return Ok(());
+        }
+        for iv in later.buffer.drain(..) {
+            self.push(iv)?;
+        }
         Ok(())
     }
 
@@ -125,6 +158,12 @@ impl CompactUnion {
         if self.intervals.len() >= 2 * self.compacted.max(512) {
             compact(&mut self.intervals);
             self.compacted = self.intervals.len();
+        }
+    }
+
+    pub fn absorb(&mut self, later: CompactUnion) {
+        for iv in later.intervals {
+            self.push(iv);
         }
     }
 

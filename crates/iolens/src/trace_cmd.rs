@@ -16,7 +16,7 @@ use iolens_analyze::{
 };
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
-use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
+use iolens_import::{detect_format, import, import_run_trace_chunked, EventSink, Format, ImportReport};
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
     NO_FILE,
@@ -158,6 +158,14 @@ fn summarize(
     only_exe: &[String],
 ) -> Result<(TraceSummary, ImportReport), String> {
     let filter_is_empty = opts.filter.is_empty();
+    // A run trace's records have one size: it is read in parallel chunks unless the calls must
+    // pass in order (per-op exports) or through the process selection.
+    let chunked = format == Format::Iolens
+        && path.is_file()
+        && only_exe.is_empty()
+        && opts.per_op_csv.is_none()
+        && opts.per_op_parquet.is_none();
+    let part_opts = opts.clone();
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
     let mut feed = Feed {
         analyzer: &mut analyzer,
@@ -170,7 +178,11 @@ fn summarize(
         counted_span: None,
         trees: ProcessForest::default(),
     };
-    let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
+    let report = if chunked {
+        import_in_chunks(path, part_opts, feed.analyzer)?
+    } else {
+        import(path, format, strict, &mut feed).map_err(|e| e.to_string())?
+    };
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
     let executables = std::mem::take(&mut feed.executables);
@@ -249,6 +261,50 @@ fn summarize(
     }
     summary.notes.extend(report.notes.iter().cloned());
     Ok((summary, report))
+}
+
+/// Records per chunk below which a run trace is not split further.
+const MIN_CHUNK_RECORDS: u64 = 1 << 20;
+/// Threads reading one run trace at most.
+const MAX_CHUNK_THREADS: usize = 16;
+
+/// An analyzer of one chunk of a run trace.
+struct ChunkSink(Analyzer);
+
+impl EventSink for ChunkSink {
+    fn path(&mut self, id: u32, path: &str) {
+        self.0.path(id, path);
+    }
+    fn event(&mut self, e: &IoEvent) {
+        self.0.event(e);
+    }
+    fn stop_requested(&mut self) -> bool {
+        self.0.stop_requested()
+    }
+}
+
+/// Reads a run trace in chunks on as many threads as there are cores, each chunk into an
+/// analyzer of its own, merged into `analyzer` in file order (the same summary as one pass).
+fn import_in_chunks(
+    path: &Path,
+    opts: AnalyzeOptions,
+    analyzer: &mut Analyzer,
+) -> Result<ImportReport, String> {
+    let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
+        / iolens_record::trace::RECORD_SIZE as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize);
+    // The union's memory bound is shared out, so the whole stays within the one-pass bound.
+    let part_opts = AnalyzeOptions { union_buffer: (opts.union_buffer / threads).max(1024), ..opts };
+    let mut parts = (0..threads)
+        .map(|_| Analyzer::new(part_opts.clone()).map(ChunkSink))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
+    for ChunkSink(part) in parts {
+        analyzer.merge(part);
+    }
+    Ok(report)
 }
 
 /// Which processes `--only-exe` counted, and which it left out.
