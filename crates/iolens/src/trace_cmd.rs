@@ -266,7 +266,7 @@ fn summarize(
 /// Records per chunk below which a run trace is not split further.
 const MIN_CHUNK_RECORDS: u64 = 1 << 20;
 /// Threads reading one run trace at most.
-const MAX_CHUNK_THREADS: usize = 16;
+const MAX_CHUNK_THREADS: usize = 8;
 
 /// An analyzer of one chunk of a run trace.
 struct ChunkSink(Analyzer);
@@ -294,10 +294,11 @@ fn import_in_chunks(
         / iolens_record::trace::RECORD_SIZE as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize);
-    // The union's memory bound is shared out, so the whole stays within the one-pass bound.
-    let part_opts = AnalyzeOptions { union_buffer: (opts.union_buffer / threads).max(1024), ..opts };
+    // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
+    // every interval is still held (and the peak in flight can be counted): memory is bounded
+    // by the number of threads, not by the trace.
     let mut parts = (0..threads)
-        .map(|_| Analyzer::new(part_opts.clone()).map(ChunkSink))
+        .map(|_| Analyzer::new(opts.clone()).map(ChunkSink))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
