@@ -108,7 +108,12 @@ impl EventSink for Feed<'_> {
             return;
         }
         if e.op.is_data() && self.analyzer.counts_file(e.file) {
-            let acc = self.executables.entry(exe.unwrap_or("?").to_string()).or_default();
+            let exe = exe.unwrap_or("?");
+            // Looked up before inserting: a data call allocates nothing.
+            if !self.executables.contains_key(exe) {
+                self.executables.insert(exe.to_string(), ExecutableAcc::default());
+            }
+            let acc = self.executables.get_mut(exe).expect("inserted above");
             acc.ops = acc.ops.saturating_add(1);
             acc.bytes = acc.bytes.saturating_add(e.requested);
             self.trees.data(e.pid, e.requested, counted, e.end_ns);
