@@ -153,7 +153,16 @@ pub struct CompactUnion {
 }
 
 impl CompactUnion {
+    #[inline]
     pub fn push(&mut self, iv: Interval) {
+        // Calls arrive mostly in time order: one that starts inside or at the end of the last
+        // interval extends it, and a run of back-to-back calls takes one slot.
+        if let Some(last) = self.intervals.last_mut() {
+            if iv.start >= last.start && iv.start <= last.end {
+                last.end = last.end.max(iv.end);
+                return;
+            }
+        }
         self.intervals.push(iv);
         if self.intervals.len() >= 2 * self.compacted.max(512) {
             compact(&mut self.intervals);
