@@ -170,10 +170,10 @@ impl CompactUnion {
         }
     }
 
-    pub fn absorb(&mut self, later: CompactUnion) {
-        for iv in later.intervals {
-            self.push(iv);
-        }
+    pub fn absorb(&mut self, mut later: CompactUnion) {
+        self.intervals.append(&mut later.intervals);
+        compact(&mut self.intervals);
+        self.compacted = self.intervals.len();
     }
 
     pub fn busy_ns(&mut self) -> u64 {
