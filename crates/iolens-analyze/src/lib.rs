@@ -769,17 +769,23 @@ impl Analyzer {
         let mut files: Vec<FileRow> = self
             .files
             .into_entries()
-            .map(|((id, layer), mut f)| FileRow {
-                path: name(id),
-                layer: layer.name().into(),
-                ops: f.ops,
-                bytes: f.read_bytes.saturating_add(f.write_bytes),
-                read_bytes: f.read_bytes,
-                write_bytes: f.write_bytes,
-                busy_s: f.union.busy_ns() as f64 / 1e9,
-                mean_latency_s: if f.ops > 0 { f.latency_sum_ns as f64 / f.ops as f64 / 1e9 } else { 0.0 },
+            .map(|((id, layer), mut f)| {
+                Ok(FileRow {
+                    path: name(id),
+                    layer: layer.name().into(),
+                    ops: f.ops,
+                    bytes: f.read_bytes.saturating_add(f.write_bytes),
+                    read_bytes: f.read_bytes,
+                    write_bytes: f.write_bytes,
+                    busy_s: f.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    mean_latency_s: if f.ops > 0 {
+                        f.latency_sum_ns as f64 / f.ops as f64 / 1e9
+                    } else {
+                        0.0
+                    },
+                })
             })
-            .collect();
+            .collect::<Result<_, AnalyzeError>>()?;
         files.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)).then(a.layer.cmp(&b.layer))
         });
@@ -787,15 +793,17 @@ impl Analyzer {
         let mut processes: Vec<ProcessRow> = self
             .processes
             .into_iter()
-            .map(|((pid, layer), mut p)| ProcessRow {
-                pid,
-                layer: layer.name().into(),
-                ops: p.ops,
-                bytes: p.bytes,
-                busy_s: p.union.busy_ns() as f64 / 1e9,
-                threads: p.threads.len(),
+            .map(|((pid, layer), mut p)| {
+                Ok(ProcessRow {
+                    pid,
+                    layer: layer.name().into(),
+                    ops: p.ops,
+                    bytes: p.bytes,
+                    busy_s: p.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    threads: p.threads.len(),
+                })
             })
-            .collect();
+            .collect::<Result<_, AnalyzeError>>()?;
         processes.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)).then(a.layer.cmp(&b.layer))
         });

@@ -145,11 +145,19 @@ impl ExternalUnion {
     }
 }
 
-/// A small union kept in memory, compacted as it doubles (per file, per process).
+/// Disjoint intervals a [`CompactUnion`] holds in memory before it moves them to an
+/// [`ExternalUnion`] spilling to the temporary directory (4 MiB; small in tests, to exercise it).
+const COMPACT_CAP: usize = if cfg!(test) { 64 } else { 1 << 18 };
+
+/// A union kept in memory, compacted as it doubles (per file, per process); past
+/// [`COMPACT_CAP`] disjoint intervals it spills, so its memory stays bounded.
 #[derive(Default)]
 pub struct CompactUnion {
     intervals: Vec<Interval>,
     compacted: usize,
+    overflow: Option<Box<ExternalUnion>>,
+    /// The first failure to spill: reported by [`CompactUnion::busy_ns`].
+    error: Option<std::io::Error>,
 }
 
 impl CompactUnion {
@@ -164,21 +172,59 @@ impl CompactUnion {
             }
         }
         self.intervals.push(iv);
-        if self.intervals.len() >= 2 * self.compacted.max(512) {
+        if self.intervals.len() >= 2 * self.compacted.max(COMPACT_CAP.min(512)) {
             compact(&mut self.intervals);
             self.compacted = self.intervals.len();
+            if self.compacted > COMPACT_CAP {
+                self.move_to_overflow();
+            }
         }
+    }
+
+    fn move_to_overflow(&mut self) {
+        let overflow = self
+            .overflow
+            .get_or_insert_with(|| Box::new(ExternalUnion::new(COMPACT_CAP, &std::env::temp_dir())));
+        for iv in self.intervals.drain(..) {
+            if let Err(err) = overflow.push(iv) {
+                self.error.get_or_insert(err);
+            }
+        }
+        self.compacted = 0;
     }
 
     pub fn absorb(&mut self, mut later: CompactUnion) {
         self.intervals.append(&mut later.intervals);
         compact(&mut self.intervals);
         self.compacted = self.intervals.len();
+        if let Some(err) = later.error {
+            self.error.get_or_insert(err);
+        }
+        if let Some(theirs) = later.overflow {
+            self.move_to_overflow();
+            let mine = self.overflow.as_mut().expect("made by move_to_overflow");
+            if let Err(err) = mine.absorb(*theirs) {
+                self.error.get_or_insert(err);
+            }
+        } else if self.compacted > COMPACT_CAP {
+            self.move_to_overflow();
+        }
     }
 
-    pub fn busy_ns(&mut self) -> u64 {
+    pub fn busy_ns(&mut self) -> std::io::Result<u64> {
+        if let Some(err) = self.error.take() {
+            return Err(err);
+        }
+        if self.overflow.is_some() {
+            self.move_to_overflow();
+            if let Some(err) = self.error.take() {
+                return Err(err);
+            }
+            let overflow = self.overflow.take().expect("checked above");
+            return Ok(overflow.finish()?.busy_ns);
+        }
         compact(&mut self.intervals);
-        self.intervals.iter().map(|iv| iv.len()).sum()
+        Ok(self.intervals.iter().map(|iv| iv.len()).sum())
     }
 }
 
@@ -204,7 +250,7 @@ mod tests {
             let mut reference = intervals.clone();
             let expected = union_of(&mut reference);
             prop_assert_eq!(ext.finish().unwrap(), expected);
-            prop_assert_eq!(small.busy_ns(), expected.busy_ns);
+            prop_assert_eq!(small.busy_ns().unwrap(), expected.busy_ns);
             prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "runs are removed");
         }
     }
