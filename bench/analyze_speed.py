@@ -1,46 +1,112 @@
 #!/usr/bin/env python3
-"""How fast `iolens analyze` reads traces, beside a bare read of the same bytes.
+"""How fast `iolens analyze` reads traces, and how much memory it takes.
 
-1. An iolens trace of N null-engine operations (`iolens run --engine null --trace`): records/s
-   of `analyze`, and `cat FILE > /dev/null` on the same file as the floor (the cost of the bytes
-   alone). Target: >= 50M records/s.
-2. The Darshan DXT samples in ../shared/data/dxt: seconds of `analyze` per file beside `wc -l`.
-   Target: the 131k-segment sample well under 1 s.
+1. An iolens run trace of N null-engine operations (`iolens run --engine null --trace`, 32-byte
+   records): records/s of `analyze` (read in parallel chunks, one per core), its peak RSS, and
+   `cat FILE > /dev/null` on the same file as the floor (the cost of the bytes alone).
+   Target: >= 50M records/s with a warm cache, memory bounded whatever N.
+2. The Darshan DXT samples in ../shared/data/dxt: segments/s of `analyze` on the DXT text, and,
+   when PyDarshan is importable (`pip install darshan`; this script also looks in
+   $PYDARSHAN_PYTHON, a Python that has it), the time PyDarshan takes to load the DXT segments of
+   the same log (../shared/data/darshan/NAME.darshan) into pandas DataFrames
+   (`DarshanReport(...).mod_read_all_dxt_records(..., dtype="pandas")`). Target: >= 10x.
 
-Usage: bench/analyze_speed.py [--ops 20000000] [--repeat 5]
-Prints one line per measurement (median of the repeats) and writes bench/results/analyze_speed.json.
+Usage: bench/analyze_speed.py [--ops 10000000] [--repeat 5]
+Prints one line per measurement (median of the repeats; peak RSS is the largest) and writes
+bench/results/analyze_speed.json. Honours CARGO_TARGET_DIR for the release build.
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DXT = ROOT.parent / "shared" / "data" / "dxt"
+DATA = ROOT.parent / "shared" / "data"
+DXT = DATA / "dxt"
+DARSHAN = DATA / "darshan"
 
 
-def median_seconds(cmd, repeat):
-    times = []
+# Peak RSS through /usr/bin/time: a child forked straight from this (large) Python would carry
+# the Python's high-water mark into its own ru_maxrss across the exec.
+GNU_TIME = shutil.which("time", path="/usr/bin")
+
+
+def timed_run(cmd):
+    """Wall seconds, CPU seconds (user + system) and peak RSS (bytes) of one run of `cmd`."""
+    wrapped = [GNU_TIME, "-f", "%M"] + cmd if GNU_TIME else cmd
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        sys.exit(f"{cmd}: exit {proc.returncode}: {err}")
+    rss = int(err.strip().splitlines()[-1]) * 1024 if GNU_TIME else usage.ru_maxrss * 1024
+    return seconds, usage.ru_utime + usage.ru_stime, rss
+
+
+def measure(cmd, repeat):
+    """Median wall and CPU seconds, largest peak RSS."""
+    runs = [timed_run(cmd) for _ in range(repeat)]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            max(r[2] for r in runs))
+
+
+def pydarshan_python():
+    """A Python interpreter that can import darshan, or None."""
+    candidates = [os.environ.get("PYDARSHAN_PYTHON"), sys.executable]
+    for py in filter(None, candidates):
+        ok = subprocess.run([py, "-c", "import darshan"], capture_output=True).returncode == 0
+        if ok:
+            return py
+    return None
+
+
+PYDARSHAN_LOAD = """
+import sys, time, darshan
+path = sys.argv[1]
+t0 = time.perf_counter()
+report = darshan.DarshanReport(path, read_all=False)
+segments = 0
+for mod in ("DXT_POSIX", "DXT_MPIIO"):
+    if mod in report.modules:
+        report.mod_read_all_dxt_records(mod, dtype="pandas")
+        for rec in report.records[mod]:
+            segments += len(rec["read_segments"]) + len(rec["write_segments"])
+print(time.perf_counter() - t0, segments)
+"""
+
+
+def pydarshan_load(py, log, repeat):
+    times, segments = [], 0
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        out = subprocess.run([py, "-c", PYDARSHAN_LOAD, str(log)], capture_output=True, text=True)
+        if out.returncode != 0:
+            return None, out.stderr.strip().splitlines()[-1:] or ["failed"]
+        seconds, segments = out.stdout.split()
+        times.append(float(seconds))
+    return statistics.median(times), int(segments)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ops", type=int, default=20_000_000)
+    ap.add_argument("--ops", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "iolens"], cwd=ROOT, check=True)
-    iolens = str(ROOT / "target" / "release" / "iolens")
-    results = {"ops": args.ops, "repeat": args.repeat}
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    iolens = str(target / "release" / "iolens")
+    results = {"ops": args.ops, "repeat": args.repeat, "cores": os.cpu_count(),
+               "load_average_at_start": os.getloadavg()[0]}
 
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "null.trace")
@@ -50,21 +116,46 @@ def main():
             check=True, stdout=subprocess.DEVNULL,
         )
         size = os.path.getsize(trace)
-        analyze_s = median_seconds([iolens, "analyze", trace], args.repeat)
-        cat_s = median_seconds(["sh", "-c", f"cat {trace} > /dev/null"], args.repeat)
+        subprocess.run(["sh", "-c", f"cat {trace} > /dev/null"], check=True)  # warm the cache
+        analyze_s, cpu_s, rss = measure([iolens, "analyze", trace], args.repeat)
+        cat_s, _, _ = measure(["sh", "-c", f"cat {trace} > /dev/null"], args.repeat)
         rate = args.ops / analyze_s
-        print(f"iolens trace, {args.ops} records, {size / 2**20:.0f} MiB: analyze {analyze_s:.3f} s "
-              f"= {rate / 1e6:.1f}M records/s (target >= 50M); cat of the file {cat_s:.3f} s")
+        print(f"iolens run trace, {args.ops} records, {size / 2**20:.0f} MiB: analyze {analyze_s:.3f} s "
+              f"= {rate / 1e6:.1f}M records/s (target >= 50M; {args.ops / cpu_s / 1e6:.1f}M records "
+              f"per CPU-second), peak RSS {rss / 2**20:.0f} MiB; cat of the file {cat_s:.3f} s")
         results["native"] = {"records": args.ops, "bytes": size, "analyze_s": analyze_s,
-                             "records_per_s": rate, "cat_s": cat_s}
+                             "analyze_cpu_s": cpu_s, "records_per_s": rate,
+                             "records_per_cpu_s": args.ops / cpu_s, "peak_rss_bytes": rss,
+                             "cat_s": cat_s}
 
+    py = pydarshan_python()
+    results["pydarshan"] = py is not None
+    if py is None:
+        print("PyDarshan is not installed here (pip install darshan, or set PYDARSHAN_PYTHON): "
+              "no comparison with it")
     results["dxt"] = []
     for path in sorted(DXT.glob("*.txt")) if DXT.is_dir() else []:
-        analyze_s = median_seconds([iolens, "analyze", str(path)], args.repeat)
-        wc_s = median_seconds(["wc", "-l", str(path)], args.repeat)
-        lines = int(subprocess.run(["wc", "-l", str(path)], capture_output=True, text=True).stdout.split()[0])
-        print(f"{path.name}: {lines} lines, analyze {analyze_s:.3f} s, wc -l {wc_s:.3f} s")
-        results["dxt"].append({"file": path.name, "lines": lines, "analyze_s": analyze_s, "wc_s": wc_s})
+        text = path.read_text(errors="replace").splitlines()
+        segments = sum(1 for line in text if line.lstrip().startswith(("X_POSIX", "X_MPIIO")))
+        analyze_s, cpu_s, rss = measure([iolens, "analyze", str(path)], args.repeat)
+        wc_s, _, _ = measure(["wc", "-l", str(path)], args.repeat)
+        row = {"file": path.name, "segments": segments, "analyze_s": analyze_s, "analyze_cpu_s": cpu_s,
+               "segments_per_s": segments / analyze_s, "peak_rss_bytes": rss, "wc_s": wc_s}
+        line = (f"{path.name}: {segments} segments, analyze {analyze_s:.3f} s = "
+                f"{segments / analyze_s / 1e6:.2f}M segments/s, peak RSS {rss / 2**20:.0f} MiB")
+        log = DARSHAN / path.name.replace(".dxt.txt", ".darshan")
+        if py and log.exists():
+            load_s, loaded = pydarshan_load(py, log, args.repeat)
+            if load_s is None:
+                line += f"; PyDarshan failed: {loaded[0]}"
+                row["pydarshan_error"] = loaded[0]
+            else:
+                row.update({"pydarshan_load_s": load_s, "pydarshan_segments": loaded,
+                            "speedup_vs_pydarshan": load_s / analyze_s})
+                line += (f"; PyDarshan DXT load {load_s:.3f} s ({loaded} segments) = "
+                         f"{load_s / analyze_s:.1f}x slower (target >= 10x)")
+        print(line)
+        results["dxt"].append(row)
 
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)

@@ -1,5 +1,6 @@
 //! The whole `iolens analyze` path: any format's importer feeding the analyzer, the summary,
-//! its JSON and terminal page, and the emitted job file, which must always load.
+//! its JSON and terminal page, and the emitted job file, which must always load. The events cut
+//! in two, each half on an analyzer of its own and the two merged, give the same summary.
 #![no_main]
 
 use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer};
@@ -7,14 +8,36 @@ use iolens_import::{import_reader, EventSink, Format};
 use iolens_record::event::IoEvent;
 use libfuzzer_sys::fuzz_target;
 
-struct Feed(Analyzer);
-impl EventSink for Feed {
+#[derive(Default)]
+struct Collect {
+    paths: Vec<(u32, String)>,
+    events: Vec<IoEvent>,
+}
+impl EventSink for Collect {
     fn path(&mut self, id: u32, path: &str) {
-        self.0.path(id, path);
+        self.paths.push((id, path.to_string()));
     }
     fn event(&mut self, e: &IoEvent) {
-        self.0.event(e);
+        self.events.push(*e);
     }
+}
+
+fn analyzer(paths: &[(u32, String)], events: &[IoEvent]) -> Analyzer {
+    let opts = AnalyzeOptions {
+        top_files: 3,
+        top_processes: 3,
+        slowest: 3,
+        union_buffer: 256,
+        ..AnalyzeOptions::default()
+    };
+    let mut a = Analyzer::new(opts).unwrap();
+    for (id, path) in paths {
+        a.path(*id, path);
+    }
+    for e in events {
+        a.event(e);
+    }
+    a
 }
 
 const FORMATS: [Format; 5] = [Format::Iolens, Format::Events, Format::Strace, Format::Blkparse, Format::Dxt];
@@ -22,12 +45,17 @@ const FORMATS: [Format; 5] = [Format::Iolens, Format::Events, Format::Strace, Fo
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, input)) = data.split_first() else { return };
     let format = FORMATS[selector as usize % FORMATS.len()];
-    let opts = AnalyzeOptions { top: 3, union_buffer: 256, ..AnalyzeOptions::default() };
-    let mut feed = Feed(Analyzer::new(opts).unwrap());
+    let mut feed = Collect::default();
     if import_reader(input, "fuzz".as_ref(), format, false, &mut feed).is_err() {
         return;
     }
-    let summary = feed.0.finish().expect("no exports, and spills go to the temp directory");
+    let summary =
+        analyzer(&feed.paths, &feed.events).finish().expect("no exports, and spills go to the temp directory");
+    let cut = input.len() % (feed.events.len() + 1);
+    let mut merged = analyzer(&feed.paths, &feed.events[..cut]);
+    merged.merge(analyzer(&feed.paths, &feed.events[cut..]));
+    let merged = merged.finish().unwrap();
+    assert_eq!(format!("{merged:?}"), format!("{summary:?}"), "the merged halves give the whole");
     let _ = render_summary(&summary);
     if let Ok(job) = emit_workload(&summary, "/tmp/replay") {
         if let Err(e) = iolens_workload::parse_job(&job, "replay.toml") {

@@ -47,7 +47,7 @@ pub const OP_COLUMNS: [&str; 11] = [
 const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// A destination for per-operation rows.
-pub(crate) trait OpWriter {
+pub(crate) trait OpWriter: Send {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()>;
     fn finish(self: Box<Self>) -> std::io::Result<()>;
 }

@@ -19,6 +19,8 @@
 //! [`export`].
 
 pub mod export;
+mod filter;
+mod merge;
 mod render;
 mod union;
 mod workload;
@@ -34,6 +36,7 @@ use iolens_record::busy::Interval;
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_COPY_SOURCE, NO_FILE, UNKNOWN_OFFSET};
 use serde::Serialize;
 
+pub use filter::{FilterError, FilterReport, PathFilter};
 pub use render::render_summary;
 pub use workload::emit_workload;
 
@@ -43,8 +46,13 @@ use union::{CompactUnion, ExternalUnion};
 #[derive(Debug, Clone)]
 pub struct AnalyzeOptions {
     pub block_unit: u64,
-    /// Rows in the file, process and slowest-operation tables.
-    pub top: usize,
+    /// Rows in the per-file table; 0 skips per-file state altogether (a trace of many files
+    /// costs far less without it).
+    pub top_files: usize,
+    /// Rows in the per-process table.
+    pub top_processes: usize,
+    /// Operations in the slowest-operations list.
+    pub slowest: usize,
     /// The traced program's wall time, when known (otherwise first start to last end).
     pub program_wall_ns: Option<u64>,
     /// Where the union spills sorted runs (default: the system temp directory).
@@ -56,19 +64,25 @@ pub struct AnalyzeOptions {
     /// Set (by a Ctrl-C handler) to end the analysis early with the summary so far; importers
     /// poll it through [`Analyzer::stop_requested`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// `--include`/`--exclude`: calls on the files it rejects are left out of every figure,
+    /// table and export (counted in [`TraceSummary::filters`]). Calls naming no file are kept.
+    pub filter: PathFilter,
 }
 
 impl Default for AnalyzeOptions {
     fn default() -> Self {
         AnalyzeOptions {
             block_unit: 512,
-            top: 10,
+            top_files: 10,
+            top_processes: 10,
+            slowest: 10,
             program_wall_ns: None,
             spill_dir: None,
             per_op_csv: None,
             per_op_parquet: None,
             union_buffer: 4 << 20,
             stop: None,
+            filter: PathFilter::default(),
         }
     }
 }
@@ -110,9 +124,60 @@ struct ClassAcc {
     sizes: [[u64; 2]; SIZE_BUCKETS],
     seq_known: u64,
     seq_hits: u64,
-    last_end: HashMap<(u32, u32), u64>,
+    seq: SeqTracker,
     duration_sum_ns: u128,
     max_extent: u64,
+}
+
+/// Where each (pid, file)'s last data operation with a known offset ended, to tell sequential
+/// operations. The latest key is held outside the map: runs of calls on one file hash nothing.
+#[derive(Default)]
+struct SeqTracker {
+    ends: HashMap<(u32, u32), u64>,
+    current: Option<((u32, u32), u64)>,
+    /// The first offset of each key, for a merge to judge the first call of a later chunk.
+    first: HashMap<(u32, u32), u64>,
+}
+
+impl SeqTracker {
+    /// Records a call at `offset` ending at `end`; whether it starts where the last one ended.
+    #[inline]
+    fn follows(&mut self, key: (u32, u32), offset: u64, end: u64) -> bool {
+        let previous = match self.current {
+            Some((k, last)) if k == key => Some(last),
+            _ => {
+                self.flush();
+                let previous = self.ends.get(&key).copied();
+                if previous.is_none() {
+                    self.first.insert(key, offset);
+                }
+                previous
+            }
+        };
+        self.current = Some((key, end));
+        previous == Some(offset)
+    }
+
+    fn flush(&mut self) {
+        if let Some((k, end)) = self.current.take() {
+            self.ends.insert(k, end);
+        }
+    }
+
+    /// Adds the calls after this tracker's; a later first call that follows on counts in `hits`.
+    fn absorb(&mut self, mut later: SeqTracker, hits: &mut u64) {
+        self.flush();
+        later.flush();
+        for (key, offset) in later.first {
+            match self.ends.get(&key) {
+                Some(&end) => *hits = hits.saturating_add((end == offset) as u64),
+                None => {
+                    self.first.insert(key, offset);
+                }
+            }
+        }
+        self.ends.extend(later.ends);
+    }
 }
 
 #[derive(Default)]
@@ -124,11 +189,56 @@ struct FileAcc {
     union: CompactUnion,
 }
 
+/// Ids below this index a dense table; importers number paths from 0.
+const DENSE_FILE_IDS: usize = 1 << 20;
+const LAYERS: usize = 4;
+
+/// Per-file accumulators by (file id, layer), dense by id: one index per call, no hashing.
+#[derive(Default)]
+struct FileTable {
+    /// Per id and layer, the accumulator's index in `accs` (u32::MAX: none yet).
+    dense: Vec<[u32; LAYERS]>,
+    sparse: HashMap<(u32, Layer), usize>,
+    accs: Vec<((u32, Layer), FileAcc)>,
+}
+
+impl FileTable {
+    #[inline]
+    fn get_or_default(&mut self, key: (u32, Layer)) -> &mut FileAcc {
+        let (id, layer) = (key.0 as usize, key.1 as usize);
+        let index = if id < DENSE_FILE_IDS {
+            if id >= self.dense.len() {
+                self.dense.resize(id + 1, [u32::MAX; LAYERS]);
+            }
+            let slot = &mut self.dense[id][layer];
+            if *slot == u32::MAX {
+                *slot = self.accs.len() as u32;
+                self.accs.push((key, FileAcc::default()));
+            }
+            *slot as usize
+        } else {
+            let next = self.accs.len();
+            let index = *self.sparse.entry(key).or_insert(next);
+            if index == next {
+                self.accs.push((key, FileAcc::default()));
+            }
+            index
+        };
+        &mut self.accs[index].1
+    }
+
+    fn into_entries(self) -> impl Iterator<Item = ((u32, Layer), FileAcc)> {
+        self.accs.into_iter()
+    }
+}
+
 #[derive(Default)]
 struct ProcAcc {
     ops: u64,
     bytes: u64,
     threads: HashSet<u32>,
+    /// The thread of the last call, already in `threads`.
+    last_tid: Option<u32>,
     union: CompactUnion,
 }
 
@@ -157,12 +267,17 @@ pub struct Analyzer {
     opts: AnalyzeOptions,
     /// Keyed, not indexed: ids come from trace files and may be sparse.
     paths: HashMap<u32, String>,
+    /// Path ids the filter rejects, and whether any call used them.
+    filtered_ids: HashMap<u32, bool>,
+    filter_report: FilterReport,
     classes: BTreeMap<Class, ClassAcc>,
     layers: BTreeMap<Layer, LayerRow>,
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
-    files: HashMap<(u32, Layer), FileAcc>,
+    files: FileTable,
     processes: HashMap<(u32, Layer), ProcAcc>,
+    /// The process of the latest call, held outside `processes` (calls come in runs).
+    current_process: Option<((u32, Layer), ProcAcc)>,
     slowest: BinaryHeap<Reverse<Slow>>,
     seen: u64,
     first_start: u64,
@@ -231,6 +346,29 @@ pub struct ExecutableRow {
     pub counted: bool,
 }
 
+/// A process tree of a traced program: a root (a traced process whose parent was not traced,
+/// e.g. mpirun) and every process it started, directly or not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessTreeRow {
+    pub root_pid: u32,
+    /// The executable of the root's first image.
+    pub root_exe: String,
+    /// The root's parent (not traced: iolens itself, or a shell).
+    pub parent_pid: u32,
+    pub processes: u64,
+    /// Executables run in the tree (file names; "ior ×4": four process images ran it).
+    pub executables: Vec<String>,
+    /// Data operations of the tree's processes on counted files, and their bytes.
+    pub ops: u64,
+    pub bytes: u64,
+    /// Those the aggregate counts (all, unless `--only-exe` chose some processes).
+    pub counted_ops: u64,
+    /// The processes whose calls the aggregate counts.
+    pub counted_pids: Vec<u32>,
+    /// First process start to last process end in the tree.
+    pub wall_s: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowOp {
     pub pid: u32,
@@ -276,7 +414,13 @@ pub struct TraceSummary {
     /// Data operations per executable (traces that name them: `iolens trace`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub executables: Vec<ExecutableRow>,
+    /// Process trees (traces with process start markers: `iolens trace`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub process_trees: Vec<ProcessTreeRow>,
     pub slowest: Vec<SlowOp>,
+    /// The path filters given, and what they left out (None without filters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<FilterReport>,
     pub notes: Vec<String>,
     /// The analysis was stopped (Ctrl-C) before the end of the trace: the figures cover the
     /// events read until then. Told to the envelope of the JSON result, not written here.
@@ -291,10 +435,13 @@ impl Analyzer {
         Ok(Analyzer {
             opts,
             paths: HashMap::new(),
+            filtered_ids: HashMap::new(),
+            filter_report: FilterReport::default(),
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
-            files: HashMap::new(),
+            files: FileTable::default(),
             processes: HashMap::new(),
+            current_process: None,
             slowest: BinaryHeap::new(),
             seen: 0,
             first_start: u64::MAX,
@@ -316,7 +463,34 @@ impl Analyzer {
     }
 
     pub fn path(&mut self, id: u32, path: &str) {
+        if self.opts.filter.admits(path) {
+            self.filtered_ids.remove(&id);
+        } else {
+            self.filtered_ids.insert(id, false);
+        }
         self.paths.insert(id, path.to_string());
+    }
+
+    /// Whether calls on file `id` count (the path filter admits it, or it names no path).
+    pub fn counts_file(&self, id: u32) -> bool {
+        self.filtered_ids.is_empty() || !self.filtered_ids.contains_key(&id)
+    }
+
+    /// Counts a call on a file the filter rejects; true when `e` is one.
+    fn filtered_out(&mut self, e: &IoEvent) -> bool {
+        if self.filtered_ids.is_empty() {
+            return false;
+        }
+        let Some(used) = self.filtered_ids.get_mut(&e.file) else { return false };
+        *used = true;
+        let r = &mut self.filter_report;
+        if e.op.is_data() {
+            r.ops_out = r.ops_out.saturating_add(1);
+            r.bytes_out = r.bytes_out.saturating_add(e.requested);
+        } else if is_sync(e.op) {
+            r.syncs_out = r.syncs_out.saturating_add(1);
+        }
+        true
     }
 
     /// The wall time of what was counted, when known only once the trace is read (the
@@ -348,6 +522,9 @@ impl Analyzer {
     }
 
     pub fn event(&mut self, e: &IoEvent) {
+        if self.filtered_out(e) {
+            return;
+        }
         self.export(e);
         if e.op == IoOp::Mmap {
             self.mmaps += 1;
@@ -379,7 +556,7 @@ impl Analyzer {
             sizes: [[0; 2]; SIZE_BUCKETS],
             seq_known: 0,
             seq_hits: 0,
-            last_end: HashMap::new(),
+            seq: SeqTracker::default(),
             duration_sum_ns: 0,
             max_extent: 0,
         });
@@ -415,13 +592,11 @@ impl Analyzer {
             let n = &mut acc.sizes[bucket][write as usize];
             *n = n.saturating_add(1);
             if e.offset != UNKNOWN_OFFSET {
-                let key = (e.pid, e.file);
                 acc.seq_known = acc.seq_known.saturating_add(1);
-                if acc.last_end.get(&key) == Some(&e.offset) {
+                let moved = if e.result > 0 { e.result as u64 } else { e.requested };
+                if acc.seq.follows((e.pid, e.file), e.offset, e.offset.saturating_add(moved)) {
                     acc.seq_hits = acc.seq_hits.saturating_add(1);
                 }
-                let moved = if e.result > 0 { e.result as u64 } else { e.requested };
-                acc.last_end.insert(key, e.offset.saturating_add(moved));
                 acc.max_extent = acc.max_extent.max(e.offset.saturating_add(e.requested));
             }
             let row = self
@@ -440,37 +615,76 @@ impl Analyzer {
             c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
-        let f = self.files.entry((e.file, e.layer)).or_default();
-        if timed {
-            f.union.push(iv);
-        }
-        if data {
-            f.ops = f.ops.saturating_add(1);
-            f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
-            if write {
-                f.write_bytes = f.write_bytes.saturating_add(e.requested);
-            } else {
-                f.read_bytes = f.read_bytes.saturating_add(e.requested);
+        if self.opts.top_files > 0 {
+            let f = self.files.get_or_default((e.file, e.layer));
+            if timed {
+                f.union.push(iv);
+            }
+            if data {
+                f.ops = f.ops.saturating_add(1);
+                f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
+                if write {
+                    f.write_bytes = f.write_bytes.saturating_add(e.requested);
+                } else {
+                    f.read_bytes = f.read_bytes.saturating_add(e.requested);
+                }
             }
         }
-        let p = self.processes.entry((e.pid, e.layer)).or_default();
+        let key = (e.pid, e.layer);
+        if self.current_process.as_ref().is_none_or(|(k, _)| *k != key) {
+            if let Some((k, acc)) = self.current_process.take() {
+                self.processes.insert(k, acc);
+            }
+            let acc = self.processes.remove(&key).unwrap_or_default();
+            self.current_process = Some((key, acc));
+        }
+        let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
             p.union.push(iv);
         }
-        p.threads.insert(e.tid);
+        if p.last_tid != Some(e.tid) {
+            p.threads.insert(e.tid);
+            p.last_tid = Some(e.tid);
+        }
         if data {
             p.ops = p.ops.saturating_add(1);
             p.bytes = p.bytes.saturating_add(e.requested);
         }
-        if self.opts.top > 0 && timed {
-            self.slowest.push(Reverse(Slow(dur, self.seen, *e)));
-            if self.slowest.len() > self.opts.top {
-                self.slowest.pop();
-            }
+        if timed {
+            self.keep_if_slow(dur, self.seen, *e);
         }
     }
 
-    pub fn finish(self) -> Result<TraceSummary, AnalyzeError> {
+    /// Keeps the `slowest` longest operations, ties going to the later arrival.
+    #[inline]
+    fn keep_if_slow(&mut self, dur: u64, arrival: u64, e: IoEvent) {
+        let n = self.opts.slowest;
+        if n == 0 {
+            return;
+        }
+        if self.slowest.len() >= n
+            && self.slowest.peek().is_some_and(|Reverse(min)| (dur, arrival) < (min.0, min.1))
+        {
+            return;
+        }
+        self.slowest.push(Reverse(Slow(dur, arrival, e)));
+        if self.slowest.len() > n {
+            self.slowest.pop();
+        }
+    }
+
+    /// Puts what is held outside the tables back in.
+    fn flush_caches(&mut self) {
+        if let Some((k, acc)) = self.current_process.take() {
+            self.processes.insert(k, acc);
+        }
+        for acc in self.classes.values_mut() {
+            acc.seq.flush();
+        }
+    }
+
+    pub fn finish(mut self) -> Result<TraceSummary, AnalyzeError> {
+        self.flush_caches();
         let mut notes = Vec::new();
         if let Some(err) = self.spill_error {
             return Err(AnalyzeError::Spill(err));
@@ -533,6 +747,20 @@ impl Analyzer {
             .collect();
 
         let paths = self.paths;
+        let filters = (!self.opts.filter.is_empty()).then(|| {
+            let names: HashSet<&str> = self
+                .filtered_ids
+                .iter()
+                .filter(|(_, used)| **used)
+                .filter_map(|(id, _)| paths.get(id).map(String::as_str))
+                .collect();
+            FilterReport {
+                include: self.opts.filter.include_patterns(),
+                exclude: self.opts.filter.exclude_patterns(),
+                files_out: names.len() as u64,
+                ..self.filter_report
+            }
+        });
         let name = |id: u32| -> String {
             if id == NO_FILE {
                 return String::new();
@@ -541,38 +769,46 @@ impl Analyzer {
         };
         let mut files: Vec<FileRow> = self
             .files
-            .into_iter()
-            .map(|((id, layer), mut f)| FileRow {
-                path: name(id),
-                layer: layer.name().into(),
-                ops: f.ops,
-                bytes: f.read_bytes.saturating_add(f.write_bytes),
-                read_bytes: f.read_bytes,
-                write_bytes: f.write_bytes,
-                busy_s: f.union.busy_ns() as f64 / 1e9,
-                mean_latency_s: if f.ops > 0 { f.latency_sum_ns as f64 / f.ops as f64 / 1e9 } else { 0.0 },
+            .into_entries()
+            .map(|((id, layer), mut f)| {
+                Ok(FileRow {
+                    path: name(id),
+                    layer: layer.name().into(),
+                    ops: f.ops,
+                    bytes: f.read_bytes.saturating_add(f.write_bytes),
+                    read_bytes: f.read_bytes,
+                    write_bytes: f.write_bytes,
+                    busy_s: f.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    mean_latency_s: if f.ops > 0 {
+                        f.latency_sum_ns as f64 / f.ops as f64 / 1e9
+                    } else {
+                        0.0
+                    },
+                })
             })
-            .collect();
+            .collect::<Result<_, AnalyzeError>>()?;
         files.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.path.cmp(&b.path)).then(a.layer.cmp(&b.layer))
         });
-        files.truncate(self.opts.top);
+        files.truncate(self.opts.top_files);
         let mut processes: Vec<ProcessRow> = self
             .processes
             .into_iter()
-            .map(|((pid, layer), mut p)| ProcessRow {
-                pid,
-                layer: layer.name().into(),
-                ops: p.ops,
-                bytes: p.bytes,
-                busy_s: p.union.busy_ns() as f64 / 1e9,
-                threads: p.threads.len(),
+            .map(|((pid, layer), mut p)| {
+                Ok(ProcessRow {
+                    pid,
+                    layer: layer.name().into(),
+                    ops: p.ops,
+                    bytes: p.bytes,
+                    busy_s: p.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    threads: p.threads.len(),
+                })
             })
-            .collect();
+            .collect::<Result<_, AnalyzeError>>()?;
         processes.sort_by(|a, b| {
             b.busy_s.total_cmp(&a.busy_s).then(a.pid.cmp(&b.pid)).then(a.layer.cmp(&b.layer))
         });
-        processes.truncate(self.opts.top);
+        processes.truncate(self.opts.top_processes);
         let mut slowest: Vec<SlowOp> = self
             .slowest
             .into_sorted_vec()
@@ -612,7 +848,9 @@ impl Analyzer {
             files,
             processes,
             executables: Vec::new(),
+            process_trees: Vec::new(),
             slowest,
+            filters,
             notes,
             interrupted: self.interrupted,
         })

@@ -110,6 +110,36 @@ pub fn render_summary(s: &TraceSummary) -> String {
         }
         t.render(&mut out);
     }
+    let one_lone_process = s.process_trees.len() == 1 && s.process_trees[0].processes == 1;
+    if !s.process_trees.is_empty() && !one_lone_process {
+        out.push_str("\nprocess trees (a root process and all it started, by bytes):\n");
+        let mut t =
+            Table::new(vec!["root pid", "processes", "ops", "MiB", "wall_s", "counted", "executables"]);
+        t.left_aligned = vec![5, 6];
+        for r in &s.process_trees {
+            let counted = if r.counted_pids.len() as u64 == r.processes {
+                "all".to_string()
+            } else if r.counted_pids.is_empty() {
+                "none".to_string()
+            } else {
+                let mut pids: Vec<String> = r.counted_pids.iter().take(8).map(u32::to_string).collect();
+                if r.counted_pids.len() > 8 {
+                    pids.push("…".into());
+                }
+                format!("{} of {} (pids {})", r.counted_pids.len(), r.processes, pids.join(" "))
+            };
+            t.rows.push(vec![
+                r.root_pid.to_string(),
+                r.processes.to_string(),
+                r.ops.to_string(),
+                fmt_mib(r.bytes as f64),
+                format!("{:.3}", r.wall_s),
+                counted,
+                r.executables.join(", "),
+            ]);
+        }
+        t.render(&mut out);
+    }
     if !s.slowest.is_empty() {
         out.push_str("\nslowest operations:\n");
         let mut t = Table::new(vec!["duration", "at_s", "pid", "tid", "op", "bytes", "offset", "path"]);
@@ -127,6 +157,21 @@ pub fn render_summary(s: &TraceSummary) -> String {
             ]);
         }
         t.render(&mut out);
+    }
+    if let Some(r) = &s.filters {
+        let mut given = Vec::new();
+        given.extend(r.include.iter().map(|p| format!("--include {p:?}")));
+        given.extend(r.exclude.iter().map(|p| format!("--exclude {p:?}")));
+        let _ = writeln!(
+            out,
+            "path filters {}: left out {} file(s), {} data ops, {} MiB ({} bytes), {} syncs",
+            given.join(" "),
+            r.files_out,
+            r.ops_out,
+            fmt_mib(r.bytes_out as f64),
+            r.bytes_out,
+            r.syncs_out
+        );
     }
     for n in &s.notes {
         let _ = writeln!(out, "note: {n}");

@@ -317,3 +317,151 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn path_filters_leave_files_out_of_every_figure_and_say_so() {
+    let filter = PathFilter::new(&[], &["^/b$".into()]).unwrap();
+    let s = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+    let only_a: Vec<IoEvent> = sample().into_iter().filter(|e| e.file == 0).collect();
+    let reference = analyze(&only_a, AnalyzeOptions::default());
+    assert_eq!(s.figures, reference.figures, "as if /b's calls were not in the trace");
+    assert_eq!(s.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["/a"]);
+    assert!(s.slowest.iter().all(|o| o.path == "/a"));
+    let r = s.filters.expect("the filters are reported");
+    assert_eq!(r.exclude, ["^/b$"]);
+    assert_eq!((r.files_out, r.ops_out, r.bytes_out, r.syncs_out), (1, 2, 2 * 65536, 1));
+    assert!(render_summary(&reference).lines().all(|l| !l.starts_with("path filters")));
+
+    let filter = PathFilter::new(&["^/b".into()], &[]).unwrap();
+    let s = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+    assert_eq!((s.figures.ops, s.figures.write_ops), (2, 2), "only /b's writes are included");
+    let r = s.filters.as_ref().unwrap();
+    assert_eq!((r.files_out, r.ops_out, r.bytes_out), (1, 3, 3 * 4096));
+    assert!(render_summary(&s).contains("path filters --include \"^/b\": left out 1 file(s), 3 data ops"));
+}
+
+#[test]
+fn file_table_and_slowest_list_are_sized_apart() {
+    let s = analyze(&sample(), AnalyzeOptions { top_files: 1, slowest: 3, ..AnalyzeOptions::default() });
+    assert_eq!((s.files.len(), s.slowest.len()), (1, 3));
+    let none = analyze(&sample(), AnalyzeOptions { top_files: 0, slowest: 0, ..AnalyzeOptions::default() });
+    assert!(none.files.is_empty() && none.slowest.is_empty());
+    assert_eq!(none.figures, s.figures, "the tables do not change the figures");
+    assert_eq!(none.processes.len(), 2, "the process table has its own size");
+}
+
+/// A trace with what makes merging hard: several processes, threads, files and layers, calls
+/// overlapping across any cut, sequential runs, unknown offsets, failures, in-kernel copies,
+/// syncs, mmaps, equal durations (ties in the slowest list).
+fn generated_trace(n: usize, seed: u64) -> Vec<IoEvent> {
+    let mut state = seed;
+    let mut next = move |m: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    };
+    let mut offsets = [0u64; 8];
+    let mut t = 1_000u64;
+    (0..n)
+        .map(|_| {
+            t += next(40);
+            let file = next(6) as u32;
+            let pid = 1 + next(3) as u32;
+            let op = [IoOp::Read, IoOp::Write, IoOp::Read, IoOp::Fsync, IoOp::Mmap, IoOp::Open, IoOp::Write]
+                [next(7) as usize];
+            let bytes = [512, 4096, 65536, 1][next(4) as usize];
+            let offset = match next(5) {
+                0 => UNKNOWN_OFFSET,
+                1 => next(1 << 20),
+                _ => offsets[file as usize],
+            };
+            if offset != UNKNOWN_OFFSET {
+                offsets[file as usize] = offset + bytes;
+            }
+            let layer = [Layer::Posix, Layer::Posix, Layer::Stdio, Layer::MpiIo][next(4) as usize];
+            let dur = [10, 10, 100, 5_000, 0][next(5) as usize];
+            IoEvent {
+                pid,
+                tid: pid * 10 + next(2) as u32,
+                file,
+                op,
+                layer,
+                flags: if next(20) == 0 { FLAG_COPY_SOURCE } else { 0 },
+                offset,
+                requested: bytes,
+                result: if next(15) == 0 { -5 } else { bytes as i64 - (next(10) == 0) as i64 },
+                start_ns: t,
+                end_ns: t + dur,
+            }
+        })
+        .collect()
+}
+
+fn summary_json(s: &TraceSummary) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// Each chunk on an analyzer of its own, merged in order, gives the whole trace's summary.
+fn chunked(events: &[IoEvent], cuts: &[usize], opts: &AnalyzeOptions) -> TraceSummary {
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(events.len());
+    let mut parts = bounds.windows(2).map(|w| {
+        let mut a = Analyzer::new(opts.clone()).unwrap();
+        for id in 0..6 {
+            a.path(id, &format!("/f{id}"));
+        }
+        for e in &events[w[0]..w[1]] {
+            a.event(e);
+        }
+        a
+    });
+    let mut first = parts.next().unwrap();
+    for later in parts {
+        first.merge(later);
+    }
+    first.finish().unwrap()
+}
+
+#[test]
+fn chunked_analysis_merged_equals_the_sequential_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for (seed, n) in [(1, 2_000), (2, 5_000), (3, 300)] {
+        let events = generated_trace(n, seed);
+        for union_buffer in [4 << 20, 64, 5] {
+            for filter in [PathFilter::default(), PathFilter::new(&[], &["f3$".into()]).unwrap()] {
+                let opts = AnalyzeOptions {
+                    union_buffer,
+                    spill_dir: Some(dir.path().to_path_buf()),
+                    slowest: 7,
+                    filter,
+                    ..AnalyzeOptions::default()
+                };
+                let whole = summary_json(&chunked(&events, &[], &opts));
+                for cuts in
+                    [vec![n / 2], vec![1, 2, n / 3, n - 1], vec![n / 7, 2 * n / 7, 3 * n / 7, 6 * n / 7]]
+                {
+                    let merged = summary_json(&chunked(&events, &cuts, &opts));
+                    assert_eq!(merged, whole, "seed {seed}, buffer {union_buffer}, cuts {cuts:?}");
+                }
+            }
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "every spilled run is removed");
+}
+
+#[test]
+fn a_busy_period_spanning_chunks_is_one_period() {
+    // One long call in the first chunk covers calls of the second; another touches across.
+    let events = [
+        ev(1, 0, IoOp::Read, 0, 10, 0, 1000),
+        ev(1, 0, IoOp::Read, 10, 10, 1000, 1100),
+        ev(2, 1, IoOp::Write, 0, 10, 500, 600),
+        ev(2, 1, IoOp::Write, 10, 10, 1100, 1200),
+    ];
+    let opts = AnalyzeOptions::default();
+    let merged = chunked(&events, &[2], &opts);
+    assert_eq!((merged.figures.busy_s, merged.figures.busy_periods), (1200e-9, 1));
+    assert_eq!(merged.sequential_fraction, Some(0.5), "each process's second call follows on");
+    assert_eq!(merged.concurrency.peak_in_flight, Some(2));
+    assert_eq!(summary_json(&merged), summary_json(&chunked(&events, &[], &opts)));
+}

@@ -17,6 +17,8 @@ pub struct ExternalUnion {
     /// so no name in the shared base is ever guessed, followed or removed.
     spill_dir: Option<tempfile::TempDir>,
     runs: Vec<PathBuf>,
+    /// Spill directories of merged unions whose runs are in `runs`.
+    adopted_dirs: Vec<tempfile::TempDir>,
     /// Whether the buffer still holds every interval as given (nothing merged or spilled), so
     /// concurrency can be computed exactly.
     pristine: bool,
@@ -45,11 +47,23 @@ impl ExternalUnion {
             spill_base: spill_dir.to_path_buf(),
             spill_dir: None,
             runs: Vec::new(),
+            adopted_dirs: Vec::new(),
             pristine: true,
         }
     }
 
+    #[inline]
     pub fn push(&mut self, iv: Interval) -> std::io::Result<()> {
+        // A call that starts as the previous one ends extends it: the union is the same and
+        // no overlap is lost (touching calls do not overlap), and back-to-back calls of one
+        // thread take no room. Once intervals are merged anyway, any overlap with the last one
+        // extends it.
+        if let Some(last) = self.buffer.last_mut() {
+            if iv.start == last.end || (!self.pristine && iv.start >= last.start && iv.start <= last.end) {
+                last.end = last.end.max(iv.end);
+                return Ok(());
+            }
+        }
         self.buffer.push(iv);
         if self.buffer.len() >= self.capacity {
             self.pristine = false;
@@ -83,6 +97,25 @@ impl ExternalUnion {
         Ok(())
     }
 
+    /// Adds the intervals of a union of later calls (the busy time of both is their union).
+    pub fn absorb(&mut self, mut later: ExternalUnion) -> std::io::Result<()> {
+        self.pristine &= later.pristine;
+        if !later.runs.is_empty() {
+            // Its sorted runs stay where they are, in its directory, which this union keeps.
+            compact(&mut later.buffer);
+            later.spill()?;
+            self.pristine = false;
+            self.runs.append(&mut later.runs);
+            self.adopted_dirs.extend(later.spill_dir.take());
+            self.adopted_dirs.append(&mut later.adopted_dirs);
+            return Ok(());
+        }
+        for iv in later.buffer.drain(..) {
+            self.push(iv)?;
+        }
+        Ok(())
+    }
+
     /// Peak number of overlapping intervals, when every interval is still held.
     pub fn peak_overlap(&self) -> Option<u64> {
         if !self.pristine {
@@ -112,25 +145,86 @@ impl ExternalUnion {
     }
 }
 
-/// A small union kept in memory, compacted as it doubles (per file, per process).
+/// Disjoint intervals a [`CompactUnion`] holds in memory before it moves them to an
+/// [`ExternalUnion`] spilling to the temporary directory (4 MiB; small in tests, to exercise it).
+const COMPACT_CAP: usize = if cfg!(test) { 64 } else { 1 << 18 };
+
+/// A union kept in memory, compacted as it doubles (per file, per process); past
+/// [`COMPACT_CAP`] disjoint intervals it spills, so its memory stays bounded.
 #[derive(Default)]
 pub struct CompactUnion {
     intervals: Vec<Interval>,
     compacted: usize,
+    overflow: Option<Box<ExternalUnion>>,
+    /// The first failure to spill: reported by [`CompactUnion::busy_ns`].
+    error: Option<std::io::Error>,
 }
 
 impl CompactUnion {
+    #[inline]
     pub fn push(&mut self, iv: Interval) {
+        // Calls arrive mostly in time order: one that starts inside or at the end of the last
+        // interval extends it, and a run of back-to-back calls takes one slot.
+        if let Some(last) = self.intervals.last_mut() {
+            if iv.start >= last.start && iv.start <= last.end {
+                last.end = last.end.max(iv.end);
+                return;
+            }
+        }
         self.intervals.push(iv);
-        if self.intervals.len() >= 2 * self.compacted.max(512) {
+        if self.intervals.len() >= 2 * self.compacted.max(COMPACT_CAP.min(512)) {
             compact(&mut self.intervals);
             self.compacted = self.intervals.len();
+            if self.compacted > COMPACT_CAP {
+                self.move_to_overflow();
+            }
         }
     }
 
-    pub fn busy_ns(&mut self) -> u64 {
+    fn move_to_overflow(&mut self) {
+        let overflow = self
+            .overflow
+            .get_or_insert_with(|| Box::new(ExternalUnion::new(COMPACT_CAP, &std::env::temp_dir())));
+        for iv in self.intervals.drain(..) {
+            if let Err(err) = overflow.push(iv) {
+                self.error.get_or_insert(err);
+            }
+        }
+        self.compacted = 0;
+    }
+
+    pub fn absorb(&mut self, mut later: CompactUnion) {
+        self.intervals.append(&mut later.intervals);
         compact(&mut self.intervals);
-        self.intervals.iter().map(|iv| iv.len()).sum()
+        self.compacted = self.intervals.len();
+        if let Some(err) = later.error {
+            self.error.get_or_insert(err);
+        }
+        if let Some(theirs) = later.overflow {
+            self.move_to_overflow();
+            let mine = self.overflow.as_mut().expect("made by move_to_overflow");
+            if let Err(err) = mine.absorb(*theirs) {
+                self.error.get_or_insert(err);
+            }
+        } else if self.compacted > COMPACT_CAP {
+            self.move_to_overflow();
+        }
+    }
+
+    pub fn busy_ns(&mut self) -> std::io::Result<u64> {
+        if let Some(err) = self.error.take() {
+            return Err(err);
+        }
+        if self.overflow.is_some() {
+            self.move_to_overflow();
+            if let Some(err) = self.error.take() {
+                return Err(err);
+            }
+            let overflow = self.overflow.take().expect("checked above");
+            return Ok(overflow.finish()?.busy_ns);
+        }
+        compact(&mut self.intervals);
+        Ok(self.intervals.iter().map(|iv| iv.len()).sum())
     }
 }
 
@@ -156,7 +250,7 @@ mod tests {
             let mut reference = intervals.clone();
             let expected = union_of(&mut reference);
             prop_assert_eq!(ext.finish().unwrap(), expected);
-            prop_assert_eq!(small.busy_ns(), expected.busy_ns);
+            prop_assert_eq!(small.busy_ns().unwrap(), expected.busy_ns);
             prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "runs are removed");
         }
     }

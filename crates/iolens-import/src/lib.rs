@@ -9,6 +9,7 @@
 //! their line numbers, or stop the import in strict mode.
 
 mod blkparse;
+mod chunked;
 pub mod darshan;
 mod dxt;
 mod native;
@@ -19,6 +20,8 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use iolens_record::event::IoEvent;
+
+pub use chunked::import_run_trace_chunked;
 
 /// A trace format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use iolens_record::event::{EventError, EventReader, IoEvent, IoOp, Layer, NO_FILE};
-use iolens_record::trace::{OpKind, OpStatus, TraceError, TraceReader, RECORD_SIZE};
+use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceError, TraceReader, RECORD_SIZE};
 
 use crate::{Ctx, ImportError};
 
@@ -23,36 +23,46 @@ pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), Im
             Ok(None) => return Ok(()),
             // A run killed mid-write leaves a partial last record: what precedes it is sound.
             Err(TraceError::Truncated { offset, bytes }) => {
-                ctx.report.notes.push(format!(
-                    "the trace is truncated at offset {offset} ({bytes} of a {RECORD_SIZE}-byte record): the records before it are analysed"
-                ));
+                ctx.report.notes.push(truncated_note(offset, bytes));
                 return Ok(());
             }
             Err(e) => return Err(ctx.format_err(&path, e)),
         };
-        let op = match rec.kind {
-            OpKind::Read => IoOp::Read,
-            OpKind::Write => IoOp::Write,
-            OpKind::Fsync => IoOp::Fsync,
-            OpKind::Close => IoOp::Close,
-        };
-        let result = match rec.status {
-            OpStatus::Error => -(libc::EIO as i64),
-            _ => rec.bytes as i64,
-        };
-        ctx.event(&IoEvent {
-            pid: 0,
-            tid: rec.stream as u32,
-            file: ids.get(rec.stream as usize).copied().unwrap_or(NO_FILE),
-            op,
-            layer: Layer::Posix,
-            flags: 0,
-            offset: rec.offset,
-            requested: rec.bytes as u64,
-            result,
-            start_ns: rec.start_ns,
-            end_ns: rec.end_ns,
-        });
+        ctx.event(&event_of_record(&rec, ids.get(rec.stream as usize).copied().unwrap_or(NO_FILE)));
+    }
+}
+
+pub(crate) fn truncated_note(offset: u64, bytes: usize) -> String {
+    format!(
+        "the trace is truncated at offset {offset} ({bytes} of a {RECORD_SIZE}-byte record): the records before it are analysed"
+    )
+}
+
+/// A run-trace record as an event: one process, a thread and a file per stream (agent).
+#[inline]
+pub(crate) fn event_of_record(rec: &OpRecord, file: u32) -> IoEvent {
+    let op = match rec.kind {
+        OpKind::Read => IoOp::Read,
+        OpKind::Write => IoOp::Write,
+        OpKind::Fsync => IoOp::Fsync,
+        OpKind::Close => IoOp::Close,
+    };
+    let result = match rec.status {
+        OpStatus::Error => -(libc::EIO as i64),
+        _ => rec.bytes as i64,
+    };
+    IoEvent {
+        pid: 0,
+        tid: rec.stream as u32,
+        file,
+        op,
+        layer: Layer::Posix,
+        flags: 0,
+        offset: rec.offset,
+        requested: rec.bytes as u64,
+        result,
+        start_ns: rec.start_ns,
+        end_ns: rec.end_ns,
     }
 }
 

@@ -426,9 +426,17 @@ pub struct WriteModesArgs {
 /// What a trace summary shows and where its exports go.
 #[derive(Debug, Args, Clone)]
 pub struct SummaryArgs {
-    /// Rows in the per-file, per-process and slowest-operation tables.
-    #[arg(long, default_value_t = 10)]
-    pub top: usize,
+    /// Rows in the per-file table [default: 10]; 0 leaves the table out, and the per-file
+    /// bookkeeping with it (faster on traces of many files).
+    #[arg(long, value_name = "N")]
+    pub top_files: Option<usize>,
+    /// Operations in the slowest-operations list [default: 10].
+    #[arg(long, value_name = "N")]
+    pub slowest: Option<usize>,
+    /// Deprecated: sets both --top-files and --slowest (and the per-process table's rows);
+    /// an explicit --top-files or --slowest wins.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
     /// BPS block unit.
     #[arg(long, default_value = "512")]
     pub block_unit: String,
@@ -451,6 +459,14 @@ pub struct SummaryArgs {
     /// more); wall time is then theirs, from the first one's start to the last one's end.
     #[arg(long, value_name = "NAME")]
     pub only_exe: Vec<String>,
+    /// Count only files whose path matches this regular expression (repeat: any of them), as
+    /// Darshan's NAME_INCLUDE; what is left out is counted in the summary.
+    #[arg(long, value_name = "REGEX")]
+    pub include: Vec<String>,
+    /// Leave out files whose path matches this regular expression (repeat: any of them), as
+    /// Darshan's NAME_EXCLUDE; it wins over --include.
+    #[arg(long, value_name = "REGEX")]
+    pub exclude: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
 mod preload;
+mod process_tree;
 mod quick;
 mod report_cmd;
 mod result_figures;

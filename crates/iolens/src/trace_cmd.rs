@@ -11,10 +11,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
+use iolens_analyze::{
+    emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, PathFilter, TraceSummary,
+};
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
-use iolens_import::{detect_format, import, EventSink, Format, ImportReport};
+use iolens_import::{detect_format, import, import_run_trace_chunked, EventSink, Format, ImportReport};
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
     NO_FILE,
@@ -22,6 +24,7 @@ use iolens_record::event::{
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+use crate::process_tree::ProcessForest;
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
@@ -38,6 +41,7 @@ struct Feed<'a> {
     executables: BTreeMap<String, ExecutableAcc>,
     /// First start and last end of the counted processes (markers and calls).
     counted_span: Option<(u64, u64)>,
+    trees: ProcessForest,
 }
 
 #[derive(Default)]
@@ -82,9 +86,12 @@ impl EventSink for Feed<'_> {
         }
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 {
             let exe = self.analyzer.path_name(e.file).unwrap_or("?").to_string();
-            if self.counts(Some(&exe)) {
+            let counted = self.counts(Some(&exe));
+            if counted {
                 self.widen_span(e.start_ns, e.end_ns);
             }
+            // The start marker's offset is the parent's pid.
+            self.trees.start(e.pid, e.offset as u32, &exe, counted, e.start_ns);
             let acc = self.executables.entry(exe.clone()).or_default();
             acc.images += 1;
             acc.pids.insert(e.pid);
@@ -94,15 +101,22 @@ impl EventSink for Feed<'_> {
         let exe = self.exe_of.get(&e.pid).map(String::as_str);
         let counted = self.counts(exe);
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_END != 0 {
+            self.trees.end(e.pid, e.end_ns);
             if counted {
                 self.widen_span(e.start_ns, e.end_ns);
             }
             return;
         }
-        if e.op.is_data() {
-            let acc = self.executables.entry(exe.unwrap_or("?").to_string()).or_default();
+        if e.op.is_data() && self.analyzer.counts_file(e.file) {
+            let exe = exe.unwrap_or("?");
+            // Looked up before inserting: a data call allocates nothing.
+            if !self.executables.contains_key(exe) {
+                self.executables.insert(exe.to_string(), ExecutableAcc::default());
+            }
+            let acc = self.executables.get_mut(exe).expect("inserted above");
             acc.ops = acc.ops.saturating_add(1);
             acc.bytes = acc.bytes.saturating_add(e.requested);
+            self.trees.data(e.pid, e.requested, counted, e.end_ns);
         }
         if !counted {
             return;
@@ -121,11 +135,18 @@ fn error(message: &str, code: u8, json: Option<&Path>, command: &str) -> u8 {
     crate::output::report_error(json, command, message, false, code)
 }
 
+/// Rows of the summary's tables unless the user says otherwise.
+const DEFAULT_ROWS: usize = 10;
+
 fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptions, String> {
     let block_unit = iolens_workload::parse_size(&s.block_unit).map_err(|e| format!("--block-unit: {e}"))?;
+    let filter = PathFilter::new(&s.include, &s.exclude).map_err(|e| e.to_string())?;
     Ok(AnalyzeOptions {
+        filter,
         block_unit: block_unit.max(1),
-        top: s.top,
+        top_files: s.top_files.or(s.top).unwrap_or(DEFAULT_ROWS),
+        slowest: s.slowest.or(s.top).unwrap_or(DEFAULT_ROWS),
+        top_processes: s.top.unwrap_or(DEFAULT_ROWS),
         program_wall_ns,
         per_op_csv: s.csv.clone(),
         per_op_parquet: s.parquet.clone(),
@@ -141,6 +162,15 @@ fn summarize(
     opts: AnalyzeOptions,
     only_exe: &[String],
 ) -> Result<(TraceSummary, ImportReport), String> {
+    let filter_is_empty = opts.filter.is_empty();
+    // A run trace's records have one size: it is read in parallel chunks unless the calls must
+    // pass in order (per-op exports) or through the process selection.
+    let chunked = format == Format::Iolens
+        && path.is_file()
+        && only_exe.is_empty()
+        && opts.per_op_csv.is_none()
+        && opts.per_op_parquet.is_none();
+    let part_opts = opts.clone();
     let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
     let mut feed = Feed {
         analyzer: &mut analyzer,
@@ -151,12 +181,18 @@ fn summarize(
         exe_of: HashMap::new(),
         executables: BTreeMap::new(),
         counted_span: None,
+        trees: ProcessForest::default(),
     };
-    let report = import(path, format, strict, &mut feed).map_err(|e| e.to_string())?;
+    let report = if chunked {
+        import_in_chunks(path, part_opts, feed.analyzer)?
+    } else {
+        import(path, format, strict, &mut feed).map_err(|e| e.to_string())?
+    };
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
+    let process_trees = feed.trees.rows();
     let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
     if let (false, Some((start, end))) = (only_exe.is_empty(), counted_span) {
         feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
@@ -171,10 +207,14 @@ fn summarize(
     let io_uring_note = (!io_uring_pids.is_empty()).then(|| format!(
         "process(es) {io_uring_pids:?} used io_uring{registered}: their io_uring requests bypass libc and are NOT in these figures"
     ));
+    let filtered = !filter_is_empty;
     if let Some(log) = &report.darshan {
         // A Darshan job's wall time is its runtime, not the span of its DXT segments.
         analyzer.set_program_wall_ns(log.runtime_ns());
     }
+    let darshan_filter_note = (filtered && report.darshan.is_some()).then(|| {
+        "the path filters apply to the DXT segments and to the tables below; the module counter totals of the log above are of every file".to_string()
+    });
     let secure_notes: Vec<String> = secure_execs
         .into_iter()
         .map(|(pid, file)| {
@@ -187,8 +227,10 @@ fn summarize(
     let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
     summary.notes.extend(selection_note);
     summary.executables = executable_rows(executables, only_exe);
+    summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
+    summary.notes.extend(darshan_filter_note);
     if report.dropped > 0 {
         let why = match report.drop_errno {
             Some(errno) => format!(
@@ -224,6 +266,51 @@ fn summarize(
     }
     summary.notes.extend(report.notes.iter().cloned());
     Ok((summary, report))
+}
+
+/// Records per chunk below which a run trace is not split further.
+const MIN_CHUNK_RECORDS: u64 = 1 << 20;
+/// Threads reading one run trace at most.
+const MAX_CHUNK_THREADS: usize = 8;
+
+/// An analyzer of one chunk of a run trace.
+struct ChunkSink(Analyzer);
+
+impl EventSink for ChunkSink {
+    fn path(&mut self, id: u32, path: &str) {
+        self.0.path(id, path);
+    }
+    fn event(&mut self, e: &IoEvent) {
+        self.0.event(e);
+    }
+    fn stop_requested(&mut self) -> bool {
+        self.0.stop_requested()
+    }
+}
+
+/// Reads a run trace in chunks on as many threads as there are cores, each chunk into an
+/// analyzer of its own, merged into `analyzer` in file order (the same summary as one pass).
+fn import_in_chunks(
+    path: &Path,
+    opts: AnalyzeOptions,
+    analyzer: &mut Analyzer,
+) -> Result<ImportReport, String> {
+    let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
+        / iolens_record::trace::RECORD_SIZE as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize);
+    // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
+    // every interval is still held (and the peak in flight can be counted): memory is bounded
+    // by the number of threads, not by the trace.
+    let mut parts = (0..threads)
+        .map(|_| Analyzer::new(opts.clone()).map(ChunkSink))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
+    for ChunkSink(part) in parts {
+        analyzer.merge(part);
+    }
+    Ok(report)
 }
 
 /// Which processes `--only-exe` counted, and which it left out.

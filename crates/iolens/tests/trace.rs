@@ -630,6 +630,70 @@ fn analyze_binary_darshan_log() {
     assert_eq!(mpiio_rows.iter().map(|f| f["write_bytes"].as_u64().unwrap()).sum::<u64>(), 2 << 30);
 }
 
+fn analyze_json(path: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = scratch();
+    let json = out.path().join("a.json");
+    let run = iolens().arg("analyze").arg(path).args(extra).arg("--json").arg(&json).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// Darshan's NAME_INCLUDE/NAME_EXCLUDE: what the filters leave out is counted, on DXT text and
+/// binary logs alike, and what is left plus what is out is the whole trace.
+#[test]
+fn include_and_exclude_filters_split_the_trace_and_count_what_they_leave_out() {
+    let darshan = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/darshan/nonmpi_dxt_anonymized.darshan");
+    let Some(text) = dxt("nonmpi_dxt_anonymized.dxt.txt") else {
+        eprintln!("skipped: shared DXT samples not found");
+        return;
+    };
+    for path in [text, darshan] {
+        let all = analyze_json(&path, &[]);
+        assert!(all.get("filters").is_none(), "no filters, no filter report");
+        let out = analyze_json(&path, &["--exclude", "^//9", "--exclude", "^//8"]);
+        let report = &out["filters"];
+        assert_eq!(report["exclude"], serde_json::json!(["^//9", "^//8"]));
+        let kept = out["ops"].as_u64().unwrap();
+        let left_out = report["ops_out"].as_u64().unwrap();
+        assert!(kept > 0 && left_out > 0 && report["files_out"].as_u64().unwrap() > 0, "{report}");
+        assert_eq!(kept + left_out, all["ops"].as_u64().unwrap(), "{}", path.display());
+        assert_eq!(
+            out["bytes"].as_u64().unwrap() + report["bytes_out"].as_u64().unwrap(),
+            all["bytes"].as_u64().unwrap()
+        );
+        assert!(out["files"].as_array().unwrap().iter().all(|f| {
+            let p = f["path"].as_str().unwrap();
+            !p.starts_with("//9") && !p.starts_with("//8")
+        }));
+        let only = analyze_json(&path, &["--include", "^//9", "--include", "^//8"]);
+        assert_eq!(only["ops"].as_u64().unwrap(), left_out, "the include of what was excluded");
+    }
+}
+
+#[test]
+fn top_files_and_slowest_size_their_tables_apart_and_top_sets_both() {
+    let Some(path) = dxt("nonmpi_dxt_anonymized.dxt.txt") else { return };
+    let rows = |v: &serde_json::Value| {
+        (v["files"].as_array().unwrap().len(), v["slowest"].as_array().unwrap().len())
+    };
+    assert_eq!(rows(&analyze_json(&path, &["--top-files", "2", "--slowest", "5"])), (2, 5));
+    assert_eq!(rows(&analyze_json(&path, &["--top", "3"])), (3, 3));
+    assert_eq!(rows(&analyze_json(&path, &["--top", "3", "--slowest", "1"])), (3, 1), "explicit wins");
+    let no_files = analyze_json(&path, &["--top-files", "0"]);
+    assert_eq!(rows(&no_files), (0, 10));
+    assert_eq!(no_files["ops"], analyze_json(&path, &[])["ops"]);
+}
+
+#[test]
+fn an_invalid_filter_pattern_is_a_usage_error_naming_the_flag() {
+    let Some(path) = dxt("mpi-io-test_32ranks.dxt.txt") else { return };
+    let out = iolens().arg("analyze").arg(&path).args(["--include", "(unclosed"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--include \"(unclosed\": not a valid regular expression"), "{err}");
+}
+
 #[test]
 fn analyze_rejects_garbage_with_a_line_number_in_strict_mode() {
     let dir = scratch();
@@ -989,6 +1053,24 @@ fn only_exe_counts_the_chosen_processes_and_says_which() {
     assert_eq!(row("/dd")["counted"], true);
     assert_eq!(row("/dd")["ops"].as_u64(), Some(10), "its reads of /dev/zero are not file I/O: {rows:?}");
     assert_eq!(row("python3")["counted"], false);
+    // One tree: the traced program (python3, or a wrapper that runs it) and everything it
+    // started, dd among them; only dd's process counts.
+    let trees = dd["process_trees"].as_array().unwrap();
+    assert_eq!(trees.len(), 1, "{trees:?}");
+    let tree = &trees[0];
+    let processes = tree["processes"].as_u64().unwrap();
+    assert!(processes >= 2, "{tree}");
+    let exes: Vec<&str> =
+        tree["executables"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    assert!(exes.contains(&"dd") && exes.iter().any(|e| e.starts_with("python3")), "{tree}");
+    assert_eq!(tree["counted_pids"].as_array().unwrap().len(), 1, "{tree}");
+    assert_eq!(tree["counted_ops"].as_u64(), Some(10));
+    assert_eq!(tree["ops"], all["ops"], "every data call lies in the tree");
+    let text = String::from_utf8_lossy(
+        &iolens().arg("analyze").arg(&streams).args(["--only-exe", "dd"]).output().unwrap().stdout,
+    )
+    .to_string();
+    assert!(text.contains("process trees") && text.contains(&format!("1 of {processes} (pids")), "{text}");
 }
 
 #[test]

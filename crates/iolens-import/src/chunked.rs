@@ -1,0 +1,186 @@
+//! `iolens run --trace` files read in parallel: their records have a fixed size, so the file
+//! splits into record ranges, one per thread, each read into a sink of its own. The caller
+//! merges the sinks in file order (`iolens_analyze::Analyzer::merge`).
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use iolens_record::trace::{OpRecord, TraceError, TraceReader, RECORD_SIZE};
+
+use crate::native::event_of_record;
+use crate::{Ctx, EventSink, Format, ImportError, ImportReport};
+
+/// Records read per positional read (1 MiB).
+const RECORDS_PER_READ: usize = 32 * 1024;
+
+/// What one thread read of its range.
+struct Part {
+    records: u64,
+    /// The first corrupt record in the range.
+    error: Option<TraceError>,
+    interrupted: bool,
+}
+
+fn read_range(file: &File, from: u64, records: u64, ids: &[u32], sink: &mut dyn EventSink) -> Part {
+    let mut buf = vec![0u8; RECORDS_PER_READ * RECORD_SIZE];
+    let mut done = 0u64;
+    while done < records {
+        if sink.stop_requested() {
+            return Part { records: done, error: None, interrupted: true };
+        }
+        let n = (records - done).min(RECORDS_PER_READ as u64) as usize;
+        let at = from + done * RECORD_SIZE as u64;
+        let bytes = &mut buf[..n * RECORD_SIZE];
+        if let Err(e) = file.read_exact_at(bytes, at) {
+            return Part { records: done, error: Some(TraceError::Io(e)), interrupted: false };
+        }
+        for (i, raw) in bytes.chunks_exact(RECORD_SIZE).enumerate() {
+            let offset = at + (i * RECORD_SIZE) as u64;
+            let raw: &[u8; RECORD_SIZE] = raw.try_into().expect("chunks_exact gives whole records");
+            match OpRecord::decode(raw, offset) {
+                Ok(rec) => {
+                    let file = ids.get(rec.stream as usize).copied().unwrap_or(iolens_record::event::NO_FILE);
+                    sink.event(&event_of_record(&rec, file));
+                }
+                Err(e) => return Part { records: done + i as u64, error: Some(e), interrupted: false },
+            }
+        }
+        done += n as u64;
+    }
+    Part { records: done, error: None, interrupted: false }
+}
+
+/// Imports the run trace at `path` into `sinks`, one record range each (in file order; the
+/// ranges differ in length by at most one record), on one thread each. Every sink is told every
+/// stream's path, with the ids a sequential [`crate::import`] gives. A corrupt record fails the
+/// import as it would sequentially (the first one in the file is named).
+pub fn import_run_trace_chunked<S: EventSink + Send>(
+    path: &Path,
+    sinks: &mut [S],
+) -> Result<ImportReport, ImportError> {
+    let io_err = |source| ImportError::Io { path: path.to_path_buf(), source };
+    let format_err = |e: TraceError| ImportError::Format { path: path.to_path_buf(), message: e.to_string() };
+    let file = File::open(path).map_err(io_err)?;
+    let reader = TraceReader::new(std::io::BufReader::new(&file)).map_err(format_err)?;
+    let data_offset = reader.offset();
+    let streams = reader.streams;
+    let len = file.metadata().map_err(io_err)?.len();
+    let body = len.saturating_sub(data_offset);
+    let records = body / RECORD_SIZE as u64;
+    let tail = (body % RECORD_SIZE as u64) as usize;
+
+    let ids: Vec<u32> = (0..streams.len() as u32).collect();
+    for sink in sinks.iter_mut() {
+        for (id, name) in ids.iter().zip(&streams) {
+            sink.path(*id, name);
+        }
+    }
+    let parts = sinks.len().max(1) as u64;
+    let parts: Vec<Part> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sinks
+            .iter_mut()
+            .enumerate()
+            .map(|(i, sink)| {
+                let i = i as u64;
+                let first = records * i / parts;
+                let count = records * (i + 1) / parts - first;
+                let (file, ids) = (&file, &ids);
+                scope.spawn(move || {
+                    read_range(file, data_offset + first * RECORD_SIZE as u64, count, ids, sink)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a chunk reader does not panic")).collect()
+    });
+
+    // The report of a sequential read, with a sink that only counts.
+    let mut counter = CountOnly;
+    let mut ctx = Ctx::new(&mut counter, path, Format::Iolens, false);
+    for part in parts {
+        if let Some(e) = part.error {
+            return Err(format_err(e));
+        }
+        ctx.report.events += part.records;
+        ctx.report.interrupted |= part.interrupted;
+    }
+    if tail > 0 && !ctx.report.interrupted {
+        let offset = data_offset + records * RECORD_SIZE as u64;
+        ctx.report.notes.push(crate::native::truncated_note(offset, tail));
+    }
+    Ok(ctx.report)
+}
+
+struct CountOnly;
+impl EventSink for CountOnly {
+    fn path(&mut self, _: u32, _: &str) {}
+    fn event(&mut self, _: &iolens_record::event::IoEvent) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Collect;
+    use iolens_record::trace::{OpKind, OpStatus, TraceWriter};
+
+    fn write_trace(path: &Path, records: u64) {
+        let names: Vec<String> = (0..3).map(|i| format!("agent{i}")).collect();
+        let writer = TraceWriter::create(path, &names).unwrap();
+        let mut bufs: Vec<_> = (0..3).map(|_| writer.buffer()).collect();
+        for i in 0..records {
+            let stream = (i % 3) as u16;
+            bufs[stream as usize].push(&OpRecord {
+                start_ns: i * 7,
+                end_ns: i * 7 + 11,
+                offset: i * 512,
+                bytes: 512,
+                stream,
+                kind: [OpKind::Read, OpKind::Write, OpKind::Fsync][(i % 5 % 3) as usize],
+                status: if i % 11 == 0 { OpStatus::Short } else { OpStatus::Complete },
+            });
+        }
+        bufs.into_iter().for_each(|b| b.finish().unwrap());
+        writer.finish().unwrap();
+    }
+
+    #[test]
+    fn chunks_concatenated_are_the_sequential_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.iolt");
+        write_trace(&path, 100_003);
+        let mut whole = Collect::default();
+        let expected = crate::import(&path, Format::Iolens, false, &mut whole).unwrap();
+        for chunks in [1, 2, 3, 7] {
+            let mut sinks: Vec<Collect> = (0..chunks).map(|_| Collect::default()).collect();
+            let report = import_run_trace_chunked(&path, &mut sinks).unwrap();
+            assert_eq!(report.events, expected.events);
+            let events: Vec<_> = sinks.iter().flat_map(|s| s.events.iter().copied()).collect();
+            assert_eq!(events, whole.events, "{chunks} chunks");
+            assert!(sinks.iter().all(|s| s.paths == whole.paths));
+        }
+    }
+
+    #[test]
+    fn a_cut_last_record_and_a_corrupt_one_read_as_sequentially() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.iolt");
+        write_trace(&path, 1000);
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 5).unwrap();
+        let expected = crate::import(&path, Format::Iolens, false, &mut Collect::default()).unwrap();
+        let mut sinks: Vec<Collect> = (0..3).map(|_| Collect::default()).collect();
+        let report = import_run_trace_chunked(&path, &mut sinks).unwrap();
+        assert_eq!((report.events, &report.notes), (expected.events, &expected.notes));
+
+        let mut bytes = std::fs::read(&path).unwrap();
+        // The cut took 5 bytes off the last record: records start 5 bytes past these.
+        let (first_bad, second_bad) = (bytes.len() + 5 - 32 * 700, bytes.len() + 5 - 32 * 100);
+        bytes[first_bad + 30] = 9;
+        bytes[second_bad + 30] = 9;
+        std::fs::write(&path, &bytes).unwrap();
+        let expected = crate::import(&path, Format::Iolens, false, &mut Collect::default()).unwrap_err();
+        let err = import_run_trace_chunked(&path, &mut sinks).unwrap_err();
+        assert_eq!(err.to_string(), expected.to_string());
+        assert!(err.to_string().contains(&format!("offset {first_bad}")), "{err}");
+    }
+}
