@@ -1,5 +1,5 @@
-//! Presenting results: the terminal table ([`table`]), and exports to JSON and CSV
-//! ([`export`]). Nothing here measures or computes figures; it only lays out a
+//! Presenting results: the terminal table ([`table`]), and exports to JSON, CSV and Parquet
+//! ([`export`], one module per format). Nothing here measures or computes figures; it only lays out a
 //! [`RunResult`](iolens_metrics::RunResult).
 
 pub mod export;
