@@ -15,7 +15,7 @@ use iolens_workload::{parse_duration, parse_size};
 use serde::Serialize;
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
-use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
@@ -37,6 +37,7 @@ fn finish<R: Serialize>(
     result: Result<R, SuiteError>,
     render: impl Fn(&R) -> String,
     json: &Option<std::path::PathBuf>,
+    parquet: &Option<std::path::PathBuf>,
     stop: &AtomicBool,
     command: &str,
     runner: &dyn PointRunner,
@@ -50,6 +51,9 @@ fn finish<R: Serialize>(
     say!("{}", render(&r));
     if let Some(path) = json {
         write_json_or_warn(path, &r);
+    }
+    if let Some(path) = parquet {
+        check_write(path, iolens_report::export::parquet::write_points(path, &r).map(|_| ()));
     }
     Ok(())
 }
@@ -104,7 +108,7 @@ pub fn sweep(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, sweep::render, &a.suite.json, stop, &command, runner)
+    finish(result, sweep::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
 }
 
 pub fn saturate(
@@ -129,7 +133,7 @@ pub fn saturate(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, saturate::render, &a.suite.json, stop, &command, runner)
+    finish(result, saturate::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
 }
 
 pub fn write_modes(
@@ -163,7 +167,7 @@ pub fn write_modes(
         &context(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, write_modes::render, &a.json, stop, &command, runner)
+    finish(result, write_modes::render, &a.json, &a.parquet, stop, &command, runner)
 }
 
 /// What `beff-io`'s flags say, for the thread and the MPI-IO version alike; the message why not.
@@ -203,7 +207,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         );
     }
     let result = beff_io::run(&cfg, stop);
-    finish(result, beff_io::render, &a.json, stop, &command, &LocalRunner)
+    finish(result, beff_io::render, &a.json, &None, stop, &command, &LocalRunner)
 }
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -220,5 +224,5 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     // validate only writes the files it lays out in a directory of its own.
     let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command, &LocalRunner));
     progress.finish();
-    finish(result, validation::render, &a.json, stop, &command, &LocalRunner)
+    finish(result, validation::render, &a.json, &None, stop, &command, &LocalRunner)
 }

@@ -14,5 +14,5 @@ pub mod csv;
 pub mod json;
 pub mod parquet;
 
-pub use self::csv::{csv_field, write_csv};
+pub use self::csv::{csv_field, write_csv, write_series_csv};
 pub use self::json::{write_json_atomic, ErrorReport};
