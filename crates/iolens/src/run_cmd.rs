@@ -103,15 +103,6 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if a.repeat == 0 {
         return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
     }
-    if a.repeat > 1 && a.parquet.is_some() {
-        return Err(fail(
-            &a.output,
-            &command,
-            "--parquet: not with --repeat yet; write each repetition's JSON (--json) instead",
-            false,
-            EXIT_USAGE,
-        ));
-    }
     if a.repeat > 1 {
         return run_repeated(&a, &job, &opts, stop, &command);
     }
@@ -158,6 +149,9 @@ fn write_parquet(path: &std::path::Path, run: &iolens_metrics::RunResult, trace:
 /// The files written beside `--csv` and `--parquet` need those to be files, not stdout.
 fn check_companions(a: &RunArgs, series: bool) -> Result<(), String> {
     let stdout = |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(iolens_report::is_stdout);
+    if series && a.repeat > 1 && a.output.csv.is_some() {
+        return Err("--log-interval with --repeat and --csv: the CSV holds the repetitions' summary, not their series\n  hint: the series are in --json and --parquet (STEM-series.parquet, a row per interval and repetition)".into());
+    }
     if series && stdout(&a.output.csv) {
         return Err("--log-interval with --csv -: the series goes to a file beside the CSV\n  hint: give --csv a file name (the series is written to NAME-series.csv)".into());
     }
@@ -305,6 +299,13 @@ pub(crate) fn publish_repeated<R: Serialize>(
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
+    }
+    if let Some(path) = &a.parquet {
+        let envelope = iolens_report::export::parquet::envelope(&report, &["runs"]);
+        check_write(
+            path,
+            iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),
+        );
     }
     outcome(done.error, done.verify_error)
 }

@@ -255,3 +255,62 @@ fn sweep_points_go_to_parquet() {
     assert!(columns.iter().any(|c| c == "iops") && columns.iter().any(|c| c.starts_with("curves_")));
     assert_eq!(envelope["schema_version"], v["schema_version"]);
 }
+
+#[test]
+fn repetitions_go_to_parquet_numbered() {
+    let dir = tempfile::tempdir().unwrap();
+    let pq = dir.path().join("rep.parquet");
+    let json = dir.path().join("rep.json");
+    let common = [
+        "run",
+        "--quiet",
+        "--engine",
+        "null",
+        "--rate",
+        "1000",
+        "--time",
+        "250ms",
+        "--log-interval",
+        "100ms",
+    ];
+    run_ok(
+        &[
+            &common[..],
+            &["--repeat", "2", "--target", dir.path().to_str().unwrap()],
+            &["--json", json.to_str().unwrap(), "--parquet", pq.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let v = read_json(&json);
+    let (columns, rows, envelope) = parquet(&pq);
+    assert_eq!(columns[..3], ["repetition", "scope", "name"]);
+    let numbers: Vec<i64> = column(&columns, &rows, "repetition").into_iter().map(long).collect();
+    assert_eq!(numbers, [1, 1, 2, 2], "one agent and the aggregate per repetition");
+    let ops = column(&columns, &rows, "ops");
+    assert_eq!(long(ops[3]) as u64, u(&v["runs"][1]["aggregate"]["ops"]));
+    assert_eq!(envelope["repeat"], 2);
+    assert!(envelope.get("runs").is_none());
+    let (s_columns, s_rows, _) = parquet(&pq.with_file_name("rep-series.parquet"));
+    assert_eq!(s_columns[..4], ["repetition", "scope", "name", "interval"]);
+    let per_run: usize = (0..2)
+        .map(|k| {
+            let s = &v["runs"][k]["series"];
+            s["aggregate"].as_array().unwrap().len()
+                + s["agents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a["intervals"].as_array().unwrap().len())
+                    .sum::<usize>()
+        })
+        .sum();
+    assert_eq!(s_rows.len(), per_run);
+
+    let out = iolens()
+        .args(common)
+        .args(["--repeat", "2", "--target", dir.path().to_str().unwrap(), "--csv", "x.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--log-interval with --repeat and --csv"));
+}

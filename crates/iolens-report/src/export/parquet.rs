@@ -373,10 +373,9 @@ pub fn envelope<T: serde::Serialize>(result: &T, keys: &[&str]) -> String {
     v.to_string()
 }
 
-/// A run as Parquet: one row per agent (`scope` = `agent`) and the aggregate (`scope` =
-/// `aggregate`, `name` = the job), columns as the JSON's figures flattened (`lat_ns_p99`).
-pub fn write_run(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Result<()> {
-    let mut rows = Vec::with_capacity(run.agents.len() + 1);
+/// A run's rows: one per agent (`scope` = `agent`) and the aggregate (`scope` = `aggregate`,
+/// `name` = the job), the JSON's figures flattened (`lat_ns_p99`).
+pub fn run_rows(run: &iolens_metrics::RunResult) -> Vec<serde_json::Value> {
     let with_scope = |scope: &str, name: &str, v: serde_json::Value| {
         let mut row = serde_json::Map::new();
         row.insert("scope".into(), scope.into());
@@ -386,21 +385,63 @@ pub fn write_run(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Resul
         }
         serde_json::Value::Object(row)
     };
-    for a in &run.agents {
-        rows.push(with_scope("agent", &a.info.name, serde_json::to_value(a).map_err(std::io::Error::other)?));
-    }
-    rows.push(with_scope(
-        "aggregate",
-        &run.job,
-        serde_json::to_value(&run.aggregate).map_err(std::io::Error::other)?,
-    ));
+    let json = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap_or(serde_json::Value::Null);
+    run.agents
+        .iter()
+        .map(|a| with_scope("agent", &a.info.name, json(serde_json::to_value(a))))
+        .chain(std::iter::once(with_scope("aggregate", &run.job, json(serde_json::to_value(&run.aggregate)))))
+        .collect()
+}
+
+/// The keys of a run's JSON that its tables hold (left out of the envelope).
+const RUN_TABLE_KEYS: [&str; 3] = ["agents", "aggregate", "series"];
+
+/// A run as Parquet: the rows of [`run_rows`].
+pub fn write_run(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Result<()> {
     write_json_rows(
         path,
         "iolens_run",
-        &rows,
+        &run_rows(run),
         &["scope", "name"],
-        Some(envelope(run, &["agents", "aggregate", "series"])),
+        Some(envelope(run, &RUN_TABLE_KEYS)),
     )
+}
+
+/// `rows` of each repetition, numbered from 1 in a leading `repetition` column.
+fn numbered(
+    runs: &[iolens_metrics::RunResult],
+    rows: fn(&iolens_metrics::RunResult) -> Vec<serde_json::Value>,
+) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for (k, run) in runs.iter().enumerate() {
+        for row in rows(run) {
+            let mut numbered = serde_json::Map::new();
+            numbered.insert("repetition".into(), (k + 1).into());
+            if let serde_json::Value::Object(fields) = row {
+                numbered.extend(fields);
+            }
+            out.push(serde_json::Value::Object(numbered));
+        }
+    }
+    out
+}
+
+/// The repetitions of a run (`--repeat`) as Parquet: [`run_rows`] of each, with its number in
+/// `repetition`; beside it (`STEM-series.EXT`) their series when they have one. `envelope` is
+/// the repeated result without its runs.
+pub fn write_repetitions(
+    path: &Path,
+    runs: &[iolens_metrics::RunResult],
+    envelope: String,
+) -> std::io::Result<()> {
+    let rows = numbered(runs, run_rows);
+    write_json_rows(path, "iolens_runs", &rows, &["repetition", "scope", "name"], Some(envelope.clone()))?;
+    if runs.iter().any(|r| r.series.is_some()) {
+        let rows = numbered(runs, series_rows);
+        let leading = ["repetition", "scope", "name", "interval", "start_s", "end_s"];
+        write_json_rows(&companion_path(path, "series"), "iolens_series", &rows, &leading, Some(envelope))?;
+    }
+    Ok(())
 }
 
 /// A run's series as rows: one per interval of each agent (`scope` = `agent`) and of the
@@ -438,7 +479,7 @@ pub fn write_series(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Re
         "iolens_series",
         &series_rows(run),
         &["scope", "name", "interval", "start_s", "end_s"],
-        Some(envelope(run, &["agents", "aggregate", "series"])),
+        Some(envelope(run, &RUN_TABLE_KEYS)),
     )
 }
 
