@@ -22,6 +22,14 @@ impl LatencyHistogram {
         LatencyHistogram { hist }
     }
 
+    /// Two significant digits (1 % precision) instead of three: an eighth of the memory (about
+    /// 36 KB), so clearing and copying it out is cheap. For one histogram per interval of a
+    /// series, where the agent pays for it between two operations.
+    pub fn coarse() -> Self {
+        let hist = Histogram::new_with_bounds(1, MAX_TRACKED_NS, 2).expect("valid histogram bounds");
+        LatencyHistogram { hist }
+    }
+
     #[inline]
     pub fn record(&mut self, ns: u64) {
         self.hist.saturating_record(ns.max(1));
@@ -216,6 +224,20 @@ mod tests {
         assert_eq!(copy.summary(), h.summary());
         h.clear();
         assert_eq!(h.count(), 0);
+    }
+
+    #[test]
+    fn coarse_histograms_are_within_one_percent() {
+        let mut h = LatencyHistogram::coarse();
+        (1..=10_000u64).for_each(|v| h.record(v * 1000));
+        let s = h.summary();
+        let close = |got: u64, want: u64| (got as f64 - want as f64).abs() / want as f64 <= 0.01;
+        assert!(close(s.p50, 5_000_000) && close(s.p99, 9_900_000) && close(s.max, 10_000_000), "{s:?}");
+        let mut fine = LatencyHistogram::new();
+        for (v, n) in h.recorded() {
+            fine.record_n(v, n);
+        }
+        assert_eq!(fine.count(), h.count(), "a coarse copy adds into a fine histogram");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //!
 //! An agent owns an [`IntervalRecorder`]. Per operation it adds to the current interval's
 //! counters and latency histogram (no allocation, nothing shared); when an operation completes
-//! past the interval's end, the interval is closed: its histogram is copied out as compact
-//! (value, count) pairs and cleared for the next one. Intervals of all agents share one origin,
+//! past the interval's end, the interval is closed: its histogram (two significant digits, so
+//! a small one) is copied out as compact (value, count) pairs and cleared for the next one. Intervals of all agents share one origin,
 //! so the aggregate series merges the agents' interval `k`s.
 
 use serde::Serialize;
@@ -57,7 +57,7 @@ impl IntervalRecorder {
             boundary_ns: origin_ns.saturating_add(interval_ns),
             ops: 0,
             bytes: 0,
-            latency: LatencyHistogram::new(),
+            latency: LatencyHistogram::coarse(),
         }
     }
 
@@ -200,13 +200,14 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+    // Latencies below 256 ns are exact in the interval histograms (two significant digits).
 
     #[test]
     fn operations_land_in_the_interval_of_their_completion() {
         let origin = 5 * MS;
         let mut r = IntervalRecorder::new(origin, 100 * MS, 4);
-        r.record(origin + 10 * MS, 4096, 1_000);
-        r.record(origin + 99 * MS, 4096, 1_500);
+        r.record(origin + 10 * MS, 4096, 100);
+        r.record(origin + 99 * MS, 4096, 150);
         // Nothing completes in interval 1; interval 2 has one op.
         r.record(origin + 250 * MS, 8192, 50_000);
         let s = r.finish(origin + 260 * MS);
@@ -217,8 +218,8 @@ mod tests {
         let f = s.figures();
         assert_eq!((f[0].start_s, f[0].end_s), (0.0, 0.1));
         assert!((f[0].iops - 20.0).abs() < 1e-9);
-        assert_eq!(f[0].lat_ns.max, 1_500);
-        assert_eq!(f[0].lat_ns.p50, 1_000);
+        assert_eq!(f[0].lat_ns.max, 150);
+        assert_eq!(f[0].lat_ns.p50, 100);
         assert_eq!(f[1].iops, 0.0);
         // The last interval is cut at the end of the run: 1 op in 60 ms.
         assert!((f[2].end_s - 0.26).abs() < 1e-12);
@@ -243,8 +244,8 @@ mod tests {
         let mut a = IntervalRecorder::new(0, 1_000, 2);
         let mut b = IntervalRecorder::new(0, 1_000, 2);
         for t in 0..10 {
-            a.record(t * 100, 10, 1_000);
-            b.record(t * 200, 20, 2_000);
+            a.record(t * 100, 10, 100);
+            b.record(t * 200, 20, 200);
         }
         let (a, b) = (a.finish(1_500), b.finish(2_000));
         let mut all = SeriesRaw::default();
@@ -254,9 +255,9 @@ mod tests {
         assert_eq!(all.intervals[0].ops, 10 + 5);
         assert_eq!(all.intervals[1].ops, 5);
         let f = all.figures();
-        assert_eq!(f[0].lat_ns.p50, 1_000);
-        assert_eq!(f[0].lat_ns.max, 2_000);
-        assert_eq!(f[1].lat_ns.p50, 2_000);
+        assert_eq!(f[0].lat_ns.p50, 100);
+        assert_eq!(f[0].lat_ns.max, 200);
+        assert_eq!(f[1].lat_ns.p50, 200);
         assert_eq!(f[1].end_s, 2e-6);
     }
 }
