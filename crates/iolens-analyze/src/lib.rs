@@ -279,7 +279,8 @@ pub struct TraceSummary {
     pub slowest: Vec<SlowOp>,
     pub notes: Vec<String>,
     /// The analysis was stopped (Ctrl-C) before the end of the trace: the figures cover the
-    /// events read until then.
+    /// events read until then. Told to the envelope of the JSON result, not written here.
+    #[serde(skip)]
     pub interrupted: bool,
 }
 

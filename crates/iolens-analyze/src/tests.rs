@@ -265,10 +265,11 @@ fn huge_requests_emit_sizes_the_parser_accepts() {
 }
 
 #[test]
-fn summary_json_says_whether_it_was_interrupted() {
+fn summary_says_whether_it_was_interrupted() {
     let s = analyze(&sample(), AnalyzeOptions::default());
+    assert!(!s.interrupted);
     let json = serde_json::to_value(&s).unwrap();
-    assert_eq!(json["interrupted"], serde_json::Value::Bool(false));
+    assert!(json.get("interrupted").is_none(), "the envelope of the JSON result says it");
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut a =
@@ -278,7 +279,7 @@ fn summary_json_says_whether_it_was_interrupted() {
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(a.stop_requested());
     let s = a.finish().unwrap();
-    assert_eq!(serde_json::to_value(&s).unwrap()["interrupted"], serde_json::Value::Bool(true));
+    assert!(s.interrupted);
     assert_eq!(s.figures.ops, 1, "the events before the stop are summarized");
 }
 

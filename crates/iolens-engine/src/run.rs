@@ -7,7 +7,6 @@ use std::sync::{Arc, Barrier};
 use iolens_metrics::{
     evaluate_warnings, AgentInfo, AgentRaw, AgentResult, AgentSeries, BlockFields, DeviceReport, RateCheck,
     RunFacts, RunResult, RunSeries, SeriesRaw, VerifyFailure, VerifyReport, Warning, WarningCode,
-    SCHEMA_VERSION,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
@@ -574,10 +573,6 @@ fn measure(
         }
     }
     let result = RunResult {
-        schema_version: SCHEMA_VERSION,
-        tool: "iolens".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command: opts.command.clone(),
         job: job.name.clone(),
         interrupted,
         error,

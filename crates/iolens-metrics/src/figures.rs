@@ -3,9 +3,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{DeviceReport, LatencyBin, LatencyHistogram, LatencySummary, Warning};
 
-/// Version of the JSON result layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// Operation counts and sizes as the application asked for them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpCounters {
@@ -363,23 +360,25 @@ pub struct AgentResult {
     pub figures: Figures,
 }
 
-/// A whole run: what `--json` writes.
+/// A whole run: the body of what `--json` writes (the envelope, with the resolved job, comes
+/// from `iolens_report`, which takes `interrupted`, `error` and `warnings` from here).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunResult {
-    pub schema_version: u32,
-    pub tool: String,
-    pub tool_version: String,
-    pub command: String,
+    /// The job's name.
+    #[serde(rename = "job_name")]
     pub job: String,
     /// True when the run was stopped early (Ctrl-C); figures cover what ran.
+    #[serde(skip)]
     pub interrupted: bool,
     /// The error that ended the run early, if any; figures cover what ran.
+    #[serde(skip)]
     pub error: Option<String>,
     pub aggregate: Figures,
     pub agents: Vec<AgentResult>,
     /// Counters of the device behind the targets over the measurement window, beside the
     /// application's; `None` when no block device is behind them (tmpfs, null engine).
     pub device: Option<DeviceReport>,
+    #[serde(skip)]
     pub warnings: Vec<Warning>,
     /// Memory the streaming busy-time union needed (peak disjoint runs held).
     pub union_peak_pending: u64,

@@ -308,7 +308,6 @@ pub struct PingPong {
 /// b_eff can be recomputed with [`pattern_results`] and [`summarize`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BeffOutput {
-    pub command: String,
     pub benchmark: String,
     pub mpi_library: String,
     /// Every bandwidth in this file is in bytes per second.
@@ -321,6 +320,8 @@ pub struct BeffOutput {
     pub ping_pong: Vec<PingPong>,
     pub protocol: Vec<Measurement>,
 }
+
+impl iolens_report::Body for BeffOutput {}
 
 /// The definition, as written in the JSON.
 pub const FORMULA: &str = "b_eff = logavg(logavg_ring(sum_L(max_method(max_rep(b)))/21), \

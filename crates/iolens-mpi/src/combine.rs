@@ -55,6 +55,19 @@ pub struct MpiRunResult {
     pub per_rank: Vec<RankEntry>,
 }
 
+/// Rank 0's run tells the envelope how the whole run went (its warnings include the ranks').
+impl iolens_report::Body for MpiRunResult {
+    fn interrupted(&self) -> bool {
+        iolens_report::Body::interrupted(&self.run)
+    }
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        iolens_report::Body::warnings(&self.run)
+    }
+    fn error(&self) -> Option<iolens_report::Notice> {
+        iolens_report::Body::error(&self.run)
+    }
+}
+
 /// Everything rank 0 has after the run.
 pub struct Gathered<'a> {
     /// Rank 0's own result: the base of the combined one (command, job, warnings).
@@ -106,7 +119,8 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
             hosts.push(report.host.clone());
         }
         let r = &report.result;
-        let error = r.get("error").and_then(|e| e.as_str()).map(str::to_string);
+        // The rank's own document: its envelope's error is {code, message}.
+        let error = r.pointer("/error/message").and_then(|e| e.as_str()).map(str::to_string);
         if let Some(e) = &error {
             errors.push(format!("rank {} on {}: {e}", report.rank, report.host));
         }

@@ -428,7 +428,6 @@ pub struct Partition {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BeffIoResult {
-    pub schema_version: u32,
     pub suite: &'static str,
     pub dir: String,
     /// MB/s (10^6 bytes/s): the maximum over the partitions.
@@ -442,13 +441,25 @@ pub struct BeffIoResult {
     /// Seconds to write this node's memory at b_eff_io.
     pub coffee_cup_s: f64,
     pub partitions: Vec<Partition>,
+    #[serde(skip)]
     pub warnings: Vec<Warning>,
+    /// Told to the envelope (see `iolens_report::Body`).
+    #[serde(skip)]
     pub interrupted: bool,
     /// What a rank was: "threads of one process" or "MPI processes".
     pub ranks_are: &'static str,
     /// The MPI library and the hints of an MPI-IO run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mpi: Option<MpiIoInfo>,
+}
+
+impl iolens_report::Body for BeffIoResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        self.warnings.iter().map(|w| iolens_report::Notice::new(w.code.as_str(), w.message.clone())).collect()
+    }
 }
 
 /// What an MPI-IO run of b_eff_io used besides the file system.
@@ -1188,7 +1199,6 @@ pub fn system_result(
         }
     }
     BeffIoResult {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "beff-io",
         dir: cfg.dir.display().to_string(),
         b_eff_io,

@@ -91,7 +91,6 @@ pub struct SaturateCurve {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SaturateResult {
-    pub schema_version: u32,
     pub suite: &'static str,
     pub target: String,
     pub bs: u64,
@@ -103,7 +102,15 @@ pub struct SaturateResult {
     #[serde(flatten)]
     pub processes: Option<Processes>,
     pub curves: Vec<SaturateCurve>,
+    /// Told to the envelope (see `iolens_report::Body`).
+    #[serde(skip)]
     pub interrupted: bool,
+}
+
+impl iolens_report::Body for SaturateResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 /// The saturation point: the smallest concurrency whose throughput reaches 90% of the peak.
@@ -195,7 +202,6 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
         }
     }
     Ok(SaturateResult {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "saturate",
         target: target.path.display().to_string(),
         bs: cfg.bs,

@@ -95,7 +95,6 @@ pub struct SweepCurve {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepResult {
-    pub schema_version: u32,
     pub suite: &'static str,
     pub target: String,
     pub rw: String,
@@ -105,7 +104,15 @@ pub struct SweepResult {
     #[serde(flatten)]
     pub processes: Option<Processes>,
     pub curves: Vec<SweepCurve>,
+    /// Told to the envelope (see `iolens_report::Body`).
+    #[serde(skip)]
     pub interrupted: bool,
+}
+
+impl iolens_report::Body for SweepResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 /// The knee and the 90%-bandwidth size of a curve.
@@ -213,7 +220,6 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
         curves.push(curve(threads, points, stopped_early));
     }
     Ok(SweepResult {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "sweep",
         target: target.path.display().to_string(),
         rw: cfg.rw.clone(),

@@ -102,13 +102,20 @@ pub struct ExperimentSet {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidateResult {
-    pub schema_version: u32,
     pub suite: &'static str,
     pub dir: String,
     pub volume: u64,
     pub repeat: u32,
     pub sets: Vec<ExperimentSet>,
+    /// Told to the envelope (see `iolens_report::Body`).
+    #[serde(skip)]
     pub interrupted: bool,
+}
+
+impl iolens_report::Body for ValidateResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 struct Config {
@@ -306,7 +313,6 @@ fn run_sets(
         });
     }
     Ok(ValidateResult {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "validate",
         dir: cfg.dir.display().to_string(),
         volume: cfg.volume,

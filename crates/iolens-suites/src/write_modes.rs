@@ -168,7 +168,6 @@ pub struct ModeResult {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteModesResult {
-    pub schema_version: u32,
     pub suite: &'static str,
     pub target: String,
     pub bs: u64,
@@ -189,7 +188,15 @@ pub struct WriteModesResult {
     pub time_cap_s: Option<f64>,
     pub sizing: Sizing,
     pub modes: Vec<ModeResult>,
+    /// Told to the envelope (see `iolens_report::Body`).
+    #[serde(skip)]
     pub interrupted: bool,
+}
+
+impl iolens_report::Body for WriteModesResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 const MODES: [(&str, bool, &str); 3] =
@@ -318,7 +325,6 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
     }
     drop(shared);
     Ok(WriteModesResult {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
         suite: "write-modes",
         target: cfg.target.display().to_string(),
         bs: cfg.bs,

@@ -104,7 +104,6 @@ mod with_mpi {
         print_table(&run, &world.library());
         if let Some(path) = &a.json {
             let out = BeffOutput {
-                command,
                 benchmark: "b_eff".into(),
                 mpi_library: world.library(),
                 units: "bytes/s".into(),

@@ -20,8 +20,6 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 #[derive(Serialize)]
 struct Report {
-    schema_version: u32,
-    command: String,
     /// p-value under which a Welch test calls a difference significant.
     alpha: f64,
     /// The `--fail-if-slower` limit as a fraction (0.05 for `5%`).
@@ -31,6 +29,8 @@ struct Report {
     slower: Vec<Slower>,
     comparisons: Vec<Comparison>,
 }
+
+impl iolens_report::Body for Report {}
 
 #[derive(Serialize)]
 struct Source {
@@ -113,8 +113,6 @@ pub fn compare(a: CompareArgs, command: String) -> Result<(), u8> {
         }
     }
     let mut report = Report {
-        schema_version: 1,
-        command,
         alpha: a.alpha,
         fail_if_slower: limit,
         failed: false,

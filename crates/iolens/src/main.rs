@@ -42,6 +42,7 @@ fn main() -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     signals::install(&stop);
     let argv: Vec<OsString> = std::env::args_os().collect();
+    output::start_invocation(&argv);
     let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
     if RESULT_FLAGS.iter().any(|f| output::flag_value(&argv, f).is_some_and(|p| iolens_report::is_stdout(&p)))
     {
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
     }
     let mut args = match cli::Cli::try_parse_from(&argv) {
         Ok(a) => a,
-        Err(e) => return ExitCode::from(usage_error(&e, &argv, &command)),
+        Err(e) => return ExitCode::from(usage_error(&e, &argv)),
     };
     if let cli::Command::Run(a) = &mut args.command {
         a.job = a.job.take().or(a.job_file.take());
@@ -203,7 +204,7 @@ fn mpi_suite(
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given
 /// (scripts read the JSON, not stderr). Help and version are not errors.
-fn usage_error(e: &clap::Error, argv: &[OsString], command: &str) -> u8 {
+fn usage_error(e: &clap::Error, argv: &[OsString]) -> u8 {
     let _ = e.print();
     let code = e.exit_code().clamp(0, 255) as u8;
     if !e.use_stderr() {
@@ -212,10 +213,7 @@ fn usage_error(e: &clap::Error, argv: &[OsString], command: &str) -> u8 {
     if let Some(path) = output::flag_value(argv, "--json") {
         let text = e.to_string();
         let message = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
-        output::write_json_or_warn(
-            &path,
-            &iolens_report::ErrorReport::new(command.to_string(), message.to_string(), false),
-        );
+        output::report_error_document(&path, message, code);
     }
     code
 }

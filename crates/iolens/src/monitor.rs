@@ -15,10 +15,15 @@ use crate::output::{fail, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
 #[derive(Serialize)]
 struct MonitorReport {
-    schema_version: u32,
-    command: String,
+    #[serde(skip)]
     interrupted: bool,
     samples: Vec<IostatRow>,
+}
+
+impl iolens_report::Body for MonitorReport {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 fn snapshot(devices: &[String]) -> std::io::Result<Vec<Option<DiskStats>>> {
@@ -83,12 +88,7 @@ pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
             EXIT_USAGE,
         ));
     }
-    let mut report = MonitorReport {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
-        command: command.clone(),
-        interrupted: false,
-        samples: vec![],
-    };
+    let mut report = MonitorReport { interrupted: false, samples: vec![] };
     let mut last = Instant::now();
     let mut done = 0u64;
     while a.count.is_none_or(|c| done < c) {

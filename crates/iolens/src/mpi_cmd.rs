@@ -223,7 +223,7 @@ fn repeated(one: &OneRun<'_>) -> Result<(), u8> {
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, one.me.command, done)
+    publish_repeated(a, done)
 }
 
 /// What one rank has after [`run_across`].
@@ -258,7 +258,7 @@ fn run_across(
         host: world.host().to_string(),
         raw: RawTotals::from_raw(&detail.total),
         files: detail.files.iter().map(|p| p.display().to_string()).collect(),
-        result: serde_json::to_value(&detail.result).expect("a result always serializes"),
+        result: crate::output::document_value(&detail.result),
     };
     let reports = world.gather_reports(&report).map_err(|e| (e, false))?;
     let periods: Box<dyn Iterator<Item = Interval>> = match read_period_log(&busy_log) {

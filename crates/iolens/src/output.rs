@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use iolens_engine::{Progress, RunObserver};
-use iolens_report::ErrorReport;
+use iolens_report::{Body, Invocation, Notice};
 
 use crate::cli::OutputArgs;
 
@@ -192,19 +192,76 @@ pub fn fail(out: &OutputArgs, command: &str, message: &str, interrupted: bool, c
     report_error(out.json.as_deref(), command, message, interrupted, code)
 }
 
+/// The stable code of an error document, from the exit code it goes with.
+pub fn error_code(exit: u8) -> &'static str {
+    match exit {
+        EXIT_USAGE => "bad_input",
+        EXIT_VERIFY => "verify_failed",
+        _ => "failed",
+    }
+}
+
+static INVOCATION: std::sync::OnceLock<Invocation> = std::sync::OnceLock::new();
+
+fn new_invocation(argv: &[OsString]) -> Invocation {
+    let tool = iolens_report::envelope::Tool {
+        name: "iolens".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: env!("IOLENS_GIT_COMMIT").into(),
+    };
+    Invocation::new(tool, argv.iter().map(|a| a.to_string_lossy().into_owned()).collect())
+}
+
+/// Remembers this process's command line and start time for every envelope it writes.
+pub fn start_invocation(argv: &[OsString]) {
+    let _ = INVOCATION.set(new_invocation(argv));
+}
+
+fn invocation() -> &'static Invocation {
+    INVOCATION.get_or_init(|| new_invocation(&std::env::args_os().collect::<Vec<_>>()))
+}
+
 /// Prints the error, writes it as the JSON result when one was asked for, and gives `code`.
-pub fn report_error(json: Option<&Path>, command: &str, message: &str, interrupted: bool, code: u8) -> u8 {
+/// `_command`: kept for the callers' convenience; the envelope has the argv already.
+pub fn report_error(json: Option<&Path>, _command: &str, message: &str, interrupted: bool, code: u8) -> u8 {
     errln!("iolens: error: {message}");
     if let Some(path) = json {
-        write_json_or_warn(path, &ErrorReport::new(command.to_string(), message.to_string(), interrupted));
+        write_error_document(path, message, interrupted, code);
     }
     code
 }
 
-/// Writes a result as JSON; a failure is reported naming the path, and fails the command (see
-/// [`write_failed`]) without stopping the other outputs.
-pub fn write_json_or_warn<T: serde::Serialize>(path: &Path, value: &T) {
-    check_write(path, iolens_report::write_json_atomic(path, value));
+/// Writes the JSON error document of a command that failed with exit `code`, without printing.
+pub fn report_error_document(path: &Path, message: &str, code: u8) {
+    write_error_document(path, message, false, code);
+}
+
+fn write_error_document(path: &Path, message: &str, interrupted: bool, code: u8) {
+    let doc = invocation().error_document(Notice::new(error_code(code), message), interrupted);
+    check_write(path, iolens_report::write_json_atomic(path, &doc));
+}
+
+/// Writes a result (envelope and body) as JSON; a failure is reported naming the path, and
+/// fails the command (see [`write_failed`]) without stopping the other outputs.
+pub fn write_json_or_warn<B: Body>(path: &Path, body: &B) {
+    write_result(path, body, None);
+}
+
+/// A result with its envelope as a JSON value (a rank's own result inside the combined one).
+#[cfg(feature = "mpi")]
+pub fn document_value<B: Body>(body: &B) -> serde_json::Value {
+    serde_json::to_value(invocation().document(body, None)).expect("a result always serializes")
+}
+
+/// What a Parquet file of `body` carries in its metadata: the JSON document (envelope and
+/// body) without the keys its rows hold (`tables`).
+pub fn parquet_envelope<B: Body>(body: &B, tables: &[&str]) -> String {
+    iolens_report::export::parquet::envelope(&invocation().document(body, None), tables)
+}
+
+/// [`write_json_or_warn`] for a command that ran a job: the resolved job goes into the envelope.
+pub fn write_result<B: Body>(path: &Path, body: &B, job: Option<serde_json::Value>) {
+    check_write(path, iolens_report::write_json_atomic(path, &invocation().document(body, job)));
 }
 
 /// Reports a failed write of `path` and remembers that the command failed.

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_engine::ownership::ScratchDir;
-use iolens_metrics::SCHEMA_VERSION;
 use iolens_report::table::{fmt_rate, Table};
+use iolens_report::{Body, Notice};
 use iolens_suites::{
     beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError,
 };
@@ -54,10 +54,6 @@ struct PartOutcome {
 
 #[derive(Debug, Serialize)]
 struct QuickReport {
-    schema_version: u32,
-    tool: &'static str,
-    tool_version: &'static str,
-    command: String,
     directory: String,
     filesystem: String,
     /// The directory is on tmpfs or ramfs: every figure measures RAM, not storage.
@@ -72,9 +68,21 @@ struct QuickReport {
     results_dir: String,
     parts: Vec<PartOutcome>,
     headlines: Vec<Headline>,
-    warnings: Vec<String>,
+    /// Told to the envelope, with `interrupted`.
+    #[serde(skip)]
+    warnings: Vec<Notice>,
+    #[serde(skip)]
     interrupted: bool,
     elapsed_s: f64,
+}
+
+impl Body for QuickReport {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<Notice> {
+        self.warnings.clone()
+    }
 }
 
 fn direct_supported(dir: &Path) -> bool {
@@ -102,11 +110,11 @@ struct Quick<'a> {
 
 impl Quick<'_> {
     /// Runs one part, saves its JSON, and hands the result to `summarize`.
-    fn part<R: Serialize>(
+    fn part<R: Body>(
         &mut self,
         name: &'static str,
         run: impl FnOnce(&SuiteContext) -> Result<R, SuiteError>,
-        summarize: impl FnOnce(&R, &mut Vec<Headline>, &mut Vec<String>),
+        summarize: impl FnOnce(&R, &mut Vec<Headline>, &mut Vec<Notice>),
     ) {
         if self.stop.load(Ordering::SeqCst) {
             return;
@@ -139,7 +147,7 @@ impl Quick<'_> {
     }
 }
 
-fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<Notice>) {
     let mode = if r.direct { "O_DIRECT" } else { "buffered" };
     for c in &r.curves {
         let measured = format!("{} {} threads, {mode}, app requests per wall second", r.rw, c.threads);
@@ -171,15 +179,15 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<St
                 .into(),
         });
         for p in &c.points {
-            w.extend(p.warnings.iter().map(|x| format!("sweep {}: {x}", format_bytes(p.bs))));
+            w.extend(p.warnings.iter().map(|x| Notice::new(x, format!("sweep {}: {x}", format_bytes(p.bs)))));
         }
         if let Some(why) = &c.stopped_early {
-            w.push(format!("sweep stopped early: {why}"));
+            w.push(Notice::new("stopped_early", format!("sweep stopped early: {why}")));
         }
     }
 }
 
-fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, _w: &mut Vec<String>) {
+fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, _w: &mut Vec<Notice>) {
     for c in &r.curves {
         let value = match c.saturation_concurrency {
             Some(n) => format!("{n} in flight reach 90% of {} IO/s", fmt_rate(c.peak_iops)),
@@ -200,7 +208,7 @@ fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, _w: &
     }
 }
 
-fn summarize_write_modes(r: &write_modes::WriteModesResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+fn summarize_write_modes(r: &write_modes::WriteModesResult, h: &mut Vec<Headline>, w: &mut Vec<Notice>) {
     let cells: Vec<String> = r
         .modes
         .iter()
@@ -216,11 +224,11 @@ fn summarize_write_modes(r: &write_modes::WriteModesResult, h: &mut Vec<Headline
         ),
     });
     for m in &r.modes {
-        w.extend(m.warnings.iter().map(|x| format!("write-modes {}: {x}", m.mode)));
+        w.extend(m.warnings.iter().map(|x| Notice::new(x, format!("write-modes {}: {x}", m.mode))));
     }
 }
 
-fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut Vec<String>) {
+fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut Vec<Notice>) {
     h.push(Headline {
         part: "beff-io",
         figure: "b_eff_io".into(),
@@ -245,7 +253,7 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
         value: format!("{:.0} s", r.coffee_cup_s),
         measured: format!("time to write this node's memory ({}) at b_eff_io", format_bytes(r.memory)),
     });
-    w.extend(r.warnings.iter().map(|x| format!("beff-io: {}", x.message)));
+    w.extend(r.warnings.iter().map(|x| Notice::new(x.code.as_str(), format!("beff-io: {}", x.message))));
 }
 
 /// An error of this process alone (its directory): under MPI every rank ends, as the others
@@ -338,10 +346,6 @@ pub fn quick(
 
     let mut q = Quick {
         report: QuickReport {
-            schema_version: SCHEMA_VERSION,
-            tool: "iolens",
-            tool_version: env!("CARGO_PKG_VERSION"),
-            command: command.clone(),
             directory: dir.display().to_string(),
             filesystem: filesystem.clone(),
             memory_backed,
@@ -442,14 +446,17 @@ fn say_memory_backed(r: &mut QuickReport) {
     for h in &mut r.headlines {
         h.measured = format!("{}; {note}", h.measured);
     }
-    r.warnings.retain(|w| !w.contains("memory_backed_target"));
+    r.warnings.retain(|w| w.code != "memory_backed_target");
     r.warnings.insert(
         0,
-        format!(
-            "memory_backed_target: {} is on {}: every figure here measures memory, not storage{}",
-            r.directory,
-            r.filesystem,
-            if r.direct_supported { " (O_DIRECT is accepted but bypasses no device)" } else { "" }
+        Notice::new(
+            "memory_backed_target",
+            format!(
+                "{} is on {}: every figure here measures memory, not storage{}",
+                r.directory,
+                r.filesystem,
+                if r.direct_supported { " (O_DIRECT is accepted but bypasses no device)" } else { "" }
+            ),
         ),
     );
 }
@@ -497,7 +504,7 @@ fn render(r: &QuickReport) -> String {
         }
     }
     for w in &r.warnings {
-        let _ = writeln!(s, "warning: {w}");
+        let _ = writeln!(s, "warning: {}: {}", w.code, w.message);
     }
     if r.interrupted {
         let _ = writeln!(s, "interrupted: the page covers the parts that ran");

@@ -98,7 +98,9 @@ pub fn read(doc: &Value) -> Result<ResultFigures, String> {
     let Some(object) = doc.as_object() else {
         return Err("not a JSON object".into());
     };
-    if let Some(error) = object.get("error").and_then(Value::as_str) {
+    // The envelope's error is {code, message}; results of schema 1 held the message alone.
+    let error = object.get("error").and_then(|e| e.as_str().or_else(|| e.get("message")?.as_str()));
+    if let Some(error) = error {
         return Err(format!("records a failed command, not results: {error}"));
     }
     let interrupted = object.get("interrupted").and_then(Value::as_bool).unwrap_or(false);

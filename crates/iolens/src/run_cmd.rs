@@ -12,7 +12,8 @@ use iolens_report::export::parquet::companion_path;
 
 use crate::cli::RunArgs;
 use crate::output::{
-    check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+    check_write, fail, parquet_envelope, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+    EXIT_VERIFY,
 };
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
@@ -104,7 +105,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
     }
     if a.repeat > 1 {
-        return run_repeated(&a, &job, &opts, stop, &command);
+        return run_repeated(&a, &job, &opts, stop);
     }
     let progress = ProgressLine::new(a.output.quiet, &job.name);
     let result = run_job(&job, &opts, &progress, &LocalBarrier);
@@ -134,14 +135,14 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
 /// `--log-interval` and every operation (`STEM-ops.parquet`) with `--trace`.
 fn write_parquet(path: &std::path::Path, run: &iolens_metrics::RunResult, trace: Option<&std::path::Path>) {
     use iolens_report::export::parquet;
-    check_write(path, parquet::write_run(path, run));
+    let envelope = parquet_envelope(run, &parquet::RUN_TABLE_KEYS);
+    check_write(path, parquet::write_run(path, run, envelope.clone()));
     if run.series.is_some() {
         let series = companion_path(path, "series");
-        check_write(&series, parquet::write_series(&series, run));
+        check_write(&series, parquet::write_series(&series, run, envelope.clone()));
     }
     if let (Some(trace), Some(_)) = (trace, &run.trace_file) {
         let ops = companion_path(path, "ops");
-        let envelope = parquet::envelope(run, &["agents", "aggregate", "series"]);
         check_write(&ops, parquet::write_trace_ops(&ops, trace, Some(envelope)).map(|_| ()));
     }
 }
@@ -194,15 +195,29 @@ pub(crate) fn outcome(error: Option<String>, verify_error: Option<String>) -> Re
 /// under MPI the combined one).
 #[derive(Serialize)]
 struct RepeatedRuns<'a, R: Serialize> {
-    schema_version: u32,
-    command: &'a str,
     repeat: u32,
     completed: usize,
+    /// Told to the envelope, with `error` and `warnings`.
+    #[serde(skip)]
     interrupted: bool,
+    #[serde(skip)]
     error: Option<String>,
     summary: Vec<repeat::MetricRepeats>,
+    #[serde(skip)]
     warnings: Vec<iolens_metrics::Warning>,
     runs: &'a [R],
+}
+
+impl<R: Serialize> iolens_report::Body for RepeatedRuns<'_, R> {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        self.warnings.iter().map(|w| iolens_report::Notice::new(w.code.as_str(), w.message.clone())).collect()
+    }
+    fn error(&self) -> Option<iolens_report::Notice> {
+        self.error.as_ref().map(|e| iolens_report::Notice::new("run_failed", e.clone()))
+    }
 }
 
 /// How the repetitions of a run went.
@@ -220,13 +235,7 @@ pub(crate) struct Repetitions<'a, R: Serialize> {
     pub interrupted: bool,
 }
 
-fn run_repeated(
-    a: &RunArgs,
-    job: &Job,
-    opts: &RunOptions,
-    stop: &Arc<AtomicBool>,
-    command: &str,
-) -> Result<(), u8> {
+fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let mut runs = Vec::new();
     let mut error = None;
     let mut verify_error = None;
@@ -265,15 +274,11 @@ fn run_repeated(
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, command, done)
+    publish_repeated(a, done)
 }
 
 /// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
-pub(crate) fn publish_repeated<R: Serialize>(
-    a: &RunArgs,
-    command: &str,
-    done: Repetitions<'_, R>,
-) -> Result<(), u8> {
+pub(crate) fn publish_repeated<R: Serialize>(a: &RunArgs, done: Repetitions<'_, R>) -> Result<(), u8> {
     let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
     if let Some(table) = &done.last_table {
         say!("{table}");
@@ -283,8 +288,6 @@ pub(crate) fn publish_repeated<R: Serialize>(
         sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }
     let report = RepeatedRuns {
-        schema_version: iolens_metrics::SCHEMA_VERSION,
-        command,
         repeat: a.repeat,
         completed: done.runs.len(),
         interrupted: done.interrupted,
@@ -301,7 +304,7 @@ pub(crate) fn publish_repeated<R: Serialize>(
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
     if let Some(path) = &a.parquet {
-        let envelope = iolens_report::export::parquet::envelope(&report, &["runs"]);
+        let envelope = parquet_envelope(&report, &["runs"]);
         check_write(
             path,
             iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),

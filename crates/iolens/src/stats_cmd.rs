@@ -135,7 +135,6 @@ struct InteractionTable {
 
 #[derive(Serialize)]
 struct AnalysisReport {
-    schema_version: u32,
     data: String,
     response: String,
     log_response: bool,
@@ -322,7 +321,6 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
 
     if let Some(path) = &a.json {
         let report = AnalysisReport {
-            schema_version: iolens_metrics::SCHEMA_VERSION,
             data: a.data.display().to_string(),
             response: a.response.clone(),
             log_response: a.log,
@@ -365,6 +363,10 @@ fn built_in_direction(metric: &str) -> Option<Direction> {
     }
 }
 
+impl iolens_report::Body for AnalysisReport {}
+
+impl iolens_report::Body for CorrelationReport {}
+
 #[derive(Serialize)]
 struct CorrelationRow {
     name: String,
@@ -378,7 +380,6 @@ struct CorrelationRow {
 
 #[derive(Serialize)]
 struct CorrelationReport {
-    schema_version: u32,
     data: String,
     time: String,
     metrics: Vec<CorrelationRow>,
@@ -451,12 +452,8 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     );
     say!("{out}");
     if let Some(path) = &a.json {
-        let report = CorrelationReport {
-            schema_version: iolens_metrics::SCHEMA_VERSION,
-            data: a.data.display().to_string(),
-            time: a.time.clone(),
-            metrics: rows,
-        };
+        let report =
+            CorrelationReport { data: a.data.display().to_string(), time: a.time.clone(), metrics: rows };
         write_json_or_warn(path, &report);
     }
     Ok(())

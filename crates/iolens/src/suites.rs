@@ -12,10 +12,11 @@ use iolens_suites::{
     SuiteError,
 };
 use iolens_workload::{parse_duration, parse_size};
-use serde::Serialize;
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{
+    check_write, fail, parquet_envelope, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
@@ -33,7 +34,7 @@ fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std:
 
 /// Prints a suite's table and writes its JSON; under MPI only rank 0 does (every rank has the
 /// same outcome, so the others stay silent).
-fn finish<R: Serialize>(
+fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
     render: impl Fn(&R) -> String,
     json: &Option<std::path::PathBuf>,
@@ -53,7 +54,9 @@ fn finish<R: Serialize>(
         write_json_or_warn(path, &r);
     }
     if let Some(path) = parquet {
-        check_write(path, iolens_report::export::parquet::write_points(path, &r).map(|_| ()));
+        use iolens_report::export::parquet;
+        let envelope = parquet_envelope(&r, &parquet::POINT_TABLE_KEYS);
+        check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
     }
     Ok(())
 }

@@ -280,6 +280,12 @@ struct AnalyzeJson<'a> {
     darshan: Option<&'a DarshanLog>,
 }
 
+impl iolens_report::Body for AnalyzeJson<'_> {
+    fn interrupted(&self) -> bool {
+        self.summary.interrupted
+    }
+}
+
 fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs) {
     if let Some(log) = darshan {
         say!("{}", crate::darshan_view::render(log));

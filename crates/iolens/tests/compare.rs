@@ -204,7 +204,7 @@ fn bad_inputs_are_clear_errors_with_valid_json() {
         let (code, report, text) = compare(&env, &args);
         assert_eq!(code, expected, "{args:?}: {text}");
         assert!(text.contains(needle), "{args:?}: expected {needle:?} in:\n{text}");
-        assert!(report["error"].as_str().unwrap().contains(needle), "{report:#}");
+        assert!(report["error"]["message"].as_str().unwrap().contains(needle), "{report:#}");
     }
 }
 

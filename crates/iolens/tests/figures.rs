@@ -226,9 +226,10 @@ fn quick_on_tmpfs_says_it_measured_ram() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["memory_backed"], true);
-    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    assert!(warnings[0].starts_with("memory_backed_target") && warnings[0].contains("tmpfs"), "{warnings:?}");
-    assert_eq!(warnings.iter().filter(|w| w.contains("memory_backed_target")).count(), 1, "said once");
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(warnings[0]["code"], "memory_backed_target", "{warnings:?}");
+    assert!(warnings[0]["message"].as_str().unwrap().contains("tmpfs"), "{warnings:?}");
+    assert_eq!(warnings.iter().filter(|w| w["code"] == "memory_backed_target").count(), 1, "said once");
     for h in v["headlines"].as_array().unwrap() {
         assert!(h["measured"].as_str().unwrap().contains("RAM"), "{h}");
     }

@@ -131,7 +131,7 @@ fn a_trace_is_never_written_through_a_link_to_a_fifo_or_device() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("regular file"), "{}", text(&out));
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
-    assert!(read_json(&json)["error"].is_string(), "the JSON still says what failed");
+    assert!(read_json(&json)["error"]["message"].is_string(), "the JSON still says what failed");
 
     let dev = dir.path().join("dev.bin");
     std::os::unix::fs::symlink("/dev/null", &dev).unwrap();
@@ -276,12 +276,12 @@ fn flag_errors_still_write_the_json_error_report() {
         let spaced = iolens().args(*args).args(["--json", s(&json)]).output().unwrap();
         assert_eq!(spaced.status.code(), Some(2), "{args:?}: {}", text(&spaced));
         let v = read_json(&json);
-        assert!(!v["error"].as_str().unwrap().is_empty(), "{v}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty(), "{v}");
         assert_eq!(v["interrupted"], false);
         std::fs::remove_file(&json).unwrap();
         let joined = iolens().args(*args).arg(format!("--json={}", s(&json))).output().unwrap();
         assert_eq!(joined.status.code(), Some(2), "{args:?}: {}", text(&joined));
-        assert!(read_json(&json)["error"].is_string());
+        assert!(read_json(&json)["error"]["message"].is_string());
     }
 }
 

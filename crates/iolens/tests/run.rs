@@ -69,7 +69,7 @@ fn size_driven_random_reads_have_consistent_figures() {
         json.to_str().unwrap(),
     ]);
     let v = read_json(&json);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["interrupted"], false);
     assert!(v["error"].is_null());
     let agg = &v["aggregate"];
@@ -156,7 +156,7 @@ fn existing_foreign_file_is_never_written_but_can_be_read() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refusing to write") && stderr.contains("--allow-overwrite"), "{stderr}");
     let v = read_json(&json);
-    assert!(v["error"].as_str().unwrap().contains("precious.db"), "the JSON names the refusal");
+    assert!(v["error"]["message"].as_str().unwrap().contains("precious.db"), "the JSON names the refusal");
     assert_eq!(std::fs::read(&victim).unwrap(), content, "left byte-identical");
 
     run_ok(&["run", "--quiet", "--target", victim.to_str().unwrap(), "--rw", "randread", "--bytes", "64k"]);
@@ -205,7 +205,7 @@ fn job_file_errors_name_file_line_key_and_suggest() {
     assert!(stderr.contains("bad.toml:5"), "file and line: {stderr}");
     assert!(stderr.contains("blocksize"), "the key: {stderr}");
     assert!(stderr.contains("bs"), "the suggestion: {stderr}");
-    assert!(read_json(&json)["error"].is_string(), "JSON stays valid on failure");
+    assert!(read_json(&json)["error"]["message"].is_string(), "JSON stays valid on failure");
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn free_space_is_checked_and_enospc_mid_run_keeps_results() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v = read_json(&json);
-    let err = v["error"].as_str().unwrap();
+    let err = v["error"]["message"].as_str().unwrap();
     assert!(err.contains("No space left") && err.contains("sparse.img"), "{err}");
     let written = u(&v["aggregate"]["write_bytes"]);
     assert!(written > 1 << 20 && written < 32 << 20, "results so far: {written}");

@@ -184,6 +184,8 @@ fn parquet_files_hold_agents_series_and_operations_with_the_envelope() {
     assert_eq!(long(ops[0]) + long(ops[1]), long(ops[2]));
     assert!(columns.iter().any(|c| c == "lat_ns_p99"));
     assert_eq!(envelope["command"], o.json["command"]);
+    assert_eq!(envelope["schema_version"], o.json["schema_version"]);
+    assert!(envelope["host"].is_object(), "the envelope of the JSON: {envelope}");
     assert!(envelope.get("agents").is_none(), "the tables are the rows, not metadata");
 
     let (s_columns, s_rows, _) = parquet(&o.parquet.with_file_name("run-series.parquet"));
@@ -199,7 +201,8 @@ fn parquet_files_hold_agents_series_and_operations_with_the_envelope() {
         .filter(|op| matches!(op, Field::Str(s) if s == "read" || s == "write"))
         .count();
     assert_eq!(data_ops as u64, u(&o.json["aggregate"]["ops"]), "one row per measured data operation");
-    assert_eq!(p_envelope["job"], o.json["job"]);
+    assert_eq!(p_envelope["tool"], o.json["tool"]);
+    assert_eq!(p_envelope["started_at"], o.json["started_at"]);
 }
 
 #[test]
@@ -289,6 +292,8 @@ fn repetitions_go_to_parquet_numbered() {
     let ops = column(&columns, &rows, "ops");
     assert_eq!(long(ops[3]) as u64, u(&v["runs"][1]["aggregate"]["ops"]));
     assert_eq!(envelope["repeat"], 2);
+    assert_eq!(envelope["schema_version"], v["schema_version"]);
+    assert!(envelope["host"].is_object(), "the envelope of the JSON: {envelope}");
     assert!(envelope.get("runs").is_none());
     let (s_columns, s_rows, _) = parquet(&pq.with_file_name("rep-series.parquet"));
     assert_eq!(s_columns[..4], ["repetition", "scope", "name", "interval"]);

@@ -308,6 +308,6 @@ fn unverified_data_is_unwritten_and_bad_settings_are_refused() {
         let (code, v, err) = env.run("bad", &all);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
-        assert!(v["error"].is_string(), "{v}");
+        assert!(v["error"]["message"].is_string(), "{v}");
     }
 }

@@ -5,8 +5,10 @@
 use std::io;
 use std::path::Path;
 
-use iolens_metrics::SCHEMA_VERSION;
+use iolens_metrics::RunResult;
 use serde::Serialize;
+
+use crate::envelope::{Body, Notice};
 
 /// Writes `value` as pretty JSON to `path` (`-` for stdout).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
@@ -16,27 +18,15 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
     })
 }
 
-/// What `--json` holds when a command fails before it has results.
-#[derive(Debug, Serialize)]
-pub struct ErrorReport {
-    pub schema_version: u32,
-    pub tool: &'static str,
-    pub tool_version: &'static str,
-    pub command: String,
-    pub interrupted: bool,
-    pub error: String,
-}
-
-impl ErrorReport {
-    pub fn new(command: String, error: String, interrupted: bool) -> ErrorReport {
-        ErrorReport {
-            schema_version: SCHEMA_VERSION,
-            tool: "iolens",
-            tool_version: env!("CARGO_PKG_VERSION"),
-            command,
-            interrupted,
-            error,
-        }
+impl Body for RunResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<Notice> {
+        self.warnings.iter().map(|w| Notice::new(w.code.as_str(), w.message.clone())).collect()
+    }
+    fn error(&self) -> Option<Notice> {
+        self.error.as_ref().map(|e| Notice::new("run_failed", e.clone()))
     }
 }
 
@@ -48,10 +38,9 @@ mod tests {
     fn json_is_replaced_atomically() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
-        write_json_atomic(&path, &ErrorReport::new("x".into(), "boom".into(), false)).unwrap();
+        write_json_atomic(&path, &serde_json::json!({"error": "boom"})).unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["error"], "boom");
-        assert_eq!(v["schema_version"], SCHEMA_VERSION);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
     }

@@ -15,4 +15,4 @@ pub mod json;
 pub mod parquet;
 
 pub use self::csv::{csv_field, write_csv, write_series_csv};
-pub use self::json::{write_json_atomic, ErrorReport};
+pub use self::json::write_json_atomic;

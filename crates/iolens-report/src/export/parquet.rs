@@ -361,8 +361,9 @@ pub fn write_json_rows(
     t.finish()
 }
 
-/// The JSON of a result without its tables (`keys`): what a Parquet file's metadata carries
-/// under [`ENVELOPE_KEY`], so a file read alone still says what produced it and how.
+/// The JSON document of a result (envelope and body) without its tables (`keys`): what a
+/// Parquet file's metadata carries under [`ENVELOPE_KEY`], so a file read alone still says what
+/// produced it, where and how it went.
 pub fn envelope<T: serde::Serialize>(result: &T, keys: &[&str]) -> String {
     let mut v = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
     if let Some(map) = v.as_object_mut() {
@@ -393,18 +394,12 @@ pub fn run_rows(run: &iolens_metrics::RunResult) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The keys of a run's JSON that its tables hold (left out of the envelope).
-const RUN_TABLE_KEYS: [&str; 3] = ["agents", "aggregate", "series"];
+/// The keys of a run's JSON that its tables hold (left out of its Parquet files' envelope).
+pub const RUN_TABLE_KEYS: [&str; 3] = ["agents", "aggregate", "series"];
 
-/// A run as Parquet: the rows of [`run_rows`].
-pub fn write_run(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Result<()> {
-    write_json_rows(
-        path,
-        "iolens_run",
-        &run_rows(run),
-        &["scope", "name"],
-        Some(envelope(run, &RUN_TABLE_KEYS)),
-    )
+/// A run as Parquet: the rows of [`run_rows`]; `envelope` (see [`envelope`]) in the metadata.
+pub fn write_run(path: &Path, run: &iolens_metrics::RunResult, envelope: String) -> std::io::Result<()> {
+    write_json_rows(path, "iolens_run", &run_rows(run), &["scope", "name"], Some(envelope))
 }
 
 /// `rows` of each repetition, numbered from 1 in a leading `repetition` column.
@@ -473,13 +468,13 @@ pub fn series_rows(run: &iolens_metrics::RunResult) -> Vec<serde_json::Value> {
 }
 
 /// A run's series (`--log-interval`) as Parquet: the rows of [`series_rows`].
-pub fn write_series(path: &Path, run: &iolens_metrics::RunResult) -> std::io::Result<()> {
+pub fn write_series(path: &Path, run: &iolens_metrics::RunResult, envelope: String) -> std::io::Result<()> {
     write_json_rows(
         path,
         "iolens_series",
         &series_rows(run),
         &["scope", "name", "interval", "start_s", "end_s"],
-        Some(envelope(run, &RUN_TABLE_KEYS)),
+        Some(envelope),
     )
 }
 
@@ -571,12 +566,19 @@ pub fn point_rows(result: &serde_json::Value) -> Vec<serde_json::Value> {
     out
 }
 
-/// A suite's result as Parquet: one row per point ([`point_rows`]), the rest of the result in
-/// the metadata.
-pub fn write_points<T: serde::Serialize>(path: &Path, result: &T) -> std::io::Result<usize> {
+/// The keys of a suite's JSON that hold its points (left out of its Parquet file's envelope).
+pub const POINT_TABLE_KEYS: [&str; 2] = ["curves", "modes"];
+
+/// A suite's result as Parquet: one row per point ([`point_rows`]); `envelope` (see
+/// [`envelope`]) in the metadata.
+pub fn write_points<T: serde::Serialize>(
+    path: &Path,
+    result: &T,
+    envelope: String,
+) -> std::io::Result<usize> {
     let json = serde_json::to_value(result).map_err(std::io::Error::other)?;
     let rows = point_rows(&json);
-    write_json_rows(path, "iolens_points", &rows, &[], Some(envelope(result, &["curves", "modes"])))?;
+    write_json_rows(path, "iolens_points", &rows, &[], Some(envelope))?;
     Ok(rows.len())
 }
 
@@ -712,7 +714,7 @@ mod tests {
         use iolens_metrics::{AgentInfo, AgentResult, Figures, RunResult};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.parquet");
-        let mut run = RunResult { job: "j".into(), command: "iolens run".into(), ..Default::default() };
+        let mut run = RunResult { job: "j".into(), ..Default::default() };
         for (name, ops) in [("a", 3), ("b", 4)] {
             run.agents.push(AgentResult {
                 info: AgentInfo { name: name.into(), ..Default::default() },
@@ -720,7 +722,7 @@ mod tests {
             });
         }
         run.aggregate.ops = 7;
-        write_run(&path, &run).unwrap();
+        write_run(&path, &run, envelope(&run, &RUN_TABLE_KEYS)).unwrap();
         let (columns, rows, envelope) = read_back(&path);
         assert_eq!(&columns[..2], ["scope", "name"]);
         let ops = columns.iter().position(|c| c == "ops").unwrap();
@@ -736,7 +738,7 @@ mod tests {
             ]
         );
         let envelope: serde_json::Value = serde_json::from_str(&envelope.unwrap()).unwrap();
-        assert_eq!(envelope["command"], "iolens run");
+        assert_eq!(envelope["job_name"], "j");
         assert!(envelope.get("agents").is_none() && envelope.get("aggregate").is_none());
     }
 
@@ -755,7 +757,7 @@ mod tests {
         assert_eq!(rows[2]["iops"], 30.5);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.parquet");
-        assert_eq!(write_points(&path, &result).unwrap(), 3);
+        assert_eq!(write_points(&path, &result, envelope(&result, &POINT_TABLE_KEYS)).unwrap(), 3);
         let (columns, got, envelope) = read_back(&path);
         assert_eq!(columns, ["bs", "curves_threads", "iops"]);
         assert_eq!(got.len(), 3);
