@@ -89,14 +89,16 @@ impl IntervalRecorder {
         self.bytes = 0;
     }
 
-    /// The intervals up to `end_ns` (the end of the agent's run).
+    /// The intervals up to `end_ns` (the end of the agent's run). A last interval cut short by
+    /// the end is kept only if operations completed in it: a sliver of the closing moments with
+    /// nothing in it would plot as a drop to zero.
     pub fn finish(mut self, end_ns: u64) -> SeriesRaw {
         let end_ns = end_ns.max(self.series.origin_ns);
         // Completions recorded so far all lie before `end_ns`: closing up to it keeps them.
         if end_ns >= self.boundary_ns {
             self.advance(end_ns - 1);
         }
-        if end_ns > self.boundary_ns - self.series.interval_ns || self.ops > 0 {
+        if self.ops > 0 || end_ns == self.boundary_ns {
             self.close_current();
         }
         self.series.end_ns = end_ns;
@@ -229,13 +231,18 @@ mod tests {
     }
 
     #[test]
-    fn a_run_ending_on_a_boundary_has_no_empty_tail() {
+    fn the_last_interval_ends_with_the_run() {
         let mut r = IntervalRecorder::new(0, 100, 0);
         r.record(50, 1, 10);
         let s = r.finish(100);
         assert_eq!(s.intervals.len(), 1);
-        let idle = IntervalRecorder::new(0, 100, 0).finish(250);
+        let idle = IntervalRecorder::new(0, 100, 0).finish(300);
         assert_eq!(idle.intervals.len(), 3, "idle intervals are kept, with zeros");
+        let cut = IntervalRecorder::new(0, 100, 0).finish(250);
+        assert_eq!(cut.intervals.len(), 2, "an empty sliver at the end is not");
+        let mut busy_end = IntervalRecorder::new(0, 100, 0);
+        busy_end.record(220, 1, 10);
+        assert_eq!(busy_end.finish(250).intervals.len(), 3, "a cut interval with operations is kept");
         assert_eq!(IntervalRecorder::new(0, 100, 0).finish(0).intervals.len(), 0);
     }
 
