@@ -102,29 +102,30 @@ impl DeviceReport {
     }
 }
 
-/// One device over one interval, as `iostat -x` reports it (sysstat's definitions).
+/// One device over one interval, with `iostat -x`'s figures (sysstat's definitions) under the
+/// keys and units of every other iolens result: bytes, seconds, fractions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IostatRow {
     pub device: String,
     pub interval_s: f64,
-    /// Completed reads and writes per second.
-    pub r_s: f64,
-    pub w_s: f64,
-    /// MiB read and written per second.
-    pub rmb_s: f64,
-    pub wmb_s: f64,
-    /// Requests merged into others per second.
-    pub rrqm_s: f64,
-    pub wrqm_s: f64,
-    /// Mean request size in 512-byte sectors.
-    pub avgrq_sz: f64,
-    /// Mean number of requests queued or in service.
-    pub avgqu_sz: f64,
-    /// Mean time of a read / write request, queue included, in ms.
-    pub r_await: f64,
-    pub w_await: f64,
-    /// Share of the interval the device was busy, percent.
-    pub util_pct: f64,
+    /// Completed reads and writes per second (iostat's r/s, w/s).
+    pub read_iops: f64,
+    pub write_iops: f64,
+    /// Bytes read and written per second (iostat's rMB/s, wMB/s, there in MiB).
+    pub read_bw_bytes_s: f64,
+    pub write_bw_bytes_s: f64,
+    /// Requests merged into others per second (rrqm/s, wrqm/s).
+    pub read_merges_s: f64,
+    pub write_merges_s: f64,
+    /// Mean request size (avgrq-sz, there in 512-byte sectors).
+    pub avg_request_bytes: f64,
+    /// Mean number of requests queued or in service (avgqu-sz).
+    pub avg_queue: f64,
+    /// Mean time of a read / write request, queue included (r_await, w_await, there in ms).
+    pub read_await_s: f64,
+    pub write_await_s: f64,
+    /// Share of the interval the device was busy, 0 to 1 (%util / 100).
+    pub util: f64,
 }
 
 impl IostatRow {
@@ -135,17 +136,17 @@ impl IostatRow {
         IostatRow {
             device: device.to_string(),
             interval_s,
-            r_s: per_s(d.read_ios),
-            w_s: per_s(d.write_ios),
-            rmb_s: per_s(d.read_bytes()) / (1u64 << 20) as f64,
-            wmb_s: per_s(d.write_bytes()) / (1u64 << 20) as f64,
-            rrqm_s: per_s(d.read_merges),
-            wrqm_s: per_s(d.write_merges),
-            avgrq_sz: ratio(d.read_sectors + d.write_sectors, ios),
-            avgqu_sz: per_s(d.time_in_queue_ms) / 1e3,
-            r_await: ratio(d.read_ticks_ms, d.read_ios),
-            w_await: ratio(d.write_ticks_ms, d.write_ios),
-            util_pct: (per_s(d.io_ticks_ms) / 10.0).min(100.0),
+            read_iops: per_s(d.read_ios),
+            write_iops: per_s(d.write_ios),
+            read_bw_bytes_s: per_s(d.read_bytes()),
+            write_bw_bytes_s: per_s(d.write_bytes()),
+            read_merges_s: per_s(d.read_merges),
+            write_merges_s: per_s(d.write_merges),
+            avg_request_bytes: ratio(d.read_sectors + d.write_sectors, ios) * 512.0,
+            avg_queue: per_s(d.time_in_queue_ms) / 1e3,
+            read_await_s: ratio(d.read_ticks_ms, d.read_ios) / 1e3,
+            write_await_s: ratio(d.write_ticks_ms, d.write_ios) / 1e3,
+            util: (per_s(d.io_ticks_ms) / 1e3).min(1.0),
         }
     }
 }
@@ -171,14 +172,14 @@ mod tests {
             ..Default::default()
         };
         let r = IostatRow::from_delta("sda", 2.0, &d);
-        assert_eq!((r.r_s, r.w_s, r.rrqm_s), (100.0, 25.0, 1.5));
-        assert!((r.rmb_s - 1600.0 * 512.0 / 2.0 / 1048576.0).abs() < 1e-12);
-        assert_eq!(r.avgrq_sz, 2400.0 / 250.0);
-        assert_eq!(r.avgqu_sz, 1.5);
-        assert_eq!((r.r_await, r.w_await), (2.0, 2.0));
-        assert_eq!(r.util_pct, 50.0);
+        assert_eq!((r.read_iops, r.write_iops, r.read_merges_s), (100.0, 25.0, 1.5));
+        assert!((r.read_bw_bytes_s - 1600.0 * 512.0 / 2.0).abs() < 1e-9);
+        assert_eq!(r.avg_request_bytes, 2400.0 / 250.0 * 512.0);
+        assert_eq!(r.avg_queue, 1.5);
+        assert_eq!((r.read_await_s, r.write_await_s), (0.002, 0.002));
+        assert_eq!(r.util, 0.5);
         let idle = IostatRow::from_delta("sda", 1.0, &DiskStats::default());
-        assert_eq!((idle.avgrq_sz, idle.r_await, idle.util_pct), (0.0, 0.0, 0.0));
+        assert_eq!((idle.avg_request_bytes, idle.read_await_s, idle.util), (0.0, 0.0, 0.0));
     }
 
     #[test]

@@ -254,6 +254,7 @@ pub struct Figures {
     pub busy_periods: u64,
     /// Blocks (of `block_unit` bytes) requested per second of busy time.
     pub bps: f64,
+    #[serde(rename = "block_unit_bytes")]
     pub block_unit: u64,
     /// Data operations per second of wall time.
     pub iops: f64,
@@ -340,7 +341,9 @@ pub struct AgentInfo {
     pub target: String,
     /// e.g. "randread", "write", "mix 70% read"
     pub rw: String,
-    /// e.g. "4KiB" or "4KiB:50,64KiB:50"
+    /// The block sizes as words, e.g. "4KiB" or "4KiB:50,64KiB:50" (the envelope's job has them
+    /// as numbers, `bs_bytes`).
+    #[serde(rename = "bs_spec")]
     pub bs: String,
     pub engine: String,
     pub qd: u32,
@@ -348,6 +351,7 @@ pub struct AgentInfo {
     /// Random offsets drawn without replacement (a permutation of the blocks per pass).
     pub random_map: bool,
     /// The rate the agent asked for, operations per second; 0 = as fast as possible.
+    #[serde(rename = "rate_iops")]
     pub rate: f64,
 }
 

@@ -1,6 +1,6 @@
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latencies in nanoseconds, 3 significant digits, from 1 ns to one hour (longer values clamp).
 #[derive(Debug, Clone)]
@@ -50,10 +50,11 @@ impl LatencyHistogram {
         let q = |p: f64| self.hist.value_at_quantile(p);
         LatencySummary {
             min: self.hist.min(),
-            mean: self.hist.mean(),
+            mean: self.hist.mean().round() as u64,
             max: self.hist.max(),
             p50: q(0.50),
             p90: q(0.90),
+            p95: q(0.95),
             p99: q(0.99),
             p99_9: q(0.999),
             p99_99: q(0.9999),
@@ -135,18 +136,18 @@ pub struct LatencyBin {
     pub count: u64,
 }
 
-/// Latency percentiles in nanoseconds (`lat_ns` in JSON).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+/// Latency percentiles in nanoseconds (`lat_ns` in JSON, the same keys in every command).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub min: u64,
-    pub mean: f64,
+    /// Rounded to the nanosecond.
+    pub mean: u64,
     pub max: u64,
     pub p50: u64,
     pub p90: u64,
+    pub p95: u64,
     pub p99: u64,
-    #[serde(rename = "p99.9")]
     pub p99_9: u64,
-    #[serde(rename = "p99.99")]
     pub p99_99: u64,
 }
 

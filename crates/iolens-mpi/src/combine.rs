@@ -151,12 +151,12 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
                 },
                 target: format!("{}:{}", report.host, report.files.join(",")),
                 rw: text(&first, "rw"),
-                bs: text(&first, "bs"),
+                bs: text(&first, "bs_spec"),
                 engine: text(&first, "engine"),
                 qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
                 direct: first.get("direct").and_then(|v| v.as_bool()).unwrap_or(false),
                 random_map: first.get("random_map").and_then(|v| v.as_bool()).unwrap_or(false),
-                rate: first.get("rate").and_then(|v| v.as_f64()).unwrap_or(0.0),
+                rate: first.get("rate_iops").and_then(|v| v.as_f64()).unwrap_or(0.0),
             },
             figures: figures.clone(),
         });
@@ -330,7 +330,7 @@ mod tests {
             host: if rank < 2 { "a".into() } else { "b".into() },
             raw: RawTotals::from_raw(&raw),
             files: vec![format!("/d/iolens-j-a0-r{rank}.dat")],
-            result: serde_json::json!({"agents": [{"rw": "write", "bs": "4KiB", "engine": "sync", "qd": 1}],
+            result: serde_json::json!({"agents": [{"rw": "write", "bs_spec": "4KiB", "engine": "sync", "qd": 1}],
                 "warnings": [{"code": "few_ops", "message": "m"}], "error": null}),
         }
     }

@@ -362,7 +362,9 @@ pub struct PatternRecord {
     pub method: Method,
     pub number: u32,
     pub pattern_type: u8,
+    #[serde(rename = "chunk_bytes")]
     pub chunk: u64,
+    #[serde(rename = "memory_bytes")]
     pub memory: u64,
     pub units: u64,
     /// Calls per rank.
@@ -370,7 +372,8 @@ pub struct PatternRecord {
     pub bytes: u64,
     /// From the first call to the end of the sync (writes), slowest rank.
     pub time_s: f64,
-    pub mb_s: f64,
+    /// MB/s with the paper's MB = 10^6 bytes (b_eff_io keeps its definition's unit).
+    pub bw_mb_s: f64,
     /// The pattern's share of T (`T/3 · U/ΣU`).
     pub scheduled_s: f64,
     /// Time-driven patterns: what the running schedule left the pattern when it started.
@@ -390,21 +393,24 @@ pub struct TypeRecord {
     pub call: String,
     pub bytes: u64,
     pub time_s: f64,
-    pub mb_s: f64,
+    /// MB/s with the paper's MB = 10^6 bytes (b_eff_io keeps its definition's unit).
+    pub bw_mb_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MethodValue {
     pub method: Method,
     pub weight: f64,
-    /// Types 0–4 weighted by [`TYPE_WEIGHTS`].
-    pub mb_s: f64,
+    /// Types 0–4 weighted by [`TYPE_WEIGHTS`]; MB/s with MB = 10^6 bytes.
+    pub bw_mb_s: f64,
     pub bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Partition {
     pub ranks: usize,
+    /// MB/s, MB = 10^6 bytes.
+    #[serde(rename = "b_eff_io_mb_s")]
     pub b_eff_io: f64,
     pub methods: Vec<MethodValue>,
     pub types: Vec<TypeRecord>,
@@ -430,11 +436,14 @@ pub struct Partition {
 pub struct BeffIoResult {
     pub suite: &'static str,
     pub dir: String,
-    /// MB/s (10^6 bytes/s): the maximum over the partitions.
+    /// MB/s (the paper's MB = 10^6 bytes): the maximum over the partitions.
+    #[serde(rename = "b_eff_io_mb_s")]
     pub b_eff_io: f64,
     pub best_ranks: usize,
     pub time_s: f64,
+    #[serde(rename = "mpart_bytes")]
     pub mpart: u64,
+    #[serde(rename = "memory_bytes")]
     pub memory: u64,
     pub method_weights: Vec<(Method, f64)>,
     pub type_weights: Vec<f64>,
@@ -484,12 +493,12 @@ fn mb_s(bytes: u64, seconds: f64) -> f64 {
 
 /// An access method's value from its five type records.
 pub fn method_value(types: &[TypeRecord]) -> f64 {
-    types.iter().map(|t| TYPE_WEIGHTS[t.pattern_type as usize] * t.mb_s).sum()
+    types.iter().map(|t| TYPE_WEIGHTS[t.pattern_type as usize] * t.bw_mb_s).sum()
 }
 
 /// A partition's value from its method values.
 pub fn partition_value(methods: &[MethodValue]) -> f64 {
-    methods.iter().map(|m| m.weight * m.mb_s).sum()
+    methods.iter().map(|m| m.weight * m.bw_mb_s).sum()
 }
 
 /// How many calls a pattern of types 3 and 4 makes, and the segment size, from the bytes per
@@ -948,7 +957,7 @@ fn pattern_record(method: Method, def: &PatternDef, calls: u64, bytes: u64, ns: 
         calls,
         bytes,
         time_s,
-        mb_s: mb_s(bytes, time_s),
+        bw_mb_s: mb_s(bytes, time_s),
     }
 }
 
@@ -1070,7 +1079,7 @@ pub fn assemble_partition(
             call: call_name(*pattern_type, *method),
             bytes,
             time_s,
-            mb_s: mb_s(bytes, time_s),
+            bw_mb_s: mb_s(bytes, time_s),
         });
     }
     let methods: Vec<MethodValue> = METHOD_WEIGHTS
@@ -1080,7 +1089,7 @@ pub fn assemble_partition(
             MethodValue {
                 method: *method,
                 weight: *weight,
-                mb_s: method_value(&of_method),
+                bw_mb_s: method_value(&of_method),
                 bytes: of_method.iter().map(|t| t.bytes).sum(),
             }
         })
@@ -1259,9 +1268,9 @@ pub fn render(r: &BeffIoResult) -> String {
             let mut row = vec![m.method.name().to_string(), format!("{:.0}%", m.weight * 100.0)];
             for ty in 0..=4u8 {
                 let v = p.types.iter().find(|t| t.method == m.method && t.pattern_type == ty);
-                row.push(v.map_or("-".into(), |t| format!("{:.1}", t.mb_s)));
+                row.push(v.map_or("-".into(), |t| format!("{:.1}", t.bw_mb_s)));
             }
-            row.push(format!("{:.1}", m.mb_s));
+            row.push(format!("{:.1}", m.bw_mb_s));
             row.push(format_bytes(m.bytes));
             t.rows.push(row);
         }
@@ -1284,7 +1293,7 @@ pub fn render(r: &BeffIoResult) -> String {
         for no in numbers {
             let of = |m: Method| p.patterns.iter().find(|x| x.method == m && x.number == no);
             let Some(w) = of(Method::Write) else { continue };
-            let cell = |m: Method| of(m).map_or("-".into(), |x| format!("{:.1}", x.mb_s));
+            let cell = |m: Method| of(m).map_or("-".into(), |x| format!("{:.1}", x.bw_mb_s));
             let (l, big_l) = if w.chunk == 0 {
                 ("fill".to_string(), String::new())
             } else {

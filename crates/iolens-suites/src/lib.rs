@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iolens_engine::{run_job, EngineError, LocalBarrier, RunObserver, RunOptions, TargetPolicy};
-use iolens_metrics::RunResult;
+use iolens_metrics::{LatencySummary, RunResult};
 use iolens_workload::{FlagWorkload, Job, JobError};
 use serde::{Deserialize, Serialize};
 
@@ -159,7 +159,7 @@ pub struct RankShare {
     pub bytes: u64,
     /// The rank's own ops per second of its own window.
     pub iops: f64,
-    pub mib_s: f64,
+    pub bw_bytes_s: f64,
     /// The union of the rank's own agents' in-flight intervals.
     pub busy_s: f64,
 }
@@ -179,8 +179,7 @@ pub struct PointFigures {
     pub arpt_s: f64,
     pub fsync_s: f64,
     pub close_s: f64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
+    pub lat_ns: LatencySummary,
     pub device_util: Option<f64>,
     pub device_write_bytes: Option<u64>,
     /// Warning codes, each once.
@@ -207,8 +206,7 @@ impl PointFigures {
             arpt_s: f.arpt_s,
             fsync_s: f.fsync_s,
             close_s: f.close_s,
-            p50_ns: f.lat_ns.p50,
-            p99_ns: f.lat_ns.p99,
+            lat_ns: f.lat_ns.summary,
             device_util: r.device.as_ref().map(|d| d.util),
             device_write_bytes: r.device.as_ref().map(|d| d.write_bytes),
             warnings: r.warnings.iter().fold(Vec::new(), |mut codes, w| {

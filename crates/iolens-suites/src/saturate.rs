@@ -5,6 +5,7 @@
 //! own file, so the storage sees all of them at once. With the cores of a compute node, the
 //! saturation point becomes a node count — "32 nodes max out this file system".
 
+use iolens_metrics::LatencySummary;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -64,9 +65,8 @@ pub struct SaturatePoint {
     /// Bytes the application requested over the point.
     pub bytes: u64,
     pub iops: f64,
-    pub mib_s: f64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
+    pub bw_bytes_s: f64,
+    pub lat_ns: LatencySummary,
     /// Throughput growth over the previous point.
     pub gain: Option<f64>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
@@ -93,6 +93,7 @@ pub struct SaturateCurve {
 pub struct SaturateResult {
     pub suite: &'static str,
     pub target: String,
+    #[serde(rename = "bs_bytes")]
     pub bs: u64,
     pub direct: bool,
     pub concurrency_by: &'static str,
@@ -172,9 +173,8 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
                 ops: f.ops,
                 bytes: f.bytes,
                 iops: f.iops,
-                mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
-                p50_ns: f.p50_ns,
-                p99_ns: f.p99_ns,
+                bw_bytes_s: f.bw_bytes_s,
+                lat_ns: f.lat_ns,
                 gain,
                 per_rank: f.per_rank,
             });
@@ -233,10 +233,10 @@ pub fn render(r: &SaturateResult) -> String {
                     None => p.concurrency.to_string(),
                 },
                 fmt_rate(p.iops),
-                fmt_mib(p.mib_s * (1u64 << 20) as f64),
+                fmt_mib(p.bw_bytes_s),
                 p.gain.map_or("-".into(), |g| format!("{:+.0}%", 100.0 * g)),
-                fmt_ns(p.p50_ns as f64),
-                fmt_ns(p.p99_ns as f64),
+                fmt_ns(p.lat_ns.p50 as f64),
+                fmt_ns(p.lat_ns.p99 as f64),
             ]);
         }
         t.render(&mut out);
@@ -278,9 +278,8 @@ mod tests {
                 ops: 0,
                 bytes: 0,
                 iops: x,
-                mib_s: 0.0,
-                p50_ns: 0,
-                p99_ns: 0,
+                bw_bytes_s: 0.0,
+                lat_ns: LatencySummary::default(),
                 gain,
                 per_rank: vec![],
             });

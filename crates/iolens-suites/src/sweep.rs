@@ -2,6 +2,7 @@
 //! from one sector to 16 MiB. Small sizes show the IOPS the device sustains, large ones its
 //! bandwidth; the knee between them is where request size stops being free.
 
+use iolens_metrics::LatencySummary;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,17 +61,18 @@ impl SweepConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepPoint {
     pub threads: u32,
+    #[serde(rename = "bs_bytes")]
     pub bs: u64,
     pub ops: u64,
     pub bytes: u64,
     pub iops: f64,
-    pub mib_s: f64,
-    pub mbit_s: f64,
+    pub bw_bytes_s: f64,
     pub bps: f64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
+    pub lat_ns: LatencySummary,
     /// Device utilization over the point, when a block device is behind the target.
     pub device_util: Option<f64>,
+    /// Codes of the point's warnings (their messages are in the point's own run).
+    #[serde(rename = "warning_codes")]
     pub warnings: Vec<String>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -84,10 +86,12 @@ pub struct SweepCurve {
     pub points: Vec<SweepPoint>,
     /// The largest size, at or after the IOPS peak, with IOPS at least 90% of the peak (see
     /// [`knee`]).
+    #[serde(rename = "knee_bs_bytes")]
     pub knee_bs: Option<u64>,
     /// Set when the knee is the largest size measured, so the true knee may lie beyond it.
     pub knee_note: Option<String>,
     /// The smallest size reaching 90% of the peak bandwidth.
+    #[serde(rename = "bw90_bs_bytes")]
     pub bw90_bs: Option<u64>,
     /// Why the curve ended before `max_size`.
     pub stopped_early: Option<String>,
@@ -117,9 +121,9 @@ impl iolens_report::Body for SweepResult {
 
 /// The knee and the 90%-bandwidth size of a curve.
 pub fn findings(points: &[SweepPoint]) -> (Option<u64>, Option<u64>) {
-    let peak_bw = points.iter().map(|p| p.mib_s).fold(0.0, f64::max);
+    let peak_bw = points.iter().map(|p| p.bw_bytes_s).fold(0.0, f64::max);
     let knee = knee(points);
-    let bw90 = points.iter().find(|p| peak_bw > 0.0 && p.mib_s >= REACHED * peak_bw).map(|p| p.bs);
+    let bw90 = points.iter().find(|p| peak_bw > 0.0 && p.bw_bytes_s >= REACHED * peak_bw).map(|p| p.bs);
     (knee, bw90)
 }
 
@@ -198,11 +202,9 @@ pub fn sweep(cfg: &SweepConfig, ctx: &SuiteContext) -> Result<SweepResult, Suite
                 ops: f.ops,
                 bytes: f.bytes,
                 iops: f.iops,
-                mib_s: f.bw_bytes_s / (1u64 << 20) as f64,
-                mbit_s: f.bw_bytes_s * 8.0 / 1e6,
+                bw_bytes_s: f.bw_bytes_s,
                 bps: f.bps,
-                p50_ns: f.p50_ns,
-                p99_ns: f.p99_ns,
+                lat_ns: f.lat_ns,
                 device_util: f.device_util,
                 warnings: f.warnings,
                 per_rank: f.per_rank,
@@ -248,10 +250,8 @@ pub fn render(r: &SweepResult) -> String {
             r.time_per_point_s,
             if r.direct { "O_DIRECT" } else { "buffered" }
         ));
-        let mut t = Table::new(vec![
-            "bs", "IO/s", "MiB/s", "Mbit/s", "BPS", "p50", "p99", "dev util", "", "warnings",
-        ]);
-        t.left_aligned = vec![8, 9];
+        let mut t = Table::new(vec!["bs", "IO/s", "MiB/s", "BPS", "p50", "p99", "dev util", "", "warnings"]);
+        t.left_aligned = vec![7, 8];
         for p in &c.points {
             let mark = match (Some(p.bs) == c.knee_bs, Some(p.bs) == c.bw90_bs) {
                 (true, true) => "<- knee, 90% bw",
@@ -262,11 +262,10 @@ pub fn render(r: &SweepResult) -> String {
             t.rows.push(vec![
                 format_bytes(p.bs),
                 fmt_rate(p.iops),
-                fmt_mib(p.mib_s * (1u64 << 20) as f64),
-                format!("{:.1}", p.mbit_s),
+                fmt_mib(p.bw_bytes_s),
                 fmt_rate(p.bps),
-                fmt_ns(p.p50_ns as f64),
-                fmt_ns(p.p99_ns as f64),
+                fmt_ns(p.lat_ns.p50 as f64),
+                fmt_ns(p.lat_ns.p99 as f64),
                 p.device_util.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
                 mark.into(),
                 p.warnings.join(","),
@@ -284,7 +283,7 @@ pub fn render(r: &SweepResult) -> String {
         out.push_str(&p.line("every rank ran the threads of a curve on its own file"));
     }
     out.push_str(
-        "IO/s, MiB/s, Mbit/s: application requests per wall second; BPS: 512-byte blocks per busy second\n\
+        "IO/s, MiB/s: application requests per wall second; BPS: 512-byte blocks per busy second\n\
          knee: the largest size, at or after the IOPS peak, still within 90% of the peak IOPS\n",
     );
     out
@@ -301,11 +300,9 @@ mod tests {
             ops: 0,
             bytes: 0,
             iops,
-            mib_s: iops * bs as f64 / (1u64 << 20) as f64,
-            mbit_s: 0.0,
+            bw_bytes_s: iops * bs as f64,
             bps: 0.0,
-            p50_ns: 0,
-            p99_ns: 0,
+            lat_ns: LatencySummary::default(),
             device_util: None,
             warnings: vec![],
             per_rank: vec![],

@@ -154,12 +154,15 @@ pub struct ModeResult {
     pub apparent_iops: f64,
     /// ops / whole phase, fsync and close included.
     pub effective_iops: f64,
-    pub apparent_mib_s: f64,
-    pub effective_mib_s: f64,
+    /// Bytes per second of time in write calls, and of the whole phase.
+    pub apparent_bw_bytes_s: f64,
+    pub effective_bw_bytes_s: f64,
     /// Bytes the device wrote inside the phase (None without a block device).
     pub device_write_bytes: Option<u64>,
     /// The mode stopped at the time cap before writing its bytes.
     pub capped_by_time: bool,
+    /// Codes of the point's warnings (their messages are in the point's own run).
+    #[serde(rename = "warning_codes")]
     pub warnings: Vec<String>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -170,6 +173,7 @@ pub struct ModeResult {
 pub struct WriteModesResult {
     pub suite: &'static str,
     pub target: String,
+    #[serde(rename = "bs_bytes")]
     pub bs: u64,
     /// Bytes each mode was to write, over all threads (of all ranks under MPI).
     pub bytes_per_mode: u64,
@@ -180,6 +184,7 @@ pub struct WriteModesResult {
     #[serde(flatten)]
     pub processes: Option<Processes>,
     pub threads: u32,
+    #[serde(rename = "region_per_thread_bytes")]
     pub region_per_thread: u64,
     /// Random offsets without replacement: each block once per pass.
     pub random_map: bool,
@@ -315,8 +320,8 @@ pub fn write_modes(cfg: &WriteModesConfig, ctx: &SuiteContext) -> Result<WriteMo
             phase_s: f.wall_s,
             apparent_iops: per(f.ops as f64, write_s),
             effective_iops: per(f.ops as f64, f.wall_s),
-            apparent_mib_s: per(f.bytes as f64, write_s) / (1u64 << 20) as f64,
-            effective_mib_s: per(f.bytes as f64, f.wall_s) / (1u64 << 20) as f64,
+            apparent_bw_bytes_s: per(f.bytes as f64, write_s),
+            effective_bw_bytes_s: per(f.bytes as f64, f.wall_s),
             device_write_bytes: f.device_write_bytes,
             capped_by_time: f.bytes < per_thread * threads as u64 * ranks as u64 && !f.interrupted,
             warnings: f.warnings,
@@ -378,8 +383,8 @@ pub fn render(r: &WriteModesResult) -> String {
             format!("{:.3}", m.phase_s),
             fmt_rate(m.apparent_iops),
             fmt_rate(m.effective_iops),
-            fmt_mib(m.apparent_mib_s * (1u64 << 20) as f64),
-            fmt_mib(m.effective_mib_s * (1u64 << 20) as f64),
+            fmt_mib(m.apparent_bw_bytes_s),
+            fmt_mib(m.effective_bw_bytes_s),
             m.device_write_bytes.map_or("-".into(), |b| fmt_mib(b as f64)),
             if m.capped_by_time {
                 let mut w = vec!["stopped by --time".to_string()];

@@ -11,6 +11,7 @@ mod cli;
 mod compare_cmd;
 mod darshan_view;
 mod help_cmd;
+mod job_json;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;

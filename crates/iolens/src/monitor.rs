@@ -32,25 +32,37 @@ fn snapshot(devices: &[String]) -> std::io::Result<Vec<Option<DiskStats>>> {
 }
 
 fn render(rows: &[IostatRow]) -> String {
+    // iostat -x's columns, in IEC units (MiB/s, KiB) and microseconds.
     let header = vec![
-        "device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "avgrq-sz", "avgqu-sz", "r_await",
-        "w_await", "%util",
+        "device",
+        "r/s",
+        "w/s",
+        "rMiB/s",
+        "wMiB/s",
+        "rrqm/s",
+        "wrqm/s",
+        "avgrq KiB",
+        "avgqu-sz",
+        "r_await µs",
+        "w_await µs",
+        "%util",
     ];
+    const MIB: f64 = (1u64 << 20) as f64;
     let mut t = Table::new(header);
     for r in rows {
         t.rows.push(vec![
             r.device.clone(),
-            format!("{:.2}", r.r_s),
-            format!("{:.2}", r.w_s),
-            format!("{:.2}", r.rmb_s),
-            format!("{:.2}", r.wmb_s),
-            format!("{:.2}", r.rrqm_s),
-            format!("{:.2}", r.wrqm_s),
-            format!("{:.2}", r.avgrq_sz),
-            format!("{:.2}", r.avgqu_sz),
-            format!("{:.2}", r.r_await),
-            format!("{:.2}", r.w_await),
-            format!("{:.2}", r.util_pct),
+            format!("{:.2}", r.read_iops),
+            format!("{:.2}", r.write_iops),
+            format!("{:.2}", r.read_bw_bytes_s / MIB),
+            format!("{:.2}", r.write_bw_bytes_s / MIB),
+            format!("{:.2}", r.read_merges_s),
+            format!("{:.2}", r.write_merges_s),
+            format!("{:.2}", r.avg_request_bytes / 1024.0),
+            format!("{:.2}", r.avg_queue),
+            format!("{:.1}", r.read_await_s * 1e6),
+            format!("{:.1}", r.write_await_s * 1e6),
+            format!("{:.2}", r.util * 100.0),
         ]);
     }
     let mut s = String::new();

@@ -27,7 +27,7 @@ use iolens_suites::{PointFigures, PointRunner, RankShare, SuiteError};
 use iolens_workload::{load_job, Job, OpMix};
 
 use crate::cli::{OutputArgs, RunArgs};
-use crate::output::{check_write, fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 use crate::run_cmd::{job_from_flags, publish_repeated, verify_failed, Repetitions};
 
 /// `path` with `.rN` before its extension: each rank's own trace or busy log.
@@ -182,7 +182,7 @@ fn single(one: &OneRun<'_>) -> Result<(), u8> {
     };
     say!("{}", render_combined(&combined));
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &combined);
+        write_result(path, &combined, Some(crate::job_json::resolved_job(one.job)));
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &combined.run));
@@ -223,7 +223,7 @@ fn repeated(one: &OneRun<'_>) -> Result<(), u8> {
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, done)
+    publish_repeated(a, one.job, done)
 }
 
 /// What one rank has after [`run_across`].
@@ -310,7 +310,7 @@ fn point_figures(combined: &MpiRunResult) -> PointFigures {
             ops: r.figures.ops,
             bytes: r.figures.bytes,
             iops: r.figures.iops,
-            mib_s: r.figures.bw_bytes_s / (1u64 << 20) as f64,
+            bw_bytes_s: r.figures.bw_bytes_s,
             busy_s: r.figures.busy_s,
         })
         .collect();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_engine::ownership::ScratchDir;
-use iolens_report::table::{fmt_rate, Table};
+use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_report::{Body, Notice};
 use iolens_suites::{
     beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError,
@@ -60,6 +60,7 @@ struct QuickReport {
     memory_backed: bool,
     device: Option<String>,
     direct_supported: bool,
+    #[serde(rename = "memory_bytes")]
     memory: u64,
     /// Under MPI: the ranks each part's points ran on, and their hosts.
     #[serde(flatten)]
@@ -159,11 +160,11 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<No
                 measured: measured.clone(),
             });
         }
-        if let Some(p) = c.points.iter().max_by(|a, b| a.mib_s.total_cmp(&b.mib_s)) {
+        if let Some(p) = c.points.iter().max_by(|a, b| a.bw_bytes_s.total_cmp(&b.bw_bytes_s)) {
             h.push(Headline {
                 part: "sweep",
                 figure: "peak bandwidth".into(),
-                value: format!("{:.1} MiB/s at {}", p.mib_s, format_bytes(p.bs)),
+                value: format!("{} MiB/s at {}", fmt_mib(p.bw_bytes_s), format_bytes(p.bs)),
                 measured: measured.clone(),
             });
         }
@@ -425,10 +426,9 @@ pub fn quick(
         return if errors.is_empty() { Ok(()) } else { Err(EXIT_FAILED) };
     }
     say!("{}", render(&report));
-    write_json_or_warn(&results.join("quick.json"), &report);
-    if let Some(path) = &out.json {
-        write_json_or_warn(path, &report);
-    }
+    let summary = results.join("quick.json");
+    let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
+    crate::output::write_json_copies(&copies, &report);
     if errors.is_empty() {
         Ok(())
     } else {

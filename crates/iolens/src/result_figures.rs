@@ -50,18 +50,20 @@ const RUN_METRICS: &[(Metric, &[&str])] = &[
     (metric("io_wait_fraction", Better::Neither, false), &["io_wait_fraction"]),
 ];
 
-/// A sweep point's figures (keys of `curves[].points[]`).
-const SWEEP_METRICS: &[Metric] = &[
-    metric("iops", Better::Higher, true),
-    metric("mib_s", Better::Higher, true),
-    metric("bps", Better::Higher, true),
-    metric("p50_ns", Better::Lower, false),
-    metric("p99_ns", Better::Lower, false),
+/// A sweep point's figures (and where `curves[].points[]` hold them).
+const SWEEP_METRICS: &[(Metric, &[&str])] = &[
+    (metric("iops", Better::Higher, true), &["iops"]),
+    (metric("bw_bytes_s", Better::Higher, true), &["bw_bytes_s"]),
+    (metric("bps", Better::Higher, true), &["bps"]),
+    (metric("lat_p50_ns", Better::Lower, false), &["lat_ns", "p50"]),
+    (metric("lat_p99_ns", Better::Lower, false), &["lat_ns", "p99"]),
 ];
 
-/// A saturation point's figures (keys of `curves[].points[]`).
-const SATURATE_METRICS: &[Metric] =
-    &[metric("iops", Better::Higher, true), metric("mib_s", Better::Higher, true)];
+/// A saturation point's figures.
+const SATURATE_METRICS: &[(Metric, &[&str])] = &[
+    (metric("iops", Better::Higher, true), &["iops"]),
+    (metric("bw_bytes_s", Better::Higher, true), &["bw_bytes_s"]),
+];
 
 /// One measured quantity of a result: which part of it (`aggregate`, a sweep point), which
 /// metric, and its values — one per repetition.
@@ -106,7 +108,7 @@ pub fn read(doc: &Value) -> Result<ResultFigures, String> {
     let interrupted = object.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
     let (kind, repetitions, figures) = if let Some(suite) = object.get("suite") {
         match suite.as_str() {
-            Some("sweep") => ("sweep", 1, points(doc, "threads", "bs", SWEEP_METRICS)?),
+            Some("sweep") => ("sweep", 1, points(doc, "threads", "bs_bytes", SWEEP_METRICS)?),
             Some("saturate") => ("saturate", 1, points(doc, "rw", "concurrency", SATURATE_METRICS)?),
             _ => return Err(format!("suite {suite} is not one `iolens compare` reads (sweep, saturate)")),
         }
@@ -169,7 +171,12 @@ fn repeated(summary: &Value) -> Result<(usize, Vec<Figure>), String> {
 }
 
 /// A suite's `curves[].points[]`, each named by its curve key and its point key.
-fn points(doc: &Value, curve_key: &str, point_key: &str, metrics: &[Metric]) -> Result<Vec<Figure>, String> {
+fn points(
+    doc: &Value,
+    curve_key: &str,
+    point_key: &str,
+    metrics: &[(Metric, &[&str])],
+) -> Result<Vec<Figure>, String> {
     let curves = doc["curves"].as_array().ok_or("curves: expected a list")?;
     let mut figures = Vec::new();
     for (c, curve) in curves.iter().enumerate() {
@@ -179,14 +186,15 @@ fn points(doc: &Value, curve_key: &str, point_key: &str, metrics: &[Metric]) -> 
             let at = format!("curves[{c}].points[{p}]");
             let figure = format!("{}={} {}", curve_key, label(point, curve, curve_key, &at)?, {
                 let value = label(point, curve, point_key, &at)?;
-                if point_key == "bs" {
+                if point_key == "bs_bytes" {
                     format!("bs={}", binary_size(&value))
                 } else {
                     format!("{point_key}={value}")
                 }
             });
-            for metric in metrics {
-                if let Some(value) = number(&point[metric.name], &format!("{at}.{}", metric.name))? {
+            for (metric, path) in metrics {
+                let value = path.iter().fold(point, |v, key| &v[*key]);
+                if let Some(value) = number(value, &format!("{at}.{}", path.join(".")))? {
                     figures.push(Figure { figure: figure.clone(), metric: *metric, values: vec![value] });
                 }
             }

@@ -11,9 +11,9 @@ use serde::Serialize;
 use iolens_report::export::parquet::companion_path;
 
 use crate::cli::RunArgs;
+use crate::job_json::resolved_job;
 use crate::output::{
-    check_write, fail, parquet_envelope, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE,
-    EXIT_VERIFY,
+    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
 };
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
@@ -116,7 +116,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     })?;
     say!("{}", iolens_report::render_run(&run));
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &run);
+        write_result(path, &run, Some(resolved_job(&job)));
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
@@ -126,16 +126,21 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         }
     }
     if let Some(path) = &a.parquet {
-        write_parquet(path, &run, a.trace.as_deref());
+        write_parquet(path, &run, resolved_job(&job), a.trace.as_deref());
     }
     outcome(run.error.clone(), verify_failed(&run))
 }
 
 /// `--parquet FILE`: the agents and aggregate; beside it the series (`STEM-series.parquet`) with
 /// `--log-interval` and every operation (`STEM-ops.parquet`) with `--trace`.
-fn write_parquet(path: &std::path::Path, run: &iolens_metrics::RunResult, trace: Option<&std::path::Path>) {
+fn write_parquet(
+    path: &std::path::Path,
+    run: &iolens_metrics::RunResult,
+    job: serde_json::Value,
+    trace: Option<&std::path::Path>,
+) {
     use iolens_report::export::parquet;
-    let envelope = parquet_envelope(run, &parquet::RUN_TABLE_KEYS);
+    let envelope = parquet_envelope(run, Some(job), &parquet::RUN_TABLE_KEYS);
     check_write(path, parquet::write_run(path, run, envelope.clone()));
     if run.series.is_some() {
         let series = companion_path(path, "series");
@@ -274,11 +279,15 @@ fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool
         verify_error,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    publish_repeated(a, done)
+    publish_repeated(a, job, done)
 }
 
 /// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
-pub(crate) fn publish_repeated<R: Serialize>(a: &RunArgs, done: Repetitions<'_, R>) -> Result<(), u8> {
+pub(crate) fn publish_repeated<R: Serialize>(
+    a: &RunArgs,
+    job: &Job,
+    done: Repetitions<'_, R>,
+) -> Result<(), u8> {
     let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
     if let Some(table) = &done.last_table {
         say!("{table}");
@@ -297,14 +306,14 @@ pub(crate) fn publish_repeated<R: Serialize>(a: &RunArgs, done: Repetitions<'_, 
         runs: done.runs,
     };
     if let Some(path) = &a.output.json {
-        write_json_or_warn(path, &report);
+        write_result(path, &report, Some(resolved_job(job)));
     }
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
     if let Some(path) = &a.parquet {
-        let envelope = parquet_envelope(&report, &["runs"]);
+        let envelope = parquet_envelope(&report, Some(resolved_job(job)), &["runs"]);
         check_write(
             path,
             iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),

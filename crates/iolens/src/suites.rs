@@ -55,7 +55,7 @@ fn finish<R: iolens_report::Body>(
     }
     if let Some(path) = parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&r, &parquet::POINT_TABLE_KEYS);
+        let envelope = parquet_envelope(&r, None, &parquet::POINT_TABLE_KEYS);
         check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
     }
     Ok(())

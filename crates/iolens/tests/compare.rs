@@ -138,8 +138,8 @@ fn one_side_repeated_uses_its_confidence_interval() {
 fn sweep(points: &[(u32, u64, f64)]) -> Value {
     let mut curves: Vec<Value> = Vec::new();
     for &(threads, bs, iops) in points {
-        let point = json!({ "threads": threads, "bs": bs, "iops": iops, "mib_s": iops * bs as f64 / 1048576.0,
-                            "bps": iops * bs as f64 / 512.0, "p50_ns": 1000, "p99_ns": 5000 });
+        let point = json!({ "threads": threads, "bs_bytes": bs, "iops": iops, "bw_bytes_s": iops * bs as f64,
+                            "bps": iops * bs as f64 / 512.0, "lat_ns": {"p50": 1000, "p99": 5000} });
         match curves.iter_mut().find(|c| c["threads"] == threads) {
             Some(c) => c["points"].as_array_mut().unwrap().push(point),
             None => curves.push(json!({ "threads": threads, "points": [point] })),

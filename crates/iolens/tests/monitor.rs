@@ -23,12 +23,20 @@ fn samples_every_interval_as_table_and_json() {
     let devices = iolens_device::active_disks().unwrap();
     assert_eq!(samples.len(), 2 * devices.len());
     for s in samples {
-        for k in
-            ["r_s", "w_s", "rmb_s", "wmb_s", "rrqm_s", "wrqm_s", "avgrq_sz", "avgqu_sz", "r_await", "w_await"]
+        for k in [
+            "read_iops",
+            "write_iops",
+            "read_bw_bytes_s",
+            "write_bw_bytes_s",
+            "read_merges_s",
+            "write_merges_s",
+        ]
+        .into_iter()
+        .chain(["avg_request_bytes", "avg_queue", "read_await_s", "write_await_s"])
         {
             assert!(s[k].as_f64().unwrap() >= 0.0, "{k}");
         }
-        assert!((0.0..=100.0).contains(&s["util_pct"].as_f64().unwrap()));
+        assert!((0.0..=1.0).contains(&s["util"].as_f64().unwrap()));
         assert!((s["interval_s"].as_f64().unwrap() - 0.2).abs() < 0.15);
     }
 }
@@ -91,14 +99,14 @@ fn agrees_with_iostat_on_the_same_interval() {
     let mine = |k: &str| -> Vec<f64> { samples.iter().map(|s| s[k].as_f64().unwrap()).collect() };
     assert_eq!((stats.len(), samples.len()), (3, 3));
 
-    let (their_w, my_w) = (mean(&disk("w/s")), mean(&mine("w_s")));
+    let (their_w, my_w) = (mean(&disk("w/s")), mean(&mine("write_iops")));
     assert!(their_w > 400.0, "the load reached the device: {their_w} w/s");
     let close = |a: f64, b: f64, what: &str| {
         assert!((a - b).abs() <= 0.1 * a.max(b) + 1.0, "{what}: iostat {a:.2} vs iolens {b:.2}");
     };
     close(their_w, my_w, "w/s");
-    close(mean(&disk("wkB/s")) / 1024.0, mean(&mine("wmb_s")), "wMB/s");
-    close(mean(&disk("r/s")), mean(&mine("r_s")), "r/s");
-    let (their_util, my_util) = (mean(&disk("util")), mean(&mine("util_pct")));
+    close(mean(&disk("wkB/s")) / 1024.0, mean(&mine("write_bw_bytes_s")) / 1048576.0, "wMiB/s");
+    close(mean(&disk("r/s")), mean(&mine("read_iops")), "r/s");
+    let (their_util, my_util) = (mean(&disk("util")), mean(&mine("util")) * 100.0);
     assert!((their_util - my_util).abs() <= 10.0, "%util: iostat {their_util:.1} vs iolens {my_util:.1}");
 }

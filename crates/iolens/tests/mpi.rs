@@ -419,7 +419,7 @@ fn sweep_runs_every_point_on_all_ranks_each_on_its_own_file() {
     assert_eq!(u(&d["ranks"]), RANKS as u64);
     assert!(!d["hosts"].as_array().unwrap().is_empty());
     let points = d["curves"][0]["points"].as_array().unwrap();
-    assert_eq!(points.iter().map(|p| u(&p["bs"])).collect::<Vec<_>>(), vec![4096, 8192, 16384]);
+    assert_eq!(points.iter().map(|p| u(&p["bs_bytes"])).collect::<Vec<_>>(), vec![4096, 8192, 16384]);
     for p in points {
         let files = check_ranks_of_point(p);
         for (r, f) in files.iter().enumerate() {
@@ -878,19 +878,19 @@ fn beff_io_over_mpi_io_recomputes_its_value_and_names_its_calls() {
                     .sum();
                 assert_eq!(u(&t["bytes"]), bytes, "{method} type {ty}: the patterns' bytes");
                 let mb_s = bytes as f64 / f(&t["time_s"]) / 1e6;
-                assert!(close(f(&t["mb_s"]), mb_s), "{method} type {ty}");
+                assert!(close(f(&t["bw_mb_s"]), mb_s), "{method} type {ty}");
                 value += type_weight[ty] * mb_s;
             }
-            assert!(close(f(&p["methods"][m]["mb_s"]), value), "{method}");
+            assert!(close(f(&p["methods"][m]["bw_mb_s"]), value), "{method}");
             partition += method_weight[m] * value;
         }
-        assert!(close(f(&p["b_eff_io"]), partition), "{} ranks", p["ranks"]);
+        assert!(close(f(&p["b_eff_io_mb_s"]), partition), "{} ranks", p["ranks"]);
         if partition > best.0 {
             best = (partition, u(&p["ranks"]));
         }
     }
     assert!(best.0 > 0.0);
-    assert!(close(f(&d["b_eff_io"]), best.0), "the system value is the best partition's");
+    assert!(close(f(&d["b_eff_io_mb_s"]), best.0), "the system value is the best partition's");
     assert_eq!(u(&d["best_ranks"]), best.1);
     let left: Vec<_> = std::fs::read_dir(&target).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(left.is_empty(), "b_eff_io removes its files: {left:?}");

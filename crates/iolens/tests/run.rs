@@ -92,7 +92,7 @@ fn size_driven_random_reads_have_consistent_figures() {
     assert!((f(&agg["bps"]) - u(&agg["bytes"]) as f64 / 512.0 / busy).abs() / f(&agg["bps"]) < 1e-9);
     assert!((f(&agg["io_wait_fraction"]) - busy / f(&agg["wall_s"])).abs() < 1e-9);
     let lat = &agg["lat_ns"];
-    for k in ["min", "mean", "max", "p50", "p90", "p99", "p99.9", "p99.99"] {
+    for k in ["min", "mean", "max", "p50", "p90", "p95", "p99", "p99_9", "p99_99"] {
         assert!(lat[k].is_number(), "lat_ns.{k}");
     }
     assert!(
@@ -236,10 +236,10 @@ fn job_file_with_two_agents_runs_both() {
     assert_eq!(agents.len(), 2);
     assert_eq!(agents[0]["name"], "r");
     assert_eq!(u(&agents[0]["bytes"]), 1 << 20);
-    assert_eq!(agents[0]["bs"], "4KiB:50,8KiB:50");
+    assert_eq!(agents[0]["bs_spec"], "4KiB:50,8KiB:50");
     assert_eq!(u(&agents[1]["bytes"]), 2 << 20, "one pass over a 2 MiB region");
     assert_eq!(u(&agents[1]["fsyncs"]), 4, "every 4 of 16 writes");
-    assert_eq!(u(&v["aggregate"]["block_unit"]), 4096);
+    assert_eq!(u(&v["aggregate"]["block_unit_bytes"]), 4096);
     let csv = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(csv.lines().count(), 4, "header, two agents, aggregate");
     assert!(csv.lines().last().unwrap().starts_with("aggregate,two,"));
@@ -790,7 +790,7 @@ fn an_unreachable_rate_is_a_warning_and_a_reachable_one_is_not() {
     let w = v["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "rate_not_reached").unwrap();
     let msg = w["message"].as_str().unwrap();
     assert!(msg.contains("agent0") && msg.contains("1000000000"), "asked and achieved per agent: {msg}");
-    assert_eq!(f(&v["agents"][0]["rate"]), 1e9, "the asked rate is in the agent's record");
+    assert_eq!(f(&v["agents"][0]["rate_iops"]), 1e9, "the asked rate is in the agent's record");
     // 50 ops/s for a second is within reach of anything (a late op is not caught up on, so a
     // stall of several gaps would be a real shortfall, and a warning).
     let v = run("50", "1s");

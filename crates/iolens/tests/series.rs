@@ -1,6 +1,9 @@
 //! End-to-end tests of the run outputs for plotting and data frames: latency bins
 //! (`lat_ns.bins`), per-interval series (`--log-interval`) and Parquet files (`--parquet`).
 
+#[path = "support/schema_check.rs"]
+mod schema_check;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -109,6 +112,19 @@ fn null_run_with_every_output() -> Outputs {
         p("run.parquet").to_str().unwrap(),
     ]);
     Outputs { json: read_json(&p("run.json")), csv: p("run.csv"), parquet: p("run.parquet"), _dir: dir }
+}
+
+#[test]
+fn a_run_with_bins_and_series_fits_the_run_schema() {
+    let o = null_run_with_every_output();
+    let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
+    let errors = schema_check::Schemas::new(&schemas).validate("run.schema.json", &o.json);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert!(o.json["series"].is_object() && o.json["aggregate"]["lat_ns"]["bins"].is_array());
+    let mut broken = o.json.clone();
+    broken["series"]["aggregate"][0]["lat_ns"]["p99.9"] = 1.into();
+    let errors = schema_check::Schemas::new(&schemas).validate("run.schema.json", &broken);
+    assert!(!errors.is_empty(), "the schema describes the series exactly");
 }
 
 #[test]

@@ -1,0 +1,198 @@
+//! The output contract: every command's `--json`, run with tiny settings, validates against
+//! its schema in `schemas/`, starts with the one envelope, and uses one key per figure (no
+//! dotted keys, none of the retired unit variants). MPI-only commands (beff) are not run here.
+
+#[path = "support/schema_check.rs"]
+mod schema_check;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn iolens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+}
+
+fn schemas() -> schema_check::Schemas {
+    schema_check::Schemas::new(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas"))
+}
+
+/// Keys of schema 1 that named one figure several ways; none may come back.
+const RETIRED: &[&str] =
+    &["mib_s", "mbit_s", "mb_s", "p50_ns", "p99_ns", "rmb_s", "wmb_s", "tool_version", "util_pct"];
+
+/// Every key of `v`, with where it is, for the checks that hold everywhere.
+fn keys(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                out.push((k.clone(), at.to_string()));
+                keys(x, &format!("{at}.{k}"), out);
+            }
+        }
+        Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| keys(x, &format!("{at}[{i}]"), out)),
+        _ => {}
+    }
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        Env { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn data(&self) -> String {
+        self.path("d").display().to_string()
+    }
+
+    /// Runs a command with `--json NAME.json`; its exit status must be `code`.
+    fn json(&self, name: &str, args: &[&str], code: i32) -> Value {
+        let json = self.path(&format!("{name}.json"));
+        let out = iolens().args(args).arg("--json").arg(&json).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    }
+}
+
+fn conforms(schema: &str, doc: &Value, argv_tail: &[&str]) {
+    let errors = schemas().validate(schema, doc);
+    assert!(errors.is_empty(), "{schema}:\n{}\n{doc:#}", errors.join("\n"));
+    let mut all = Vec::new();
+    keys(doc, "$", &mut all);
+    for (k, at) in &all {
+        assert!(!k.contains('.'), "{schema}: key {k:?} at {at} holds a dot");
+        assert!(!RETIRED.contains(&k.as_str()), "{schema}: retired key {k:?} at {at}");
+    }
+    let command: Vec<&str> = doc["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(
+        command.ends_with(argv_tail) || command.windows(argv_tail.len()).any(|w| w == argv_tail),
+        "{command:?}"
+    );
+    assert!(doc["started_at"].as_str().unwrap() <= doc["ended_at"].as_str().unwrap());
+}
+
+#[test]
+fn the_schemas_refuse_what_breaks_them() {
+    let env = Env::new();
+    let good = env.json("run", &["run", "--target", &env.data(), "--size", "1m", "--time", "100ms", "-q"], 0);
+    conforms("run.schema.json", &good, &["run"]);
+    let mut s = schemas();
+    let mut broken = good.clone();
+    broken["aggregate"]["lat_ns"]["p99"] = serde_json::json!(12.5);
+    assert!(
+        s.validate("run.schema.json", &broken).iter().any(|e| e.contains("lat_ns.p99")),
+        "a float latency"
+    );
+    let mut broken = good.clone();
+    broken.as_object_mut().unwrap().remove("host");
+    assert!(!s.validate("run.schema.json", &broken).is_empty(), "no host");
+    let mut broken = good;
+    broken["warnings"] = serde_json::json!(["short_run"]);
+    assert!(!s.validate("run.schema.json", &broken).is_empty(), "warnings as bare codes");
+}
+
+#[test]
+fn every_command_writes_its_schema() {
+    let env = Env::new();
+    let d = env.data();
+    let small = ["--size", "1m", "--time", "100ms", "-q"];
+
+    let run = env.json(
+        "run",
+        &[
+            &["run", "--target", &d, "--rw", "randrw", "--trace"],
+            &[env.path("t.trace").to_str().unwrap()][..],
+            &small[..],
+        ]
+        .concat(),
+        0,
+    );
+    conforms("run.schema.json", &run, &["run"]);
+    assert_eq!(run["job"]["agents"][0]["rw"], "mixed", "the resolved job is in the envelope");
+    let repeat = env.json("repeat", &[&["run", "--target", &d, "--repeat", "2"][..], &small[..]].concat(), 0);
+    conforms("run.schema.json", &repeat, &["--repeat", "2"]);
+
+    let sweep =
+        env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
+    conforms("sweep.schema.json", &sweep, &["sweep"]);
+    let saturate =
+        env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
+    conforms("saturate.schema.json", &saturate, &["saturate"]);
+    let modes = env.json("write-modes", &["write-modes", &d, "--bytes", "1m", "--threads", "1", "-q"], 0);
+    conforms("write-modes.schema.json", &modes, &["write-modes"]);
+    let beff_io = env.json(
+        "beff-io",
+        &["beff-io", &d, "--time", "200ms", "--mpart", "1m", "--ranks", "1", "--memory", "16m", "-q"],
+        0,
+    );
+    conforms("beff-io.schema.json", &beff_io, &["beff-io"]);
+    let validate = env.json("validate", &["validate", &d, "--volume", "1m", "--repeat", "2", "-q"], 0);
+    conforms("validate.schema.json", &validate, &["validate"]);
+
+    let metrics = env.path("m.csv");
+    std::fs::write(&metrics, "time_s,iops,bw,arpt\n10,100,5,1.0\n8,120,6,0.8\n6,150,9,0.7\n4,190,8,0.5\n")
+        .unwrap();
+    let correlate = env.json("correlate", &["correlate", metrics.to_str().unwrap(), "--time", "time_s"], 0);
+    conforms("correlate.schema.json", &correlate, &["correlate"]);
+
+    let plan = env.path("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[defaults]\ntarget = \"{d}\"\nrw = \"randread\"\nengine = \"null\"\nsize = \"1m\"\ntime = \"100ms\"\n\
+             [[agent]]\nname = \"a\"\n[doe]\nreplicates = 2\nseed = 9\nfactors = {{ bs = [\"4k\", \"16k\"], threads = [1, 2] }}\n"
+        ),
+    )
+    .unwrap();
+    let data = env.path("doe.csv");
+    let out = iolens().arg("doe").arg(&plan).arg("--out").arg(&data).arg("-q").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doe = env.json(
+        "doe",
+        &["doe", "analyze", data.to_str().unwrap(), "--response", "iops", "--factors", "bs,threads"],
+        0,
+    );
+    conforms("doe.schema.json", &doe, &["analyze"]);
+
+    let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
+    conforms("analyze.schema.json", &analyze, &["analyze"]);
+
+    let first = env.path("run.json");
+    let compare = env.json("compare", &["compare", first.to_str().unwrap(), first.to_str().unwrap()], 0);
+    conforms("compare.schema.json", &compare, &["compare"]);
+
+    let monitor = env.json("monitor", &["monitor", "--count", "1", "--interval", "100ms"], 0);
+    conforms("monitor.schema.json", &monitor, &["monitor"]);
+
+    let results = env.path("results");
+    let quick = env.json(
+        "quick",
+        &["quick", &d, "--time", "100ms", "--size", "4m", "-q", "--results", results.to_str().unwrap()],
+        0,
+    );
+    conforms("quick.schema.json", &quick, &["quick"]);
+    for (part, schema) in
+        [("sweep", "sweep"), ("saturate", "saturate"), ("write-modes", "write-modes"), ("beff-io", "beff-io")]
+    {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(results.join(format!("{part}.json"))).unwrap())
+                .unwrap();
+        conforms(&format!("{schema}.schema.json"), &v, &["quick"]);
+    }
+
+    let error = env.json("error", &["run", "--no-such-flag"], 2);
+    conforms("error.schema.json", &error, &["--no-such-flag"]);
+    assert_eq!(error["error"]["code"], "bad_input");
+    let failed = env.json("failed", &["run", "--target", &d, "--rw", "sideways", "-q"], 2);
+    conforms("error.schema.json", &failed, &["sideways", "-q"]);
+}
