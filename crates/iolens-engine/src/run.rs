@@ -125,6 +125,10 @@ fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
         target: target.display().to_string(),
         rw: rw_label(spec),
         bs: bs_label(&spec.sizes),
+        bs_bytes: match spec.sizes {
+            iolens_workload::SizeSpec::Fixed(size) => Some(size),
+            iolens_workload::SizeSpec::Weighted(_) => None,
+        },
         engine: spec.engine.name().to_string(),
         qd: if spec.engine == EngineKind::IoUring { spec.queue_depth } else { 1 },
         direct: spec.direct,

@@ -345,6 +345,8 @@ pub struct AgentInfo {
     /// as numbers, `bs_bytes`).
     #[serde(rename = "bs_spec")]
     pub bs: String,
+    /// The block size when the agent has one fixed size; `None` for a mix of sizes.
+    pub bs_bytes: Option<u64>,
     pub engine: String,
     pub qd: u32,
     pub direct: bool,

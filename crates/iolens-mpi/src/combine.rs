@@ -152,6 +152,7 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
                 target: format!("{}:{}", report.host, report.files.join(",")),
                 rw: text(&first, "rw"),
                 bs: text(&first, "bs_spec"),
+                bs_bytes: first.get("bs_bytes").and_then(|v| v.as_u64()),
                 engine: text(&first, "engine"),
                 qd: first.get("qd").and_then(|v| v.as_u64()).unwrap_or(1) as u32,
                 direct: first.get("direct").and_then(|v| v.as_bool()).unwrap_or(false),

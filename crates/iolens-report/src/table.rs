@@ -18,14 +18,14 @@ pub fn fmt_rate(v: f64) -> String {
     }
 }
 
-/// Nanoseconds in the unit that keeps 3 significant digits: `850ns`, `12.4us`, `3.10ms`, `1.20s`.
+/// Nanoseconds in the unit that keeps 3 significant digits: `850ns`, `12.4µs`, `3.10ms`, `1.20s`.
 pub fn fmt_ns(ns: f64) -> String {
     if ns >= 1e9 {
         format!("{:.2}s", ns / 1e9)
     } else if ns >= 1e6 {
         format!("{:.2}ms", ns / 1e6)
     } else if ns >= 1e3 {
-        format!("{:.1}us", ns / 1e3)
+        format!("{:.1}µs", ns / 1e3)
     } else {
         format!("{ns:.0}ns")
     }
@@ -249,7 +249,7 @@ mod tests {
         assert_eq!(fmt_rate(45_200.0), "45.2k");
         assert_eq!(fmt_rate(1_234_000.0), "1.23M");
         assert_eq!(fmt_ns(850.0), "850ns");
-        assert_eq!(fmt_ns(12_400.0), "12.4us");
+        assert_eq!(fmt_ns(12_400.0), "12.4µs");
         assert_eq!(fmt_ns(3_100_000.0), "3.10ms");
     }
 
@@ -299,7 +299,7 @@ mod tests {
         let text = render_run(&run);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[2].starts_with("a0"));
-        assert!(lines[3].starts_with("  read") && lines[3].contains("20") && lines[3].contains("10.0us"));
+        assert!(lines[3].starts_with("  read") && lines[3].contains("20") && lines[3].contains("10.0µs"));
         assert!(lines[4].starts_with("  write") && lines[4].contains("3.10ms"), "{text}");
         assert!(!text.contains("\nall"), "one agent: no aggregate row");
     }

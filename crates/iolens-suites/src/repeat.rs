@@ -109,7 +109,8 @@ pub fn csv(metrics: &[MetricRepeats]) -> String {
     for i in 0..n {
         out.push_str(&(i + 1).to_string());
         for m in metrics {
-            out.push_str(&format!(",{}", m.values[i]));
+            // `{:?}`: always a decimal point, so every row types the column as a float.
+            out.push_str(&format!(",{:?}", m.values[i]));
         }
         out.push('\n');
     }
@@ -142,6 +143,6 @@ mod tests {
         assert_eq!(warnings.len(), 1, "only iops varies: {warnings:?}");
         assert!(warnings[0].message.starts_with("iops varies by 20.0%"));
         let text = csv(&metrics);
-        assert!(text.lines().nth(2).unwrap().starts_with("2,120,"), "{text}");
+        assert!(text.lines().nth(2).unwrap().starts_with("2,120.0,"), "{text}");
     }
 }

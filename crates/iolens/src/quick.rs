@@ -277,6 +277,16 @@ pub fn quick(
 ) -> Result<(), u8> {
     let out = &a.output;
     let started = Instant::now();
+    if out.csv.is_some() {
+        return Err(fail(
+            out,
+            &command,
+            "--csv: quick writes no CSV\n  hint: each part's full result is JSON in --results DIR; \
+             `iolens run --csv` writes one row per agent",
+            false,
+            EXIT_USAGE,
+        ));
+    }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !base.is_dir() {
         return Err(fail(

@@ -125,6 +125,9 @@ fn every_command_writes_its_schema() {
     let sweep =
         env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
     conforms("sweep.schema.json", &sweep, &["sweep"]);
+    let codes: Vec<&str> =
+        sweep["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"short_run"), "the points' warnings reach the envelope: {codes:?}");
     let saturate =
         env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
     conforms("saturate.schema.json", &saturate, &["saturate"]);
@@ -189,6 +192,13 @@ fn every_command_writes_its_schema() {
                 .unwrap();
         conforms(&format!("{schema}.schema.json"), &v, &["quick"]);
     }
+
+    let no_csv = env.json("no-csv", &["quick", &d, "--csv", env.path("q.csv").to_str().unwrap()], 2);
+    assert!(
+        no_csv["error"]["message"].as_str().unwrap().starts_with("--csv: quick writes no CSV"),
+        "{no_csv}"
+    );
+    assert!(!env.path("q.csv").exists());
 
     let error = env.json("error", &["run", "--no-such-flag"], 2);
     conforms("error.schema.json", &error, &["--no-such-flag"]);

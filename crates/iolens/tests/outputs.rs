@@ -166,7 +166,7 @@ fn json_and_csv_to_stdout_with_a_dash() {
     let out = null_run(dir.path()).args(["--csv", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.starts_with("scope,name,")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("row_kind,name,")), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("aggregate,")), "{stdout}");
     assert!(entries(dir.path()).is_empty(), "no file named '-'");
 }
@@ -191,7 +191,7 @@ fn a_planted_temporary_symlink_is_not_written_through() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     assert!(read_json(&dir.path().join("o.json"))["aggregate"].is_object());
-    assert!(std::fs::read_to_string(dir.path().join("o.csv")).unwrap().starts_with("scope,"));
+    assert!(std::fs::read_to_string(dir.path().join("o.csv")).unwrap().starts_with("row_kind,"));
 }
 
 fn have_preload() -> bool {

@@ -7,11 +7,13 @@ use std::path::Path;
 use iolens_metrics::{DirectionFigures, Figures, RunResult};
 
 const CSV_COLUMNS: &[&str] = &[
-    "scope",
+    // `agent` or `aggregate`: one row shape, the aggregate marked by this column.
+    "row_kind",
     "name",
     "target",
     "rw",
-    "bs",
+    "bs_spec",
+    "bs_bytes",
     "engine",
     "qd",
     "direct",
@@ -30,7 +32,7 @@ const CSV_COLUMNS: &[&str] = &[
     "busy_s",
     "busy_periods",
     "bps",
-    "block_unit",
+    "block_unit_bytes",
     "iops",
     "bw_bytes_s",
     "arpt_s",
@@ -38,9 +40,10 @@ const CSV_COLUMNS: &[&str] = &[
     "lat_mean_ns",
     "lat_p50_ns",
     "lat_p90_ns",
+    "lat_p95_ns",
     "lat_p99_ns",
-    "lat_p99.9_ns",
-    "lat_p99.99_ns",
+    "lat_p99_9_ns",
+    "lat_p99_99_ns",
     "lat_max_ns",
     "cpu_user_s",
     "cpu_sys_s",
@@ -53,7 +56,7 @@ const CSV_COLUMNS: &[&str] = &[
     "read_lat_mean_ns",
     "read_lat_p50_ns",
     "read_lat_p99_ns",
-    "read_lat_p99.9_ns",
+    "read_lat_p99_9_ns",
     "read_lat_max_ns",
     "write_iops",
     "write_bw_bytes_s",
@@ -61,7 +64,7 @@ const CSV_COLUMNS: &[&str] = &[
     "write_lat_mean_ns",
     "write_lat_p50_ns",
     "write_lat_p99_ns",
-    "write_lat_p99.9_ns",
+    "write_lat_p99_9_ns",
     "write_lat_max_ns",
 ];
 
@@ -69,9 +72,9 @@ const CSV_COLUMNS: &[&str] = &[
 fn direction_fields(d: Option<&DirectionFigures>) -> Vec<String> {
     match d {
         Some(d) => vec![
-            d.iops.to_string(),
-            d.bw_bytes_s.to_string(),
-            d.arpt_s.to_string(),
+            float(d.iops),
+            float(d.bw_bytes_s),
+            float(d.arpt_s),
             d.lat_ns.mean.to_string(),
             d.lat_ns.p50.to_string(),
             d.lat_ns.p99.to_string(),
@@ -80,6 +83,12 @@ fn direction_fields(d: Option<&DirectionFigures>) -> Vec<String> {
         ],
         None => vec![String::new(); 8],
     }
+}
+
+/// A float as CSV text, always with a decimal point or an exponent (`2.0`, never `2`), so a
+/// reader types the column as floating point from any row.
+pub fn float(x: f64) -> String {
+    format!("{x:?}")
 }
 
 /// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote or newline.
@@ -101,30 +110,31 @@ fn figure_fields(f: &Figures) -> Vec<String> {
         f.read_bytes.to_string(),
         f.write_bytes.to_string(),
         f.fsyncs.to_string(),
-        f.fsync_s.to_string(),
-        f.close_s.to_string(),
+        float(f.fsync_s),
+        float(f.close_s),
         f.errors.to_string(),
         f.short_ops.to_string(),
-        f.wall_s.to_string(),
-        f.busy_s.to_string(),
+        float(f.wall_s),
+        float(f.busy_s),
         f.busy_periods.to_string(),
-        f.bps.to_string(),
+        float(f.bps),
         f.block_unit.to_string(),
-        f.iops.to_string(),
-        f.bw_bytes_s.to_string(),
-        f.arpt_s.to_string(),
+        float(f.iops),
+        float(f.bw_bytes_s),
+        float(f.arpt_s),
         l.min.to_string(),
         l.mean.to_string(),
         l.p50.to_string(),
         l.p90.to_string(),
+        l.p95.to_string(),
         l.p99.to_string(),
         l.p99_9.to_string(),
         l.p99_99.to_string(),
         l.max.to_string(),
-        f.cpu.user_s.to_string(),
-        f.cpu.sys_s.to_string(),
-        f.cpu.per_op_ns.to_string(),
-        f.io_wait_fraction.to_string(),
+        float(f.cpu.user_s),
+        float(f.cpu.sys_s),
+        float(f.cpu.per_op_ns),
+        float(f.io_wait_fraction),
     ]
     .into_iter()
     .chain(direction_fields(f.read.as_ref()))
@@ -147,6 +157,7 @@ fn csv_rows(w: &mut dyn Write, run: &RunResult) -> io::Result<()> {
             csv_field(&i.target).into_owned(),
             csv_field(&i.rw).into_owned(),
             csv_field(&i.bs).into_owned(),
+            i.bs_bytes.map_or(String::new(), |b| b.to_string()),
             i.engine.clone(),
             i.qd.to_string(),
             i.direct.to_string(),
@@ -155,7 +166,7 @@ fn csv_rows(w: &mut dyn Write, run: &RunResult) -> io::Result<()> {
         writeln!(w, "{}", row.join(","))?;
     }
     let mut row = vec!["aggregate".to_string(), csv_field(&run.job).into_owned()];
-    row.extend(std::iter::repeat_n(String::new(), 6));
+    row.extend(std::iter::repeat_n(String::new(), 7));
     row.extend(figure_fields(&run.aggregate));
     writeln!(w, "{}", row.join(","))
 }
@@ -220,7 +231,7 @@ mod tests {
         let path = dir.path().join("r.csv");
         let mut run = RunResult { job: "j".into(), ..Default::default() };
         run.agents.push(AgentResult {
-            info: AgentInfo { name: "a,1".into(), ..Default::default() },
+            info: AgentInfo { name: "a,1".into(), bs_bytes: Some(4096), ..Default::default() },
             figures: Figures { ops: 3, ..Default::default() },
         });
         write_csv(&path, &run).unwrap();
@@ -232,6 +243,14 @@ mod tests {
         assert!(lines[1].starts_with("agent,\"a,1\","));
         assert!(lines[2].starts_with("aggregate,j,"));
         assert_eq!(lines[2].split(',').count(), cols);
+        assert!(lines[0].starts_with("row_kind,") && !lines[0].contains('.'), "{}", lines[0]);
+        // Floats stay floats in every row: a zero IOPS is 0.0, so readers type the column once.
+        let at = |name: &str| CSV_COLUMNS.iter().position(|c| *c == name).unwrap();
+        let aggregate: Vec<&str> = lines[2].split(',').collect();
+        assert_eq!(aggregate[at("iops")], "0.0");
+        assert_eq!(aggregate[at("ops")], "0");
+        assert_eq!(float(2.0), "2.0");
+        assert_eq!(float(0.25), "0.25");
     }
 
     #[test]
