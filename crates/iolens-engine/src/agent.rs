@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
 
-use iolens_metrics::{AgentRaw, CpuTime};
+use iolens_metrics::{AgentRaw, CpuTime, IntervalRecorder, SeriesRaw};
 use iolens_record::busy::{InFlightTracker, UnionSweep};
 use iolens_record::clock::now_ns;
 use iolens_record::trace::TraceBuffer;
@@ -53,6 +53,17 @@ pub(crate) struct AgentSetup<'a> {
     pub progress: &'a AgentProgress,
     /// Fills written blocks and checks read ones, outside the timed intervals.
     pub verify: Option<AgentVerify>,
+    /// Per-interval series (`--log-interval`): the interval, and the run's origin, stored by the
+    /// main thread before it releases the agents at `start`.
+    pub series: Option<SeriesSetup<'a>>,
+}
+
+/// How an agent records its time series.
+pub(crate) struct SeriesSetup<'a> {
+    pub interval_ns: u64,
+    pub origin_ns: &'a AtomicU64,
+    /// Intervals to make room for before the first operation (0 when unknown).
+    pub expected: usize,
 }
 
 /// Why an agent stopped before its termination condition.
@@ -74,6 +85,7 @@ pub(crate) struct AgentOutcome {
     pub failure: Option<AgentFailure>,
     pub ring_stalls: u64,
     pub verify: Option<AgentVerify>,
+    pub series: Option<SeriesRaw>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -220,6 +232,10 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         failure = Some(AgentFailure::Backend(e));
     }
     setup.start.wait();
+    // After the barrier: the main thread stored the origin before reaching it.
+    let mut series = setup
+        .series
+        .map(|s| IntervalRecorder::new(s.origin_ns.load(Ordering::Relaxed), s.interval_ns, s.expected));
     wait_idle(&mut sink, setup.stop, |_| setup.gate.open_for(setup.index as usize));
     if !spec.start_delay.is_zero() {
         let due = now_ns() + spec.start_delay.as_nanos() as u64;
@@ -349,6 +365,9 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                     OpStatus::Error => ctr.errors += 1,
                 }
                 sink.publish_opt(tracker.complete(t));
+                if let Some(s) = &mut series {
+                    s.record(t, op.app_bytes as u64, lat);
+                }
                 if let Some(tb) = &mut trace {
                     tb.push(&OpRecord {
                         start_ns: op.start,
@@ -452,7 +471,8 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         let _ = tb.finish();
     }
     raw.busy = sink.own.finish();
-    AgentOutcome { raw, failure, ring_stalls: sink.stalls, verify }
+    let series = series.map(|s| s.finish(raw.window_end_ns));
+    AgentOutcome { raw, failure, ring_stalls: sink.stalls, verify, series }
 }
 
 /// The close of the target, timed: it ends the phase.

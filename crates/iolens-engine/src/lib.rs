@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 pub use barrier::{LocalBarrier, PhaseBarrier};
 pub use placement::{Layout, OffsetMap, Placement};
-pub use run::{run_job, run_job_detailed, Progress, RunDetail, RunObserver, RunOptions};
+pub use run::{run_job, run_job_detailed, Progress, RunDetail, RunObserver, RunOptions, MIN_LOG_INTERVAL};
 pub use target::{TargetPolicy, Targets};
 
 /// Why a run could not start, or ended early.

@@ -5,15 +5,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, BlockFields, DeviceReport, RateCheck, RunFacts,
-    RunResult, VerifyFailure, VerifyReport, Warning, WarningCode,
+    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, AgentSeries, BlockFields, DeviceReport, RateCheck,
+    RunFacts, RunResult, RunSeries, SeriesRaw, VerifyFailure, VerifyReport, Warning, WarningCode,
 };
 use iolens_record::busy::PeriodLogWriter;
 use iolens_record::clock::now_ns;
 use iolens_record::trace::TraceWriter;
 use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
 
-use crate::agent::{run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup, PhaseGate};
+use crate::agent::{
+    run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup, PhaseGate, SeriesSetup,
+};
 use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceTimeline, DeviceWatch};
@@ -47,7 +49,16 @@ pub struct RunOptions {
     pub command: String,
     /// This process's place when several processes (MPI ranks) run the job; `None` alone.
     pub placement: Option<Placement>,
+    /// Record per-interval figures of this length (`--log-interval`); at least
+    /// [`MIN_LOG_INTERVAL`].
+    pub log_interval: Option<std::time::Duration>,
 }
+
+/// The shortest `--log-interval`: each interval keeps a few hundred bytes per agent.
+pub const MIN_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Most intervals an agent makes room for up front; longer series grow once per interval.
+const MAX_RESERVED_INTERVALS: usize = 1 << 16;
 
 /// A run's result with the mergeable data behind its aggregate, for combining processes.
 #[derive(Debug, Clone)]
@@ -356,6 +367,8 @@ fn measure(
     observer.phase("running");
     let min_ramp = job.agents.iter().map(|a| a.ramp).min().unwrap_or_default();
     let peer_failed = AtomicBool::new(false);
+    let series_origin = std::sync::atomic::AtomicU64::new(0);
+    let log_interval_ns = opts.log_interval.map(|d| (d.max(MIN_LOG_INTERVAL).as_nanos() as u64).max(1));
     let (outcomes, mut collected, dev_after) = std::thread::scope(|scope| {
         let handles: Vec<_> = backends
             .into_iter()
@@ -376,6 +389,11 @@ fn measure(
                     trace: trace.as_ref().map(|w| w.buffer()),
                     progress: &progress[i],
                     verify: agent_verify(spec, generation, targets.for_agent(i).region),
+                    series: log_interval_ns.map(|interval_ns| SeriesSetup {
+                        interval_ns,
+                        origin_ns: &series_origin,
+                        expected: expected_intervals(spec, interval_ns),
+                    }),
                 };
                 let (halt, gate) = (&halt, &gate);
                 std::thread::Builder::new()
@@ -403,6 +421,8 @@ fn measure(
             }
             _ => DeviceTimeline::default(),
         };
+        // Published to the agents by the barrier.
+        series_origin.store(now_ns(), Ordering::Relaxed);
         start.wait();
         let t_start = now_ns();
         let expected_s = expected_duration_s(job);
@@ -484,6 +504,7 @@ fn measure(
         (Some(_), None) => Some("the run ended before its measurement window started".to_string()),
         _ => no_device_reason,
     };
+    let series = log_interval_ns.map(|interval_ns| run_series(&outcomes, job, interval_ns));
     let interrupted = opts.stop.load(Ordering::Relaxed);
     let trace_dropped = trace.as_ref().map_or(0, |t| t.dropped());
     let facts = RunFacts {
@@ -568,8 +589,28 @@ fn measure(
         trace_dropped_records: trace_dropped,
         union_ring_stalls: ring_stalls,
         verify,
+        series,
     };
     Ok((result, total))
+}
+
+/// Intervals a time-driven agent will fill (its delay, ramp and run), bounded; 0 otherwise.
+fn expected_intervals(spec: &AgentSpec, interval_ns: u64) -> usize {
+    let Some(time) = spec.termination.time else { return 0 };
+    let total_ns = (spec.start_delay + spec.ramp + time).as_nanos();
+    (total_ns / u128::from(interval_ns.max(1)) + 2).min(MAX_RESERVED_INTERVALS as u128) as usize
+}
+
+/// Every agent's series and their aggregate, on the run's intervals.
+fn run_series(outcomes: &[AgentOutcome], job: &Job, interval_ns: u64) -> RunSeries {
+    let mut total = SeriesRaw::default();
+    let mut agents = Vec::with_capacity(outcomes.len());
+    for (out, spec) in outcomes.iter().zip(&job.agents) {
+        let Some(s) = &out.series else { continue };
+        total.merge(s);
+        agents.push(AgentSeries { name: spec.name.clone(), intervals: s.figures() });
+    }
+    RunSeries { interval_s: interval_ns as f64 / 1e9, aggregate: total.figures(), agents }
 }
 
 /// A generation for this run's verified writes: the time in nanoseconds since the epoch, so a

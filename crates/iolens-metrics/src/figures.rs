@@ -1,7 +1,7 @@
 use iolens_record::busy::UnionTotals;
 use serde::{Deserialize, Serialize};
 
-use crate::{DeviceReport, LatencyHistogram, LatencySummary, Warning};
+use crate::{DeviceReport, LatencyBin, LatencyHistogram, LatencySummary, Warning};
 
 /// Operation counts and sizes as the application asked for them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,6 +199,36 @@ pub struct DirectionFigures {
     pub lat_ns: LatencySummary,
 }
 
+/// A run's latency figures: the percentiles, and the fio-style bins beside them (`lat_ns.bins`).
+/// Dereferences to the percentiles, so `figures.lat_ns.p99` reads as before.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LatencyFigures {
+    #[serde(flatten)]
+    pub summary: LatencySummary,
+    /// Operations per bin ([`crate::BIN_EDGES_NS`], then the overflow bin); the counts sum to
+    /// the operations measured.
+    pub bins: Vec<LatencyBin>,
+}
+
+impl LatencyFigures {
+    pub fn of(hist: &LatencyHistogram) -> LatencyFigures {
+        LatencyFigures { summary: hist.summary(), bins: hist.bins() }
+    }
+}
+
+impl From<LatencySummary> for LatencyFigures {
+    fn from(summary: LatencySummary) -> LatencyFigures {
+        LatencyFigures { summary, bins: Vec::new() }
+    }
+}
+
+impl std::ops::Deref for LatencyFigures {
+    type Target = LatencySummary;
+    fn deref(&self) -> &LatencySummary {
+        &self.summary
+    }
+}
+
 /// The figures a report shows, derived from raw data. All are application-side: bytes are what
 /// the application requested, times are what it waited.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -232,7 +262,7 @@ pub struct Figures {
     pub bw_bytes_s: f64,
     /// Average response time of a data operation, seconds.
     pub arpt_s: f64,
-    pub lat_ns: LatencySummary,
+    pub lat_ns: LatencyFigures,
     pub cpu: CpuFigures,
     /// busy_s / wall_s: the share of the run spent with at least one request in flight.
     pub io_wait_fraction: f64,
@@ -293,7 +323,7 @@ impl Figures {
             iops: ratio(ops as f64, wall_s),
             bw_bytes_s: ratio(bytes as f64, wall_s),
             arpt_s: ratio(c.latency_sum_ns as f64 / 1e9, ops as f64),
-            lat_ns: raw.latency.summary(),
+            lat_ns: LatencyFigures::of(&raw.latency),
             cpu: CpuFigures {
                 user_s: raw.cpu.user_s,
                 sys_s: raw.cpu.sys_s,
@@ -365,6 +395,9 @@ pub struct RunResult {
     /// Data verification, when any agent verifies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::VerifyReport>,
+    /// Per-interval figures, with `--log-interval`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::RunSeries>,
 }
 
 #[cfg(test)]
@@ -399,6 +432,8 @@ mod tests {
         assert!((f.io_wait_fraction - 0.25).abs() < 1e-12);
         assert!((f.cpu.per_op_ns - 1e6).abs() < 1e-6);
         assert_eq!(f.lat_ns.p50, 1000);
+        assert_eq!(f.lat_ns.bins.iter().map(|b| b.count).sum::<u64>(), f.ops, "bins hold every op");
+        assert_eq!(f.lat_ns.bins.iter().find(|b| b.le_ns == Some(1000)).unwrap().count, 1000);
     }
 
     #[test]

@@ -9,15 +9,19 @@
 mod device;
 mod figures;
 mod histogram;
+mod series;
 mod verify;
 mod warnings;
 
 pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, DirectionFigures, DirectionLatency, Figures,
-    OpCounters, RunResult,
+    LatencyFigures, OpCounters, RunResult,
 };
-pub use histogram::{LatencyHistogram, LatencySummary};
+pub use histogram::{LatencyBin, LatencyHistogram, LatencySummary, BIN_EDGES_NS};
+pub use series::{
+    AgentSeries, IntervalFigures, IntervalLatency, IntervalRaw, IntervalRecorder, RunSeries, SeriesRaw,
+};
 pub use verify::{BlockFields, VerifyFailure, VerifyReport};
 pub use warnings::{
     evaluate_warnings, RateCheck, RunFacts, Warning, WarningCode, MIN_TRUSTED_OPS, MIN_TRUSTED_WALL_S,

@@ -1,6 +1,6 @@
-//! Presenting results: the terminal table ([`table`]), exports to JSON, CSV and the HTML report
-//! ([`export`]), and the envelope every command's JSON starts with ([`envelope`]). Nothing here
-//! measures or computes figures; it only lays out results such as a
+//! Presenting results: the terminal table ([`table`]), exports to JSON, CSV, Parquet and the HTML
+//! report ([`export`], one module per format), and the envelope every command's JSON starts with
+//! ([`envelope`]). Nothing here measures or computes figures; it only lays out results such as a
 //! [`RunResult`](iolens_metrics::RunResult).
 
 pub mod envelope;

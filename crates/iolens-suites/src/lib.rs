@@ -206,7 +206,7 @@ impl PointFigures {
             arpt_s: f.arpt_s,
             fsync_s: f.fsync_s,
             close_s: f.close_s,
-            lat_ns: f.lat_ns,
+            lat_ns: f.lat_ns.summary,
             device_util: r.device.as_ref().map(|d| d.util),
             device_write_bytes: r.device.as_ref().map(|d| d.write_bytes),
             warnings: r.warnings.iter().fold(Vec::new(), |mut codes, w| {

@@ -117,6 +117,19 @@ impl iolens_report::Body for SweepResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
+    /// Each point's warnings, named by the point.
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        let mut all = Vec::new();
+        for c in &self.curves {
+            for p in &c.points {
+                all.extend(p.warnings.iter().map(|code| {
+                    let at = format!("{} threads, {}", c.threads, format_bytes(p.bs));
+                    iolens_report::Notice::new(code.clone(), format!("{at}: {code}"))
+                }));
+            }
+        }
+        all
+    }
 }
 
 /// The knee and the 90%-bandwidth size of a curve.

@@ -202,6 +202,18 @@ impl iolens_report::Body for WriteModesResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
+    /// Each mode's warnings, named by the mode.
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        let mut all = Vec::new();
+        for m in &self.modes {
+            all.extend(
+                m.warnings
+                    .iter()
+                    .map(|code| iolens_report::Notice::new(code.clone(), format!("{}: {code}", m.mode))),
+            );
+        }
+        all
+    }
 }
 
 const MODES: [(&str, bool, &str); 3] =

@@ -204,6 +204,16 @@ pub struct RunArgs {
     /// Record every operation into this binary trace file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Per-interval figures (ops, bytes, IOPS, bandwidth, latency p50/p99/max) per agent and for
+    /// the aggregate, every DUR (e.g. 1s, 250ms; at least 10ms): `series` in the JSON, and
+    /// STEM-series.csv / STEM-series.parquet beside --csv / --parquet.
+    #[arg(long, value_name = "DUR")]
+    pub log_interval: Option<String>,
+    /// Write the results as Parquet (zstd): one row per agent plus the aggregate, the JSON
+    /// envelope in the file's metadata; STEM-series.parquet with --log-interval and
+    /// STEM-ops.parquet (one row per operation) with --trace beside it.
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     /// Write this process's busy periods (16-byte records: start, end ns) to FILE, to merge
     /// busy time exactly across processes.
     #[arg(long, value_name = "FILE")]
@@ -283,6 +293,9 @@ pub struct SuiteArgs {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write one row per point as Parquet (zstd), the rest of the result in its metadata.
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     /// Keep the file the suite created.
     #[arg(long)]
     pub keep: bool,
@@ -415,6 +428,9 @@ pub struct WriteModesArgs {
     pub size: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write one row per mode as Parquet (zstd), the rest of the result in its metadata.
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     #[arg(long)]
     pub keep: bool,
     #[arg(long)]

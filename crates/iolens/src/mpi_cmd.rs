@@ -79,6 +79,10 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if a.repeat == 0 {
         return Err(me.fatal("--repeat: give at least 1", false, EXIT_USAGE));
     }
+    if a.log_interval.is_some() || a.parquet.is_some() {
+        let flag = if a.parquet.is_some() { "--parquet" } else { "--log-interval" };
+        return Err(me.fatal(&format!("{flag}: not under MPI yet; use --json"), false, EXIT_USAGE));
+    }
     let job = match &a.job {
         Some(path) => load_job(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
@@ -99,6 +103,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         stop: Arc::clone(stop),
         command: command.clone(),
         placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout, reorder }),
+        log_interval: None,
     };
     let layout_name =
         if a.shared_file { format!("shared-{}", layout.name()) } else { "file-per-process".into() };

@@ -253,6 +253,12 @@ pub fn document_value<B: Body>(body: &B) -> serde_json::Value {
     serde_json::to_value(invocation().document(body, None)).expect("a result always serializes")
 }
 
+/// What a Parquet file of `body` carries in its metadata: the JSON document (envelope, with
+/// the resolved `job` where there is one, and body) without the keys its rows hold (`tables`).
+pub fn parquet_envelope<B: Body>(body: &B, job: Option<serde_json::Value>, tables: &[&str]) -> String {
+    iolens_report::export::parquet::envelope(&invocation().document(body, job), tables)
+}
+
 /// One document (the same envelope, to the millisecond) written to every path.
 pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B) {
     let doc = invocation().document(body, None);

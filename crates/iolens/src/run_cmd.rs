@@ -8,9 +8,13 @@ use iolens_suites::repeat;
 use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
 
+use iolens_report::export::parquet::companion_path;
+
 use crate::cli::RunArgs;
 use crate::job_json::resolved_job;
-use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
+use crate::output::{
+    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+};
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
@@ -65,6 +69,9 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         None => job_from_flags(&a),
     };
     let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
+    let log_interval = parse_log_interval(a.log_interval.as_deref())
+        .and_then(|l| check_companions(&a, l.is_some()).map(|()| l))
+        .map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
     let opts = RunOptions {
         policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
         keep: a.output.keep,
@@ -74,6 +81,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         stop: Arc::clone(stop),
         command: command.clone(),
         placement: None,
+        log_interval,
     };
     if a.shared_file {
         return Err(fail(
@@ -112,8 +120,65 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
+        if run.series.is_some() {
+            let series = companion_path(path, "series");
+            check_write(&series, iolens_report::export::write_series_csv(&series, &run));
+        }
+    }
+    if let Some(path) = &a.parquet {
+        write_parquet(path, &run, resolved_job(&job), a.trace.as_deref());
     }
     outcome(run.error.clone(), verify_failed(&run))
+}
+
+/// `--parquet FILE`: the agents and aggregate; beside it the series (`STEM-series.parquet`) with
+/// `--log-interval` and every operation (`STEM-ops.parquet`) with `--trace`.
+fn write_parquet(
+    path: &std::path::Path,
+    run: &iolens_metrics::RunResult,
+    job: serde_json::Value,
+    trace: Option<&std::path::Path>,
+) {
+    use iolens_report::export::parquet;
+    let envelope = parquet_envelope(run, Some(job), &parquet::RUN_TABLE_KEYS);
+    check_write(path, parquet::write_run(path, run, envelope.clone()));
+    if run.series.is_some() {
+        let series = companion_path(path, "series");
+        check_write(&series, parquet::write_series(&series, run, envelope.clone()));
+    }
+    if let (Some(trace), Some(_)) = (trace, &run.trace_file) {
+        let ops = companion_path(path, "ops");
+        check_write(&ops, parquet::write_trace_ops(&ops, trace, Some(envelope)).map(|_| ()));
+    }
+}
+
+/// The files written beside `--csv` and `--parquet` need those to be files, not stdout.
+fn check_companions(a: &RunArgs, series: bool) -> Result<(), String> {
+    let stdout = |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(iolens_report::is_stdout);
+    if series && a.repeat > 1 && a.output.csv.is_some() {
+        return Err("--log-interval with --repeat and --csv: the CSV holds the repetitions' summary, not their series\n  hint: the series are in --json and --parquet (STEM-series.parquet, a row per interval and repetition)".into());
+    }
+    if series && stdout(&a.output.csv) {
+        return Err("--log-interval with --csv -: the series goes to a file beside the CSV\n  hint: give --csv a file name (the series is written to NAME-series.csv)".into());
+    }
+    if (series || a.trace.is_some()) && stdout(&a.parquet) {
+        return Err("--parquet -: the series and per-op tables go to files beside it\n  hint: give --parquet a file name".into());
+    }
+    Ok(())
+}
+
+/// `--log-interval DUR`, at least [`iolens_engine::MIN_LOG_INTERVAL`].
+fn parse_log_interval(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+    let Some(text) = text else { return Ok(None) };
+    let d = iolens_workload::parse_duration(text).map_err(|e| format!("--log-interval {text}: {e}"))?;
+    let min = iolens_engine::MIN_LOG_INTERVAL;
+    if d < min {
+        return Err(format!(
+            "--log-interval {text}: shorter than {} ms\n  hint: give 10ms or more (e.g. 250ms, 1s)",
+            min.as_millis()
+        ));
+    }
+    Ok(Some(d))
 }
 
 /// The exit of a run: its error (exit 1) over failed verification (exit 3), each printed.
@@ -246,6 +311,13 @@ pub(crate) fn publish_repeated<R: Serialize>(
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
+    }
+    if let Some(path) = &a.parquet {
+        let envelope = parquet_envelope(&report, Some(resolved_job(job)), &["runs"]);
+        check_write(
+            path,
+            iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),
+        );
     }
     outcome(done.error, done.verify_error)
 }

@@ -14,7 +14,9 @@ use iolens_suites::{
 use iolens_workload::{parse_duration, parse_size};
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
-use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{
+    check_write, fail, parquet_envelope, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
@@ -36,6 +38,7 @@ fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
     render: impl Fn(&R) -> String,
     json: &Option<std::path::PathBuf>,
+    parquet: &Option<std::path::PathBuf>,
     stop: &AtomicBool,
     command: &str,
     runner: &dyn PointRunner,
@@ -49,6 +52,11 @@ fn finish<R: iolens_report::Body>(
     say!("{}", render(&r));
     if let Some(path) = json {
         write_json_or_warn(path, &r);
+    }
+    if let Some(path) = parquet {
+        use iolens_report::export::parquet;
+        let envelope = parquet_envelope(&r, None, &parquet::POINT_TABLE_KEYS);
+        check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
     }
     Ok(())
 }
@@ -103,7 +111,7 @@ pub fn sweep(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, sweep::render, &a.suite.json, stop, &command, runner)
+    finish(result, sweep::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
 }
 
 pub fn saturate(
@@ -128,7 +136,7 @@ pub fn saturate(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, saturate::render, &a.suite.json, stop, &command, runner)
+    finish(result, saturate::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
 }
 
 pub fn write_modes(
@@ -162,7 +170,7 @@ pub fn write_modes(
         &context(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, write_modes::render, &a.json, stop, &command, runner)
+    finish(result, write_modes::render, &a.json, &a.parquet, stop, &command, runner)
 }
 
 /// What `beff-io`'s flags say, for the thread and the MPI-IO version alike; the message why not.
@@ -202,7 +210,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         );
     }
     let result = beff_io::run(&cfg, stop);
-    finish(result, beff_io::render, &a.json, stop, &command, &LocalRunner)
+    finish(result, beff_io::render, &a.json, &None, stop, &command, &LocalRunner)
 }
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -219,5 +227,5 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     // validate only writes the files it lays out in a directory of its own.
     let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command, &LocalRunner));
     progress.finish();
-    finish(result, validation::render, &a.json, stop, &command, &LocalRunner)
+    finish(result, validation::render, &a.json, &None, stop, &command, &LocalRunner)
 }

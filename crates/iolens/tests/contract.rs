@@ -125,6 +125,9 @@ fn every_command_writes_its_schema() {
     let sweep =
         env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
     conforms("sweep.schema.json", &sweep, &["sweep"]);
+    let codes: Vec<&str> =
+        sweep["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"short_run"), "the points' warnings reach the envelope: {codes:?}");
     let saturate =
         env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
     conforms("saturate.schema.json", &saturate, &["saturate"]);

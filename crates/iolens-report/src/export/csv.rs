@@ -1,36 +1,10 @@
-//! JSON and CSV files, written through [`iolens_output`]: atomically (an unpredictable
-//! temporary file, then a rename) for regular files, so a reader sees either the previous
-//! complete file or the new complete file; in place for stdout, devices and FIFOs.
-
-pub mod html;
+//! CSV results (RFC 4180, a header row, numbers unformatted), written like JSON through
+//! [`iolens_output`].
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use iolens_metrics::{DirectionFigures, Figures, RunResult};
-use serde::Serialize;
-
-use crate::envelope::{Body, Notice};
-
-/// Writes `value` as pretty JSON to `path` (`-` for stdout).
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    iolens_output::write_output(path, |w| {
-        serde_json::to_writer_pretty(&mut *w, value)?;
-        w.write_all(b"\n")
-    })
-}
-
-impl Body for RunResult {
-    fn interrupted(&self) -> bool {
-        self.interrupted
-    }
-    fn warnings(&self) -> Vec<Notice> {
-        self.warnings.iter().map(|w| Notice::new(w.code.as_str(), w.message.clone())).collect()
-    }
-    fn error(&self) -> Option<Notice> {
-        self.error.as_ref().map(|e| Notice::new("run_failed", e.clone()))
-    }
-}
 
 const CSV_COLUMNS: &[&str] = &[
     // `agent` or `aggregate`: one row shape, the aggregate marked by this column.
@@ -197,6 +171,55 @@ fn csv_rows(w: &mut dyn Write, run: &RunResult) -> io::Result<()> {
     writeln!(w, "{}", row.join(","))
 }
 
+/// Columns of the series file (`--log-interval`, `STEM-series.csv`).
+pub const SERIES_COLUMNS: &[&str] = &[
+    "scope",
+    "name",
+    "interval",
+    "start_s",
+    "end_s",
+    "ops",
+    "bytes",
+    "iops",
+    "bw_bytes_s",
+    "lat_p50_ns",
+    "lat_p99_ns",
+    "lat_max_ns",
+];
+
+/// The run's series: one row per interval of each agent, then of the aggregate (`scope` says
+/// which); floats always with a decimal point. Nothing is written when the run has no series.
+pub fn write_series_csv(path: &Path, run: &RunResult) -> io::Result<()> {
+    iolens_output::write_output(path, |w| series_rows(w, run))
+}
+
+fn series_rows(w: &mut dyn Write, run: &RunResult) -> io::Result<()> {
+    writeln!(w, "{}", SERIES_COLUMNS.join(","))?;
+    let Some(series) = &run.series else { return Ok(()) };
+    let agents = series.agents.iter().map(|a| ("agent", a.name.as_str(), &a.intervals));
+    for (scope, name, intervals) in
+        agents.chain(std::iter::once(("aggregate", run.job.as_str(), &series.aggregate)))
+    {
+        for (k, iv) in intervals.iter().enumerate() {
+            writeln!(
+                w,
+                "{scope},{},{k},{:?},{:?},{},{},{:?},{:?},{},{},{}",
+                csv_field(name),
+                iv.start_s,
+                iv.end_s,
+                iv.ops,
+                iv.bytes,
+                iv.iops,
+                iv.bw_bytes_s,
+                iv.lat_ns.p50,
+                iv.lat_ns.p99,
+                iv.lat_ns.max
+            )?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,13 +254,28 @@ mod tests {
     }
 
     #[test]
-    fn json_is_replaced_atomically() {
+    fn series_csv_has_a_row_per_interval_per_agent_and_aggregate() {
+        use iolens_metrics::{AgentSeries, IntervalFigures, RunSeries};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.json");
-        write_json_atomic(&path, &serde_json::json!({"error": "boom"})).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v["error"], "boom");
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        let path = dir.path().join("s.csv");
+        let iv = |k: u64| IntervalFigures {
+            start_s: k as f64,
+            end_s: k as f64 + 1.0,
+            ops: k,
+            ..Default::default()
+        };
+        let mut run = RunResult { job: "j".into(), ..Default::default() };
+        run.series = Some(RunSeries {
+            interval_s: 1.0,
+            aggregate: vec![iv(0), iv(1)],
+            agents: vec![AgentSeries { name: "a,b".into(), intervals: vec![iv(0), iv(1)] }],
+        });
+        write_series_csv(&path, &run).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 4);
+        assert_eq!(lines[0], SERIES_COLUMNS.join(","));
+        assert_eq!(lines[2], "agent,\"a,b\",1,1.0,2.0,1,0,0.0,0.0,0,0,0");
+        assert!(lines[4].starts_with("aggregate,j,1,1.0,"));
     }
 }
