@@ -26,10 +26,19 @@ fn add_counters(c: &mut OpCounters, o: &OpCounters) {
 
 impl ClassAcc {
     fn absorb(&mut self, later: ClassAcc) -> std::io::Result<()> {
-        let counters = self.raw.counters;
-        self.raw.merge_except_busy(&later.raw);
-        self.raw.counters = counters;
-        add_counters(&mut self.raw.counters, &later.raw.counters);
+        // The histograms merge through `merge_except_busy`, whose plain additions of the counters
+        // could overflow on hostile input: it sees only which directions occurred, and the
+        // counters are added here, saturating.
+        let mut later_raw = later.raw;
+        let mine = std::mem::take(&mut self.raw.counters);
+        let theirs = std::mem::take(&mut later_raw.counters);
+        for (raw, c) in [(&mut self.raw, &mine), (&mut later_raw, &theirs)] {
+            raw.counters.read_ops = c.read_ops.min(1);
+            raw.counters.write_ops = c.write_ops.min(1);
+        }
+        self.raw.merge_except_busy(&later_raw);
+        self.raw.counters = mine;
+        add_counters(&mut self.raw.counters, &theirs);
         self.union.absorb(later.union)?;
         for (mine, theirs) in self.sizes.iter_mut().zip(later.sizes) {
             mine[0] = mine[0].saturating_add(theirs[0]);

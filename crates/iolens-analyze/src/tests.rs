@@ -465,3 +465,11 @@ fn a_busy_period_spanning_chunks_is_one_period() {
     assert_eq!(merged.concurrency.peak_in_flight, Some(2));
     assert_eq!(summary_json(&merged), summary_json(&chunked(&events, &[], &opts)));
 }
+
+#[test]
+fn merging_chunks_whose_sums_overflow_saturates_as_one_pass_does() {
+    let long = |start: u64| ev(1, 0, IoOp::Read, start, 10, start, start + (u64::MAX / 2 + 10));
+    let events = [long(0), long(1), ev(2, 1, IoOp::Write, 0, 10, 5, 6)];
+    let opts = AnalyzeOptions::default();
+    assert_eq!(summary_json(&chunked(&events, &[1], &opts)), summary_json(&chunked(&events, &[], &opts)));
+}
