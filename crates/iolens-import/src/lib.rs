@@ -11,6 +11,7 @@
 mod blkparse;
 pub mod darshan;
 mod dxt;
+pub mod mpi_clock;
 mod native;
 mod strace;
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use iolens_record::event::{EventError, EventReader, IoEvent, IoOp, Layer, NO_FILE};
 use iolens_record::trace::{OpKind, OpStatus, TraceError, TraceReader, RECORD_SIZE};
 
+use crate::mpi_clock::{read_beside, RankClock};
 use crate::{Ctx, ImportError};
 
 pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
@@ -88,8 +89,13 @@ enum StreamEnd {
     Empty,
 }
 
-/// Reads one event stream.
-fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<StreamEnd, ImportError> {
+/// Reads one event stream; an MPI rank's events are put on rank 0's clock.
+fn import_stream(
+    ctx: &mut Ctx,
+    input: impl Read,
+    file: &Path,
+    clock: Option<&RankClock>,
+) -> Result<StreamEnd, ImportError> {
     let mut input = BufReader::with_capacity(1 << 20, input);
     if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
         return Ok(StreamEnd::Empty);
@@ -116,6 +122,10 @@ fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<StreamE
                             None => NO_FILE,
                         },
                     };
+                }
+                if let Some(clock) = clock {
+                    e.start_ns = clock.to_rank0(e.start_ns);
+                    e.end_ns = clock.to_rank0(e.end_ns);
                 }
                 ctx.event(&e);
             }
@@ -166,7 +176,7 @@ fn note_cut_streams(ctx: &mut Ctx, cut: &[(std::path::PathBuf, u64)]) {
 /// One event stream read from `input`.
 pub(crate) fn import_event_file(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let file = ctx.path.clone();
-    let end = import_stream(ctx, input, &file)?;
+    let end = import_stream(ctx, input, &file, None)?;
     note_stream_ends(ctx, vec![(file, end)]);
     Ok(())
 }
@@ -176,16 +186,39 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     let root = ctx.path.clone();
     let files = if root.is_dir() { stream_files(&root).map_err(|e| ctx.io(e))? } else { vec![root.clone()] };
     let mut ends = Vec::new();
+    let mut ranks = Vec::new();
     for file in files {
         if ctx.report.interrupted {
             break;
         }
+        let clock = read_beside(&file)?;
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
-        let end = import_stream(ctx, f, &file)?;
+        let end = import_stream(ctx, f, &file, clock.as_ref())?;
         ends.push((file, end));
+        ranks.extend(clock);
     }
     note_stream_ends(ctx, ends);
+    note_mpi_ranks(ctx, &ranks);
     Ok(())
+}
+
+/// Says which MPI ranks the trace holds, how their clocks were aligned, and which are missing.
+fn note_mpi_ranks(ctx: &mut Ctx, ranks: &[RankClock]) {
+    let Some(size) = ranks.iter().map(|r| r.size).max() else { return };
+    let seen: std::collections::BTreeSet<u32> = ranks.iter().map(|r| r.rank).collect();
+    let largest = ranks.iter().map(RankClock::largest_offset).max().unwrap_or(0);
+    ctx.report.notes.push(format!(
+        "MPI job of {size} rank(s): {} traced; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us)",
+        seen.len(),
+        largest as f64 / 1e3
+    ));
+    let missing: Vec<u32> = (0..size).filter(|r| !seen.contains(r)).take(20).collect();
+    if !missing.is_empty() {
+        ctx.report.notes.push(format!(
+            "MPI ranks {missing:?}{} left no stream in the trace directory: their I/O is NOT in these figures (on several nodes, give `--out` a directory on a shared file system)",
+            if size as usize - seen.len() > missing.len() { " and more" } else { "" }
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +267,30 @@ mod tests {
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/a", "/b", "/c", "/a"]);
         assert_eq!(c.paths.len(), 4, "ids are per definition, unique over the import");
+    }
+
+    #[test]
+    fn mpi_ranks_are_put_on_rank_0s_clock_and_missing_ranks_named() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, clock) in
+            [("10.1", "rank 0 size 3\n"), ("11.1", "rank 1 size 3\ninit 0 1000\nfinalize 1000 3000\n")]
+        {
+            let mut w = EventWriter::new(Vec::new()).unwrap();
+            w.path(0, "/shared").unwrap();
+            w.event(&ev(0, IoOp::Write, 500)).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.evt")), w.into_inner()).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.mpi")), clock).unwrap();
+        }
+        let mut c = Collect::default();
+        let r = import(dir.path(), Format::Events, false, &mut c).unwrap();
+        let times: Vec<(u64, u64)> = c.events.iter().map(|e| (e.start_ns, e.end_ns)).collect();
+        assert_eq!(times, [(500, 505), (2500, 2515)], "rank 1 shifted by its interpolated offset");
+        assert!(r.notes.iter().any(|n| n.contains("MPI job of 3 rank(s): 2 traced")), "{:?}", r.notes);
+        assert!(r.notes.iter().any(|n| n.contains("MPI ranks [2] left no stream")), "{:?}", r.notes);
+
+        std::fs::write(dir.path().join("11.1.mpi"), "rank 1 size 3\nstart 0 1\n").unwrap();
+        let err = import(dir.path(), Format::Events, false, &mut Collect::default()).unwrap_err().to_string();
+        assert!(err.contains("11.1.mpi:2: unknown key `start`"), "{err}");
     }
 
     #[test]
