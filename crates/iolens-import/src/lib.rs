@@ -13,6 +13,7 @@ pub mod darshan;
 mod dxt;
 pub mod mpi_clock;
 mod native;
+pub use native::stream_files;
 mod strace;
 
 use std::fmt;

@@ -57,23 +57,31 @@ pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), Im
     }
 }
 
-/// The stream files of an `iolens trace` directory, in name order: its own, then those of
-/// processes that changed user (in `uid-<uid>` subdirectories).
-fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+/// The stream files of an `iolens trace` directory, in name order: its own, those of
+/// processes that changed user (in `uid-<uid>` subdirectories), and those of the ranks of an
+/// MPI job traced by `mpirun … iolens trace` (in `rank-<r>` subdirectories, each of which may
+/// have `uid-<uid>` ones).
+pub fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut files = Vec::new();
+    collect_streams(dir, 0, &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+fn collect_streams(dir: &Path, depth: u32, files: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
         let path = entry.path();
-        let is_user_dir = entry.file_name().to_str().is_some_and(|n| n.starts_with("uid-"));
-        if is_user_dir && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            files.extend(
-                std::fs::read_dir(&path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_stream(p)),
-            );
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or_default();
+        let nested = (name.starts_with("uid-") || (depth == 0 && name.starts_with("rank-")))
+            && entry.file_type().is_ok_and(|t| t.is_dir());
+        if nested && depth < 2 {
+            collect_streams(&path, depth + 1, files)?;
         } else if is_stream(&path) {
             files.push(path);
         }
     }
-    files.sort();
-    Ok(files)
+    Ok(())
 }
 
 fn is_stream(path: &Path) -> bool {
