@@ -8,7 +8,8 @@
 //! finalize <local ns> <offset ns>
 //! ```
 //!
-//! Rank 0's time = local time + offset. Between the two measurements the offset is
+//! Rank 0's time = local time + offset (the measurements are made only when every rank is
+//! traced, `IOLENS_MPI_CLOCK=1`; without them the file has its first line only). Between the two measurements the offset is
 //! interpolated (clocks drift apart linearly over a job), outside them extrapolated; with one
 //! measurement it is constant, and with none (a job of one rank) zero.
 
@@ -95,6 +96,11 @@ impl RankClock {
     /// Local time `t` on rank 0's clock.
     pub fn to_rank0(&self, t: u64) -> u64 {
         (t as i128 + self.offset_at(t) as i128).clamp(0, u64::MAX as i128) as u64
+    }
+
+    /// Whether the clock was measured at all (`IOLENS_MPI_CLOCK=1` in the traced job).
+    pub fn measured(&self) -> bool {
+        !self.points.is_empty()
     }
 
     /// The largest offset measured, in absolute value.

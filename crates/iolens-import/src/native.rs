@@ -215,11 +215,17 @@ fn note_mpi_ranks(ctx: &mut Ctx, ranks: &[RankClock]) {
     let Some(size) = ranks.iter().map(|r| r.size).max() else { return };
     let seen: std::collections::BTreeSet<u32> = ranks.iter().map(|r| r.rank).collect();
     let largest = ranks.iter().map(RankClock::largest_offset).max().unwrap_or(0);
-    ctx.report.notes.push(format!(
-        "MPI job of {size} rank(s): {} traced; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us)",
-        seen.len(),
-        largest as f64 / 1e3
-    ));
+    let clocks = if size == 1 {
+        String::new()
+    } else if ranks.iter().any(RankClock::measured) {
+        format!(
+            "; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us)",
+            largest as f64 / 1e3
+        )
+    } else {
+        "; clock offsets between ranks were not measured (set IOLENS_MPI_CLOCK=1 for the job when every rank is traced; `mpirun … iolens trace` does): right on one node, whose ranks share a clock, but ranks of other nodes may be shifted".to_string()
+    };
+    ctx.report.notes.push(format!("MPI job of {size} rank(s): {} traced{clocks}", seen.len()));
     let missing: Vec<u32> = (0..size).filter(|r| !seen.contains(r)).take(20).collect();
     if !missing.is_empty() {
         ctx.report.notes.push(format!(

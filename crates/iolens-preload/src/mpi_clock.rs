@@ -12,6 +12,13 @@
 //!
 //! where rank 0's time = local time + offset, measured at that local time. The messages go over
 //! a duplicate of `MPI_COMM_WORLD`, so they never match the program's own receives.
+//!
+//! Duplicating the communicator is collective, and the ping-pong needs rank 0: a rank that is
+//! not traced (a remote node `LD_PRELOAD` did not reach, one half of an MPMD job) would leave
+//! the others waiting forever. So the clocks are measured only when the environment says every
+//! rank is traced: `IOLENS_MPI_CLOCK=1`, which `mpirun … iolens trace` sets (every rank runs
+//! iolens there). Without it the file has the rank only, and ranks of one node, which share
+//! `CLOCK_MONOTONIC`, need no correction.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 
@@ -120,6 +127,12 @@ unsafe fn write_measurement(name: &[u8], (at_ns, offset): (u64, i64)) {
     append_to_clock_file(&line[..len + 1]);
 }
 
+/// Whether the environment says every rank of the job runs with this preload.
+unsafe fn every_rank_traced() -> bool {
+    let v = libc::getenv(c"IOLENS_MPI_CLOCK".as_ptr());
+    !v.is_null() && libc::strcmp(v, c"1".as_ptr()) == 0
+}
+
 /// After a successful `MPI_Init`: the rank marker, and the first clock measurement.
 unsafe fn after_init() {
     if !ENABLED.load(Relaxed) || CLOCK_COMM.load(Relaxed) != 0 {
@@ -154,7 +167,7 @@ unsafe fn after_init() {
     RANK.store(rank as u32, Relaxed);
     SIZE.store(size as u32, Relaxed);
     // A communicator of our own: the measurements cannot match the program's receives.
-    if size > 1 && comm_dup(world, &mut comm) == 0 && comm != 0 {
+    if size > 1 && every_rank_traced() && comm_dup(world, &mut comm) == 0 && comm != 0 {
         CLOCK_COMM.store(comm, Relaxed);
         let measured = measure(comm, rank as u32, size as u32);
         if let Some(_g) = Guard::enter() {

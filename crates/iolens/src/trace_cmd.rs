@@ -527,6 +527,10 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let started = Instant::now();
     let mut cmd = Command::new(program);
     cmd.args(&a.command[1..]).env("LD_PRELOAD", ld_preload).env("IOLENS_TRACE_DIR", &stream_dir);
+    if mpi.is_some() {
+        // Every rank of the job runs under iolens: the preload may measure the clocks of all.
+        cmd.env("IOLENS_MPI_CLOCK", "1");
+    }
     let take_terminal = in_terminal_foreground();
     // Orphans of the program (daemons) become our children: we can tell which outlive it.
     // SAFETY: a flag on this process.

@@ -117,7 +117,10 @@ fn check_summary(summary: &Value, data: &Path) {
         .collect();
     assert_eq!(ranks, vec![WRITE_OPS + READ_OPS; RANKS as usize], "one row of MPI-IO calls per rank");
     let notes = summary["notes"].to_string();
-    assert!(notes.contains("MPI job of 4 rank(s): 4 traced"), "{notes}");
+    assert!(
+        notes.contains("MPI job of 4 rank(s): 4 traced; every rank's events are on rank 0's clock"),
+        "{notes}"
+    );
     assert!(!notes.contains("DROPPED") && !notes.contains("left no stream"), "{notes}");
 }
 
@@ -175,6 +178,7 @@ fn preloaded_ranks_then_analyze_give_the_same_figures_on_rank_0s_clock() {
         "env",
         &format!("LD_PRELOAD={preload}"),
         &format!("IOLENS_TRACE_DIR={}", streams.display()),
+        "IOLENS_MPI_CLOCK=1",
         app.to_str().unwrap(),
         dir.path().to_str().unwrap(),
     ]);
