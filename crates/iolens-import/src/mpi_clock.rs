@@ -4,11 +4,15 @@
 //!
 //! ```text
 //! rank 3 size 4
+//! boot <the kernel's boot id>
 //! init <local ns> <offset ns>
 //! finalize <local ns> <offset ns>
 //! ```
 //!
-//! Rank 0's time = local time + offset (the measurements are made only when every rank is
+//! Ranks that ran under the same kernel as rank 0 (the same boot id) read the very same
+//! `CLOCK_MONOTONIC`: their offsets are exactly zero, whatever the ping-pong's noise says (on an
+//! oversubscribed node a round trip takes milliseconds). Others: rank 0's time = local time +
+//! offset (the measurements are made only when every rank is
 //! traced, `IOLENS_MPI_CLOCK=1`; without them the file has its first line only). Between the two measurements the offset is
 //! interpolated (clocks drift apart linearly over a job), outside them extrapolated; with one
 //! measurement it is constant, and with none (a job of one rank) zero.
@@ -26,6 +30,8 @@ const MAX_CLOCK_FILE: u64 = 4096;
 pub struct RankClock {
     pub rank: u32,
     pub size: u32,
+    /// The kernel's boot id where the rank ran (`/proc/sys/kernel/random/boot_id`).
+    pub boot: Option<String>,
     /// (local time, offset) of the `init` and `finalize` measurements, in that order.
     points: Vec<(u64, i64)>,
 }
@@ -46,9 +52,15 @@ impl RankClock {
         if rank >= size {
             return Err((first_no, format!("rank {rank} is not below the job size {size}")));
         }
-        let (mut init, mut finalize) = (None, None);
+        let (mut init, mut finalize, mut boot) = (None, None, None);
         for (no, line) in lines.filter(|(_, l)| !l.is_empty()) {
             let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["boot", id] = words[..] {
+                if boot.replace(id.to_string()).is_some() {
+                    return Err((no, "`boot` given twice".to_string()));
+                }
+                continue;
+            }
             let [key, at, offset] = words[..] else {
                 return Err((no, format!("expected `init|finalize <local ns> <offset ns>`, found `{line}`")));
             };
@@ -58,7 +70,7 @@ impl RankClock {
                 other => {
                     return Err((
                         no,
-                        format!("unknown key `{other}` (hint: the keys are `init` and `finalize`)"),
+                        format!("unknown key `{other}` (hint: the keys are `boot`, `init` and `finalize`)"),
                     ))
                 }
             };
@@ -71,7 +83,15 @@ impl RankClock {
                 .map_err(|_| (no, format!("{key}: offset `{offset}` is not a number")))?;
             *slot = Some((at, offset));
         }
-        Ok(RankClock { rank, size, points: init.into_iter().chain(finalize).collect() })
+        Ok(RankClock { rank, size, boot, points: init.into_iter().chain(finalize).collect() })
+    }
+
+    /// This rank ran under the same kernel as rank 0, whose boot id is `rank0_boot`: it read the
+    /// same clock, so its measured offsets are noise and are dropped.
+    pub fn align_with(&mut self, rank0_boot: Option<&str>) {
+        if self.boot.is_some() && self.boot.as_deref() == rank0_boot {
+            self.points.clear();
+        }
     }
 
     /// The offset from rank 0's clock at local time `t`, in ns.
@@ -165,6 +185,18 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_on_rank_0s_kernel_keeps_its_clock() {
+        let text = "rank 1 size 2\nboot 7c1e\ninit 10 -7000\nfinalize 20 9000\n";
+        let mut same = RankClock::parse(text).unwrap();
+        same.align_with(Some("7c1e"));
+        assert_eq!((same.to_rank0(15), same.measured()), (15, false));
+        let mut other = RankClock::parse(text).unwrap();
+        other.align_with(Some("another"));
+        assert_eq!(other.to_rank0(20), 9020, "another node: the measurement stands");
+        assert_eq!(RankClock::parse("rank 1 size 2\nboot a\nboot b\n").unwrap_err().0, 3);
+    }
+
+    #[test]
     fn hostile_numbers_saturate() {
         let c = RankClock::parse(&format!("rank 1 size 2\ninit 0 {}\nfinalize 1 {}\n", i64::MIN, i64::MAX))
             .unwrap();
@@ -182,7 +214,7 @@ mod tests {
         assert_eq!(err("rank x size 4\n").1, "rank `x` is not a number");
         assert_eq!(
             err("rank 0 size 2\ninit 1 2\nstart 1 2\n"),
-            (3, "unknown key `start` (hint: the keys are `init` and `finalize`)".into())
+            (3, "unknown key `start` (hint: the keys are `boot`, `init` and `finalize`)".into())
         );
         assert_eq!(err("rank 0 size 2\ninit 1 2\ninit 1 2\n"), (3, "`init` given twice".into()));
         assert_eq!(err("rank 0 size 2\nfinalize 1 -\n"), (2, "finalize: offset `-` is not a number".into()));

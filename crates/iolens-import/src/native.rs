@@ -195,11 +195,16 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     let files = if root.is_dir() { stream_files(&root).map_err(|e| ctx.io(e))? } else { vec![root.clone()] };
     let mut ends = Vec::new();
     let mut ranks = Vec::new();
-    for file in files {
+    // The clock files first: rank 0's kernel tells which ranks share its clock.
+    let mut clocks = files.iter().map(|f| read_beside(f)).collect::<Result<Vec<_>, _>>()?;
+    let rank0_boot = clocks.iter().flatten().find(|c| c.rank == 0).and_then(|c| c.boot.clone());
+    for clock in clocks.iter_mut().flatten() {
+        clock.align_with(rank0_boot.as_deref());
+    }
+    for (file, clock) in files.into_iter().zip(clocks) {
         if ctx.report.interrupted {
             break;
         }
-        let clock = read_beside(&file)?;
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
         let end = import_stream(ctx, f, &file, clock.as_ref())?;
         ends.push((file, end));
@@ -208,6 +213,13 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     note_stream_ends(ctx, ends);
     note_mpi_ranks(ctx, &ranks);
     Ok(())
+}
+
+/// Whether every rank's clock file names its kernel (and so, after alignment, the ranks without
+/// measurements share rank 0's clock).
+fn rank_boots_known(ranks: &[RankClock]) -> bool {
+    let boots: std::collections::BTreeSet<Option<&str>> = ranks.iter().map(|r| r.boot.as_deref()).collect();
+    boots.len() == 1 && boots.iter().all(Option::is_some)
 }
 
 /// Says which MPI ranks the trace holds, how their clocks were aligned, and which are missing.
@@ -219,9 +231,11 @@ fn note_mpi_ranks(ctx: &mut Ctx, ranks: &[RankClock]) {
         String::new()
     } else if ranks.iter().any(RankClock::measured) {
         format!(
-            "; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us)",
+            "; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us; ranks on rank 0's node share its clock)",
             largest as f64 / 1e3
         )
+    } else if rank_boots_known(ranks) {
+        "; all ranks ran on one node, under one clock".to_string()
     } else {
         "; clock offsets between ranks were not measured (set IOLENS_MPI_CLOCK=1 for the job when every rank is traced; `mpirun … iolens trace` does): right on one node, whose ranks share a clock, but ranks of other nodes may be shifted".to_string()
     };

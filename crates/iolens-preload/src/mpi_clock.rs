@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! rank 3 size 4
+//! boot <the kernel's boot id: ranks with rank 0's share its clock>
 //! init <local ns> <offset ns>
 //! finalize <local ns> <offset ns>
 //! ```
@@ -127,6 +128,32 @@ unsafe fn write_measurement(name: &[u8], (at_ns, offset): (u64, i64)) {
     append_to_clock_file(&line[..len + 1]);
 }
 
+/// Writes `boot <id>\n` into `out` (at least 64 bytes): the kernel's boot id, which ranks
+/// under the same kernel share, and with it `CLOCK_MONOTONIC`. Its length (0 if unreadable).
+unsafe fn boot_line(out: &mut [u8]) -> usize {
+    let fd = libc::syscall(
+        libc::SYS_openat,
+        libc::AT_FDCWD,
+        c"/proc/sys/kernel/random/boot_id".as_ptr(),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    ) as c_int;
+    if fd < 0 {
+        return 0;
+    }
+    let mut id = [0u8; 48];
+    let n = libc::syscall(libc::SYS_read, fd, id.as_mut_ptr(), id.len());
+    libc::syscall(libc::SYS_close, fd);
+    let id = &id[..n.max(0) as usize];
+    let id = &id[..id.iter().position(|b| !b.is_ascii_hexdigit() && *b != b'-').unwrap_or(id.len())];
+    if id.is_empty() || out.len() < 6 + id.len() {
+        return 0;
+    }
+    out[..5].copy_from_slice(b"boot ");
+    out[5..5 + id.len()].copy_from_slice(id);
+    out[5 + id.len()] = b'\n';
+    6 + id.len()
+}
+
 /// Whether the environment says every rank of the job runs with this preload.
 unsafe fn every_rank_traced() -> bool {
     let v = libc::getenv(c"IOLENS_MPI_CLOCK".as_ptr());
@@ -154,7 +181,7 @@ unsafe fn after_init() {
             flags: FLAG_MPI_RANK,
             ..event(IoOp::Other, Layer::MpiIo, NO_FILE, rank as u64, size as u64, 0, t, t)
         });
-        let mut line = [0u8; 64];
+        let mut line = [0u8; 128];
         let mut len = 0;
         for (word, value) in [(&b"rank "[..], rank as u64), (&b" size "[..], size as u64)] {
             line[len..len + word.len()].copy_from_slice(word);
@@ -162,7 +189,9 @@ unsafe fn after_init() {
             push_decimal(&mut line, &mut len, value);
         }
         line[len] = b'\n';
-        append_to_clock_file(&line[..len + 1]);
+        len += 1;
+        len += boot_line(&mut line[len..]);
+        append_to_clock_file(&line[..len]);
     }
     RANK.store(rank as u32, Relaxed);
     SIZE.store(size as u32, Relaxed);
