@@ -1,7 +1,8 @@
 /* MPI-IO workload whose calls and bytes are known exactly (per rank):
  * writes: 4 x write_at_all 64 KiB, 2 x write_at 16 KiB, 3 x iwrite_at 8 KiB (Waitall),
- *         1 x iwrite 8 KiB (Wait); one sync;
- * reads:  1 x read_at of 16 KiB through a strided view (data sieving), 1 x read_all 4 KiB. */
+ *         1 x iwrite 8 KiB (Wait), 1 x split collective write_at_all_begin/end 2 KiB; one sync;
+ * reads:  1 x iread_at 1 KiB (completed by MPI_Test), 1 x read_at of 16 KiB through a strided
+ *         view (data sieving), 1 x read_at_all 4 KiB. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,16 @@ int main(int argc, char **argv) {
     check(MPI_File_seek(fh, tail + 57344, MPI_SEEK_SET), "seek");
     check(MPI_File_iwrite(fh, buf, 1024, MPI_DOUBLE, &one), "iwrite");
     check(MPI_Wait(&one, MPI_STATUS_IGNORE), "wait");
+    MPI_Offset beyond = (MPI_Offset)5 * size * BLOCK + (MPI_Offset)rank * BLOCK;
+    check(MPI_File_write_at_all_begin(fh, beyond, buf, 2048, MPI_BYTE), "write_at_all_begin");
+    check(MPI_File_write_at_all_end(fh, buf, MPI_STATUS_IGNORE), "write_at_all_end");
+    char small[1024];
+    MPI_Request polled;
+    check(MPI_File_iread_at(fh, tail, small, 1024, MPI_BYTE, &polled), "iread_at");
+    int done = 0;
+    while (!done)
+        check(MPI_Test(&polled, &done, MPI_STATUS_IGNORE), "test");
+    if (small[0] != 'a' + rank) { fprintf(stderr, "iread_at read wrong data\n"); MPI_Abort(MPI_COMM_WORLD, 5); }
     check(MPI_File_sync(fh), "sync");
     check(MPI_File_close(&fh), "close");
     MPI_Barrier(MPI_COMM_WORLD);
