@@ -1,4 +1,6 @@
-//! iolens event streams (`IOLEVT01`): the frame reader, then the importer over it.
+//! iolens event streams (`IOLEVT02`, and `IOLEVT01`): the frame reader, then the importer over
+//! it. Seeds 0-2 are version 1 streams, seeds 3 and 4 version 2 (compact events in blocks,
+//! written by the preload tracing `cat` and `dd`).
 #![no_main]
 
 use iolens_import::Format;

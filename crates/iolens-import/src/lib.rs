@@ -2,7 +2,7 @@
 //! streaming: a multi-gigabyte trace is read line by line (or frame by frame) and handed to an
 //! [`EventSink`], never held in memory.
 //!
-//! Formats: iolens run traces (`IOLTRACE`), iolens event streams (`IOLEVT01`, a file or the
+//! Formats: iolens run traces (`IOLTRACE`), iolens event streams (`IOLEVT02`/`IOLEVT01`, a file or the
 //! directory `iolens trace` writes), `strace -f -ttt -T` output, `blkparse` default text, and
 //! Darshan DXT text from `darshan-dxt-parser`, and binary Darshan logs (`*.darshan`: counter
 //! totals and job metadata in [`ImportReport::darshan`], DXT segments as events). Malformed lines are skipped and reported with
@@ -273,7 +273,8 @@ pub fn detect_format(path: &Path) -> io::Result<Format> {
     if head.starts_with(iolens_record::trace::MAGIC) {
         return Ok(Format::Iolens);
     }
-    if head.starts_with(iolens_record::event::EVENT_MAGIC) {
+    // Any version: the reader tells a version it does not know from no stream at all.
+    if head.starts_with(iolens_record::event::EVENT_MAGIC_PREFIX) {
         return Ok(Format::Events);
     }
     if darshan::looks_like(&head) {

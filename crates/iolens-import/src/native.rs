@@ -1,4 +1,4 @@
-//! iolens's own formats: run traces (`IOLTRACE`) and event streams (`IOLEVT01`).
+//! iolens's own formats: run traces (`IOLTRACE`) and event streams (`IOLEVT02`, and `IOLEVT01`).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};

@@ -1,11 +1,13 @@
 //! Event timestamps: the TSC where the kernel itself trusts it (one instruction, a third of the
-//! cost of `clock_gettime` on a VM), converted to `CLOCK_MONOTONIC` nanoseconds when a buffer is
-//! written, by the line through the calibration point taken at start-up and a fresh one taken
-//! then. With the kernel on another clock source, `CLOCK_MONOTONIC` is read directly.
+//! cost of `clock_gettime` on a VM), written raw. Each buffer goes out as a block whose header
+//! holds two calibration points (TSC beside `CLOCK_MONOTONIC`): the one its previous buffer
+//! ended with and one taken at the flush. The reader maps ticks to nanoseconds along that
+//! segment (`iolens_record::event::TickLine`); the segments of one thread share their end
+//! points, so its calls stay in order. With the kernel on another clock source,
+//! `CLOCK_MONOTONIC` is read directly and the points are (ns, ns).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use iolens_record::event::EVENT_FRAME_LEN;
 use libc::c_int;
 
 static USE_TSC: AtomicBool = AtomicBool::new(false);
@@ -44,40 +46,14 @@ pub(crate) fn start_point() -> Calibration {
     (CAL_TSC.load(Relaxed), CAL_NS.load(Relaxed))
 }
 
-/// Maps TSC ticks to monotonic nanoseconds along the segment between two calibration points.
-///
-/// A thread's buffers are converted along consecutive segments that share their end points
-/// (see `flush_slot`), so the mapping is one continuous increasing line: the calls of one
-/// thread stay in order. A line through the start-up point and each flush's fresh point
-/// instead would jump by that point's noise at each flush, by up to microseconds, and make
-/// consecutive calls overlap.
-pub(crate) struct TscLine {
-    tsc0: u64,
-    ns0: u64,
-    ns_per_tick: f64,
-}
-
-impl TscLine {
-    /// The segment from `from` to a point taken now, and that point; `None` when timestamps
-    /// are nanoseconds already.
-    pub(crate) fn since(from: Calibration) -> Option<(TscLine, Calibration)> {
-        if !USE_TSC.load(Relaxed) {
-            return None;
-        }
-        let now = tsc_and_ns();
-        Some((TscLine::between(from, now), now))
+/// A calibration point taken now: the TSC and the monotonic time beside it, or the monotonic
+/// time twice when timestamps are nanoseconds.
+pub(crate) fn calibration_point() -> Calibration {
+    if USE_TSC.load(Relaxed) {
+        return tsc_and_ns();
     }
-
-    /// The segment from one calibration point to a later one.
-    fn between((tsc0, ns0): Calibration, (tsc1, ns1): Calibration) -> TscLine {
-        let ticks = tsc1.saturating_sub(tsc0).max(1);
-        TscLine { tsc0, ns0, ns_per_tick: ns1.saturating_sub(ns0) as f64 / ticks as f64 }
-    }
-
-    #[inline]
-    fn ns(&self, tsc: u64) -> u64 {
-        self.ns0.wrapping_add(((tsc.wrapping_sub(self.tsc0) as i64) as f64 * self.ns_per_tick) as i64 as u64)
-    }
+    let ns = iolens_record::clock::now_ns();
+    (ns, ns)
 }
 
 /// A TSC reading and the monotonic time taken right beside it.
@@ -94,32 +70,6 @@ fn tsc_and_ns() -> (u64, u64) {
     (0, iolens_record::clock::now_ns())
 }
 
-/// Rewrites the raw TSC timestamps of the event frames in `data` as nanoseconds.
-///
-/// Run on every event at each flush: one bounds check per frame, none per field.
-pub(crate) fn convert_timestamps(data: &mut [u8], line: &TscLine) {
-    let mut rest = data;
-    while let Some(&tag) = rest.first() {
-        let len = match tag {
-            1 => {
-                let Some(frame) = rest.first_chunk_mut::<EVENT_FRAME_LEN>() else { break };
-                let (_, times) = frame.split_at_mut(41);
-                let (start, times) = times.split_first_chunk_mut::<8>().expect("65 > 49");
-                let end = times.first_chunk_mut::<8>().expect("65 > 57");
-                *start = line.ns(u64::from_le_bytes(*start)).to_le_bytes();
-                *end = line.ns(u64::from_le_bytes(*end)).to_le_bytes();
-                EVENT_FRAME_LEN
-            }
-            2 => match rest.get(5..7) {
-                Some(n) => 7 + u16::from_le_bytes([n[0], n[1]]) as usize,
-                None => break,
-            },
-            _ => 9,
-        };
-        rest = rest.get_mut(len..).unwrap_or_default();
-    }
-}
-
 /// Chooses the clock at start-up, and takes the TSC's first calibration point.
 pub(crate) unsafe fn calibrate() {
     if cfg!(target_arch = "x86_64") && kernel_uses_tsc() {
@@ -127,23 +77,5 @@ pub(crate) unsafe fn calibrate() {
         CAL_TSC.store(tsc, Relaxed);
         CAL_NS.store(ns, Relaxed);
         USE_TSC.store(true, Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn consecutive_segments_keep_a_thread_in_order() {
-        // Calibration points with the noise of a VM's clock: the second reads 300 ns late.
-        let points = [(0u64, 0u64), (3_000_000, 1_000_300), (6_000_000, 2_000_000)];
-        let first = TscLine::between(points[0], points[1]);
-        let second = TscLine::between(points[1], points[2]);
-        // A call ending just before the flush point, in one buffer, and one starting just after
-        // it, in the next.
-        let (end, next_start) = (points[1].0 - 30, points[1].0 + 30);
-        assert!(first.ns(end) <= second.ns(next_start), "{} > {}", first.ns(end), second.ns(next_start));
-        assert_eq!(first.ns(points[1].0), second.ns(points[1].0), "the segments meet");
     }
 }

@@ -8,7 +8,7 @@ use libc::{c_char, c_int};
 use crate::clock::now_ns;
 use crate::record::{define_path, record_flagged, FD_PATH};
 use crate::stream::{
-    flush_all, freeze_and_flush_all, register_membarrier, stream_fd, thaw_all, trace_dir_path, DROPPED,
+    flush_all, freeze_and_flush_all, register_membarrier, stream_fd, thaw_all, tid, trace_dir_path, DROPPED,
     LOST_ERRNO, POOL, STREAM_FD,
 };
 use crate::{errno, me, set_errno, Guard, ENABLED, PID, START_NS};
@@ -27,10 +27,11 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     let mine = me().slot.get();
     for (i, slot) in POOL.iter().enumerate() {
         slot.reset_owner_state();
-        *slot.len.get() = 0;
-        *slot.events.get() = 0;
+        slot.start_block();
         *slot.excluded.get() = Default::default();
-        if i as u32 != mine {
+        if i as u32 == mine {
+            *slot.tid.get() = tid();
+        } else {
             slot.claimed.store(false, Relaxed);
         }
     }

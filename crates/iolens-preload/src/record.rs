@@ -4,15 +4,15 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
 use iolens_record::event::{
-    encode_event, Excluded, IoEvent, IoOp, Layer, EVENT_FRAME_LEN, NO_FILE, UNKNOWN_OFFSET,
+    encode_compact, Excluded, IoEvent, IoOp, Layer, COMPACT_EVENT_MAX_LEN, NO_FILE, UNKNOWN_OFFSET,
 };
 use libc::{c_char, c_int, iovec};
 
 use crate::stream::{
-    append, flush_slot, push_decimal, tid, tid_of, with_my_slot, with_slot_of, Slot, DROPPED, SLOT_BYTES,
-    STREAM_FD,
+    append, enter_slot, flush_slot, leave_slot, push_decimal, slot_of, with_my_slot, Slot, DROPPED,
+    SLOT_BYTES, STREAM_FD,
 };
-use crate::PID;
+use crate::ThreadState;
 
 static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
 pub(crate) const MAX_FDS: usize = 65536;
@@ -162,8 +162,9 @@ pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
     push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
 }
 
+/// Records a call of the calling thread: what the hooks (and the MPI-IO layer) call.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn record(
     op: IoOp,
     layer: Layer,
@@ -174,20 +175,30 @@ pub(crate) unsafe fn record(
     start: u64,
     end: u64,
 ) {
-    // The thread's state looked up once, for its id and its slot.
-    let me = crate::me();
-    let e = IoEvent {
-        tid: tid_of(me),
-        ..event_of_unknown_thread(op, layer, file, offset, requested, result, start, end)
-    };
-    if with_slot_of(me, |slot| push_to(slot, &e)).is_none() {
-        DROPPED.fetch_add(1, Relaxed);
-    }
+    record_as(crate::me(), op, layer, file, offset, requested, result, start, end);
 }
 
-/// An event of the calling thread, without flags.
+/// [`record`] for the calling thread, whose state `me` is (looked up once per hook).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
+pub(crate) unsafe fn record_as(
+    me: &ThreadState,
+    op: IoOp,
+    layer: Layer,
+    file: u32,
+    offset: u64,
+    requested: u64,
+    result: i64,
+    start: u64,
+    end: u64,
+) {
+    push_as(me, &event(op, layer, file, offset, requested, result, start, end));
+}
+
+/// An event without flags. Its pid and tid are left 0: a compact event is the thread's whose
+/// block holds it, and the block header names them.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub(crate) fn event(
     op: IoOp,
     layer: Layer,
@@ -198,24 +209,8 @@ pub(crate) fn event(
     start: u64,
     end: u64,
 ) -> IoEvent {
-    IoEvent { tid: tid(), ..event_of_unknown_thread(op, layer, file, offset, requested, result, start, end) }
-}
-
-/// [`event`] with its thread id left 0, for the caller to fill in.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn event_of_unknown_thread(
-    op: IoOp,
-    layer: Layer,
-    file: u32,
-    offset: u64,
-    requested: u64,
-    result: i64,
-    start: u64,
-    end: u64,
-) -> IoEvent {
     IoEvent {
-        pid: PID.load(Relaxed),
+        pid: 0,
         tid: 0,
         file,
         op,
@@ -229,28 +224,46 @@ fn event_of_unknown_thread(
     }
 }
 
-/// Encodes `e` into the thread's buffer.
+/// Encodes `e` into the calling thread's buffer.
 #[inline]
 pub(crate) unsafe fn push(e: &IoEvent) {
-    if with_my_slot(|slot| push_to(slot, e)).is_none() {
-        DROPPED.fetch_add(1, Relaxed);
+    push_as(crate::me(), e);
+}
+
+#[inline(always)]
+unsafe fn push_as(me: &ThreadState, e: &IoEvent) {
+    match slot_of(me) {
+        Some(slot) => {
+            enter_slot(slot);
+            push_to(slot, e);
+            leave_slot(slot);
+        }
+        None => lost_without_a_buffer(),
     }
 }
 
-#[inline]
+/// Counts an event lost because the pool had no buffer left for its thread.
+#[cold]
+#[inline(never)]
+fn lost_without_a_buffer() {
+    DROPPED.fetch_add(1, Relaxed);
+}
+
+#[inline(always)]
 unsafe fn push_to(slot: &Slot, e: &IoEvent) {
     let len = &mut *slot.len.get();
-    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+    if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
+        // Only after other frames (a path) filled the buffer: events flush it below.
         flush_slot(slot);
     }
     let data = &mut *slot.data.get();
-    let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut data[*len..*len + EVENT_FRAME_LEN]).try_into().unwrap();
-    encode_event(e, frame);
-    *len += EVENT_FRAME_LEN;
+    let frame: &mut [u8; COMPACT_EVENT_MAX_LEN] =
+        (&mut data[*len..*len + COMPACT_EVENT_MAX_LEN]).try_into().expect("room checked above");
+    *len += encode_compact(e, &mut *slot.predictor.get(), frame);
     *slot.events.get() += 1;
-    // Flushed as soon as it is full, not when the next event comes: every event of a buffer
-    // then ends before the clock reading its flush takes (see `flush_slot`).
-    if *len + EVENT_FRAME_LEN > SLOT_BYTES {
+    // Flushed as soon as it is full, not when the next event comes: every event of a block
+    // then ends before the clock point its flush takes (see `flush_slot`).
+    if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
         flush_slot(slot);
     }
 }
@@ -287,7 +300,7 @@ macro_rules! traced_fd_call {
     ($op:expr, $fd:expr, $offset:expr, $requested:expr, $call:expr) => {{
         match $crate::Guard::enter() {
             None => $call,
-            Some(_g) => {
+            Some(guard) => {
                 let fd: libc::c_int = $fd;
                 let file = $crate::record::path_of(fd);
                 if file == $crate::record::NOT_A_FILE {
@@ -304,7 +317,8 @@ macro_rules! traced_fd_call {
                     // Recording keeps errno (a flush restores it), so only a failure's is saved.
                     let err = if ret64 < 0 { $crate::errno() } else { 0 };
                     let offset = $crate::record::position(fd, $offset, ret64);
-                    $crate::record::record(
+                    $crate::record::record_as(
+                        guard.state(),
                         $op,
                         iolens_record::event::Layer::Posix,
                         file,

