@@ -272,6 +272,8 @@ pub struct Analyzer {
     filter_report: FilterReport,
     classes: BTreeMap<Class, ClassAcc>,
     layers: BTreeMap<Layer, LayerRow>,
+    /// Busy time of each layer on its own.
+    layer_unions: BTreeMap<Layer, CompactUnion>,
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
     files: FileTable,
@@ -300,6 +302,11 @@ pub struct LayerRow {
     pub bytes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// The union of this layer's data and sync calls, over all processes and threads.
+    pub busy_s: f64,
+    /// Blocks (of the block unit) per busy second of this layer: at the MPI-IO layer the
+    /// application's view, at the POSIX layer beneath what the middleware moved.
+    pub bps: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -439,6 +446,7 @@ impl Analyzer {
             filter_report: FilterReport::default(),
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
+            layer_unions: BTreeMap::new(),
             files: FileTable::default(),
             processes: HashMap::new(),
             current_process: None,
@@ -615,6 +623,9 @@ impl Analyzer {
             c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
+        if timed {
+            self.layer_unions.entry(e.layer).or_default().push(iv);
+        }
         if self.opts.top_files > 0 {
             let f = self.files.get_or_default((e.file, e.layer));
             if timed {
@@ -843,7 +854,18 @@ impl Analyzer {
                 peak_in_flight: peak,
             },
             max_extent_bytes: max_extent,
-            layers: self.layers.into_values().collect(),
+            layers: {
+                let mut unions = self.layer_unions;
+                let block_unit = self.opts.block_unit.max(1) as f64;
+                self.layers
+                    .into_iter()
+                    .map(|(layer, row)| {
+                        let busy_s = unions.get_mut(&layer).map_or(0, |u| u.busy_ns()) as f64 / 1e9;
+                        let bps = if busy_s > 0.0 { row.bytes as f64 / block_unit / busy_s } else { 0.0 };
+                        LayerRow { busy_s, bps, ..row }
+                    })
+                    .collect()
+            },
             size_histogram,
             files,
             processes,

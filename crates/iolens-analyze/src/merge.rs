@@ -109,6 +109,9 @@ impl Analyzer {
             mine.read_bytes = mine.read_bytes.saturating_add(row.read_bytes);
             mine.write_bytes = mine.write_bytes.saturating_add(row.write_bytes);
         }
+        for (layer, union) in later.layer_unions {
+            self.layer_unions.entry(layer).or_default().absorb(union);
+        }
         for (key, acc) in later.files.into_entries() {
             self.files.get_or_default(key).absorb(acc);
         }

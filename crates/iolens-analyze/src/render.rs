@@ -56,9 +56,15 @@ pub fn render_summary(s: &TraceSummary) -> String {
     }
     if s.layers.len() > 1 {
         out.push_str("\nlayers:\n");
-        let mut t = Table::new(vec!["layer", "ops", "MiB"]);
+        let mut t = Table::new(vec!["layer", "ops", "MiB", "busy_s", "BPS"]);
         for l in &s.layers {
-            t.rows.push(vec![l.layer.clone(), l.ops.to_string(), fmt_mib(l.bytes as f64)]);
+            t.rows.push(vec![
+                l.layer.clone(),
+                l.ops.to_string(),
+                fmt_mib(l.bytes as f64),
+                format!("{:.4}", l.busy_s),
+                fmt_rate(l.bps),
+            ]);
         }
         t.render(&mut out);
     }

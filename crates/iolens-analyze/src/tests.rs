@@ -119,6 +119,28 @@ fn file_and_process_rows_keep_layers_apart() {
     assert_eq!(procs, vec![(2, "mpiio", 1, 1 << 20), (2, "posix", 1, 1 << 20)]);
 }
 
+/// Each layer has its own busy time and BPS: MPI-IO's is the application's view, POSIX's what
+/// the middleware moved beneath (here a data-sieving read of twice the bytes asked for).
+#[test]
+fn layer_rows_give_each_layer_its_busy_time_and_bps() {
+    let mpiio = IoEvent { layer: Layer::MpiIo, ..ev(2, 1, IoOp::Read, 0, 1 << 20, 90, 210) };
+    let sieving = ev(2, 1, IoOp::Read, 0, 2 << 20, 100, 200);
+    let other = ev(3, 0, IoOp::Write, 0, 512, 1000, 1100);
+    let s = analyze(&[mpiio, sieving, other], AnalyzeOptions::default());
+    let rows: Vec<(&str, u64, f64, f64)> =
+        s.layers.iter().map(|l| (l.layer.as_str(), l.bytes, l.busy_s, l.bps)).collect();
+    let (posix_busy, mpiio_busy) = (200.0 / 1e9, 120.0 / 1e9);
+    let posix_bytes = (2 << 20) + 512;
+    assert_eq!(
+        rows,
+        vec![
+            ("posix", posix_bytes, posix_busy, posix_bytes as f64 / 512.0 / posix_busy),
+            ("mpiio", 1 << 20, mpiio_busy, 2048.0 / mpiio_busy),
+        ]
+    );
+    assert_eq!(s.figures.bps, rows[1].3, "the aggregate is MPI-IO's");
+}
+
 #[test]
 fn per_op_csv_and_blind_spots() {
     let dir = tempfile::tempdir().unwrap();

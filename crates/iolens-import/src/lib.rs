@@ -12,7 +12,9 @@ mod blkparse;
 mod chunked;
 pub mod darshan;
 mod dxt;
+pub mod mpi_clock;
 mod native;
+pub use native::stream_files;
 mod strace;
 
 use std::fmt;

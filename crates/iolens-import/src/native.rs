@@ -7,6 +7,7 @@ use std::path::Path;
 use iolens_record::event::{EventError, EventReader, IoEvent, IoOp, Layer, NO_FILE};
 use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceError, TraceReader, RECORD_SIZE};
 
+use crate::mpi_clock::{read_beside, RankClock};
 use crate::{Ctx, ImportError};
 
 pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
@@ -66,23 +67,31 @@ pub(crate) fn event_of_record(rec: &OpRecord, file: u32) -> IoEvent {
     }
 }
 
-/// The stream files of an `iolens trace` directory, in name order: its own, then those of
-/// processes that changed user (in `uid-<uid>` subdirectories).
-fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+/// The stream files of an `iolens trace` directory, in name order: its own, those of
+/// processes that changed user (in `uid-<uid>` subdirectories), and those of the ranks of an
+/// MPI job traced by `mpirun … iolens trace` (in `rank-<r>` subdirectories, each of which may
+/// have `uid-<uid>` ones).
+pub fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut files = Vec::new();
+    collect_streams(dir, 0, &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+fn collect_streams(dir: &Path, depth: u32, files: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
         let path = entry.path();
-        let is_user_dir = entry.file_name().to_str().is_some_and(|n| n.starts_with("uid-"));
-        if is_user_dir && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            files.extend(
-                std::fs::read_dir(&path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_stream(p)),
-            );
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or_default();
+        let nested = (name.starts_with("uid-") || (depth == 0 && name.starts_with("rank-")))
+            && entry.file_type().is_ok_and(|t| t.is_dir());
+        if nested && depth < 2 {
+            collect_streams(&path, depth + 1, files)?;
         } else if is_stream(&path) {
             files.push(path);
         }
     }
-    files.sort();
-    Ok(files)
+    Ok(())
 }
 
 fn is_stream(path: &Path) -> bool {
@@ -98,8 +107,13 @@ enum StreamEnd {
     Empty,
 }
 
-/// Reads one event stream.
-fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<StreamEnd, ImportError> {
+/// Reads one event stream; an MPI rank's events are put on rank 0's clock.
+fn import_stream(
+    ctx: &mut Ctx,
+    input: impl Read,
+    file: &Path,
+    clock: Option<&RankClock>,
+) -> Result<StreamEnd, ImportError> {
     let mut input = BufReader::with_capacity(1 << 20, input);
     if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
         return Ok(StreamEnd::Empty);
@@ -126,6 +140,10 @@ fn import_stream(ctx: &mut Ctx, input: impl Read, file: &Path) -> Result<StreamE
                             None => NO_FILE,
                         },
                     };
+                }
+                if let Some(clock) = clock {
+                    e.start_ns = clock.to_rank0(e.start_ns);
+                    e.end_ns = clock.to_rank0(e.end_ns);
                 }
                 ctx.event(&e);
             }
@@ -176,7 +194,7 @@ fn note_cut_streams(ctx: &mut Ctx, cut: &[(std::path::PathBuf, u64)]) {
 /// One event stream read from `input`.
 pub(crate) fn import_event_file(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let file = ctx.path.clone();
-    let end = import_stream(ctx, input, &file)?;
+    let end = import_stream(ctx, input, &file, None)?;
     note_stream_ends(ctx, vec![(file, end)]);
     Ok(())
 }
@@ -186,16 +204,59 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     let root = ctx.path.clone();
     let files = if root.is_dir() { stream_files(&root).map_err(|e| ctx.io(e))? } else { vec![root.clone()] };
     let mut ends = Vec::new();
-    for file in files {
+    let mut ranks = Vec::new();
+    // The clock files first: rank 0's kernel tells which ranks share its clock.
+    let mut clocks = files.iter().map(|f| read_beside(f)).collect::<Result<Vec<_>, _>>()?;
+    let rank0_boot = clocks.iter().flatten().find(|c| c.rank == 0).and_then(|c| c.boot.clone());
+    for clock in clocks.iter_mut().flatten() {
+        clock.align_with(rank0_boot.as_deref());
+    }
+    for (file, clock) in files.into_iter().zip(clocks) {
         if ctx.report.interrupted {
             break;
         }
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
-        let end = import_stream(ctx, f, &file)?;
+        let end = import_stream(ctx, f, &file, clock.as_ref())?;
         ends.push((file, end));
+        ranks.extend(clock);
     }
     note_stream_ends(ctx, ends);
+    note_mpi_ranks(ctx, &ranks);
     Ok(())
+}
+
+/// Whether every rank's clock file names its kernel (and so, after alignment, the ranks without
+/// measurements share rank 0's clock).
+fn rank_boots_known(ranks: &[RankClock]) -> bool {
+    let boots: std::collections::BTreeSet<Option<&str>> = ranks.iter().map(|r| r.boot.as_deref()).collect();
+    boots.len() == 1 && boots.iter().all(Option::is_some)
+}
+
+/// Says which MPI ranks the trace holds, how their clocks were aligned, and which are missing.
+fn note_mpi_ranks(ctx: &mut Ctx, ranks: &[RankClock]) {
+    let Some(size) = ranks.iter().map(|r| r.size).max() else { return };
+    let seen: std::collections::BTreeSet<u32> = ranks.iter().map(|r| r.rank).collect();
+    let largest = ranks.iter().map(RankClock::largest_offset).max().unwrap_or(0);
+    let clocks = if size == 1 {
+        String::new()
+    } else if ranks.iter().any(RankClock::measured) {
+        format!(
+            "; every rank's events are on rank 0's clock (offsets measured by ping-pong at MPI_Init and MPI_Finalize, largest {:.1} us; ranks on rank 0's node share its clock)",
+            largest as f64 / 1e3
+        )
+    } else if rank_boots_known(ranks) {
+        "; all ranks ran on one node, under one clock".to_string()
+    } else {
+        "; clock offsets between ranks were not measured (set IOLENS_MPI_CLOCK=1 for the job when every rank is traced; `mpirun … iolens trace` does): right on one node, whose ranks share a clock, but ranks of other nodes may be shifted".to_string()
+    };
+    ctx.report.notes.push(format!("MPI job of {size} rank(s): {} traced{clocks}", seen.len()));
+    let missing: Vec<u32> = (0..size).filter(|r| !seen.contains(r)).take(20).collect();
+    if !missing.is_empty() {
+        ctx.report.notes.push(format!(
+            "MPI ranks {missing:?}{} left no stream in the trace directory: their I/O is NOT in these figures (on several nodes, give `--out` a directory on a shared file system)",
+            if size as usize - seen.len() > missing.len() { " and more" } else { "" }
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -244,6 +305,30 @@ mod tests {
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/a", "/b", "/c", "/a"]);
         assert_eq!(c.paths.len(), 4, "ids are per definition, unique over the import");
+    }
+
+    #[test]
+    fn mpi_ranks_are_put_on_rank_0s_clock_and_missing_ranks_named() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, clock) in
+            [("10.1", "rank 0 size 3\n"), ("11.1", "rank 1 size 3\ninit 0 1000\nfinalize 1000 3000\n")]
+        {
+            let mut w = EventWriter::new(Vec::new()).unwrap();
+            w.path(0, "/shared").unwrap();
+            w.event(&ev(0, IoOp::Write, 500)).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.evt")), w.into_inner()).unwrap();
+            std::fs::write(dir.path().join(format!("{name}.mpi")), clock).unwrap();
+        }
+        let mut c = Collect::default();
+        let r = import(dir.path(), Format::Events, false, &mut c).unwrap();
+        let times: Vec<(u64, u64)> = c.events.iter().map(|e| (e.start_ns, e.end_ns)).collect();
+        assert_eq!(times, [(500, 505), (2500, 2515)], "rank 1 shifted by its interpolated offset");
+        assert!(r.notes.iter().any(|n| n.contains("MPI job of 3 rank(s): 2 traced")), "{:?}", r.notes);
+        assert!(r.notes.iter().any(|n| n.contains("MPI ranks [2] left no stream")), "{:?}", r.notes);
+
+        std::fs::write(dir.path().join("11.1.mpi"), "rank 1 size 3\nstart 0 1\n").unwrap();
+        let err = import(dir.path(), Format::Events, false, &mut Collect::default()).unwrap_err().to_string();
+        assert!(err.contains("11.1.mpi:2: unknown key `start`"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `libiolens_preload.so`: loaded with `LD_PRELOAD` by `iolens trace`, it records the POSIX and
-//! stdio I/O calls of an unmodified program as [`IoEvent`]s.
+//! `libiolens_preload.so`: loaded with `LD_PRELOAD` by `iolens trace`, it records the POSIX,
+//! stdio and MPI-IO calls of an unmodified program as [`IoEvent`]s (MPI through the profiling
+//! interface, found at run time: the library does not link MPI and loads into any program).
 //!
 //! Each process writes one event stream (`<pid>.<start ns>.evt`) into `$IOLENS_TRACE_DIR`;
 //! children inherit the preload through the environment, so forks and execs are followed, and
@@ -54,6 +55,8 @@ mod copy;
 mod dup;
 mod io_uring;
 mod mmap;
+mod mpi_clock;
+mod mpiio;
 mod posix;
 mod process;
 mod stdio;

@@ -42,7 +42,11 @@
 //!
 //! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
 //! first event of each stream: file = the executable, offset = the parent's pid),
-//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`].
+//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`].
+//!
+//! An MPI process (one that called `MPI_Init`) also leaves `<pid>.<start ns>.mpi` beside its
+//! stream `<pid>.<start ns>.evt`: its rank and the offsets of its clock from rank 0's, measured
+//! at `MPI_Init` and `MPI_Finalize` (format in `iolens_import`'s `mpi_clock` module).
 //!
 //! One process (or one thread) writes one stream; a trace is a set of streams whose path ids
 //! are local to each stream (readers map them through the stream's own table).
@@ -159,8 +163,12 @@ pub const FLAG_PROCESS_END: u16 = 8;
 /// user, or file capabilities): the loader ignores `LD_PRELOAD` there, so nothing of it is
 /// traced.
 pub const FLAG_SECURE_EXEC: u16 = 16;
+/// Marker flag: the process is an MPI rank, from its `MPI_Init` on: `offset` is its rank in
+/// `MPI_COMM_WORLD`, `requested` the size of that communicator.
+pub const FLAG_MPI_RANK: u16 = 32;
 /// All marker flags: such events are facts about processes, not I/O.
-pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN | FLAG_PROCESS_START | FLAG_PROCESS_END | FLAG_SECURE_EXEC;
+pub const MARKER_FLAGS: u16 =
+    FLAG_IO_URING_SEEN | FLAG_PROCESS_START | FLAG_PROCESS_END | FLAG_SECURE_EXEC | FLAG_MPI_RANK;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -25,6 +25,7 @@ mod signals;
 mod stats_cmd;
 mod suites;
 mod trace_cmd;
+mod trace_mpi;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -63,6 +64,18 @@ fn main() -> ExitCode {
         return ExitCode::from(output::EXIT_USAGE);
     }
     let launch = iolens_mpi::detect().filter(|l| l.many());
+    if let Some(l) = &launch {
+        if let cli::Command::Trace(a) = args.command {
+            // Tracing a job needs no MPI in iolens: the ranks meet in a directory.
+            return ExitCode::from(match trace_mpi::RankOfJob::from_launch(l) {
+                Ok(job) => trace_cmd::trace(a, command, Some(job)).err().unwrap_or(0),
+                Err(e) => {
+                    errln!("iolens: error: {e}");
+                    output::EXIT_USAGE
+                }
+            });
+        }
+    }
     let asked_mpi = matches!(&args.command, cli::Command::Run(a) if a.mpi);
     if launch.is_some() || asked_mpi {
         return ExitCode::from(under_mpi(args, launch, &stop, command));
@@ -94,7 +107,7 @@ fn main() -> ExitCode {
         cli::Command::Sweep(a) => suites::sweep(&LocalRunner, a, &stop, command),
         cli::Command::Saturate(a) => suites::saturate(&LocalRunner, a, &stop, command),
         cli::Command::WriteModes(a) => suites::write_modes(&LocalRunner, a, &stop, command),
-        cli::Command::Trace(a) => trace_cmd::trace(a, command),
+        cli::Command::Trace(a) => trace_cmd::trace(a, command, None),
         cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
         cli::Command::Convert(a) => run_cmd::convert(a),
         cli::Command::Compare(a) => compare_cmd::compare(a, command),

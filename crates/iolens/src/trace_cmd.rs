@@ -25,6 +25,7 @@ use iolens_record::event::{
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 use crate::process_tree::ProcessForest;
+use crate::trace_mpi::RankOfJob;
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
@@ -161,6 +162,7 @@ fn summarize(
     strict: bool,
     opts: AnalyzeOptions,
     only_exe: &[String],
+    wall_from_markers: bool,
 ) -> Result<(TraceSummary, ImportReport), String> {
     let filter_is_empty = opts.filter.is_empty();
     // A run trace's records have one size: it is read in parallel chunks unless the calls must
@@ -194,7 +196,7 @@ fn summarize(
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
     let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
-    if let (false, Some((start, end))) = (only_exe.is_empty(), counted_span) {
+    if let (true, Some((start, end))) = (wall_from_markers || !only_exe.is_empty(), counted_span) {
         feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
     }
     let io_uring_files: Vec<&str> =
@@ -400,7 +402,7 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, report) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe)
+    let (summary, report) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe, false)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     publish(&summary, report.darshan.as_deref(), &a.summary);
     Ok(())
@@ -517,9 +519,8 @@ fn reap_and_list_orphans() -> Vec<u32> {
 /// Refuses an `--out` directory that holds event streams already: the summary reads every
 /// stream in the directory, so an earlier trace's would be added to this one's.
 fn refuse_earlier_streams(dir: &Path) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     let earlier =
-        entries.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "evt")).count();
+        iolens_import::stream_files(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?.len();
     if earlier > 0 {
         return Err(format!(
             "--out {}: holds {earlier} event stream(s) of an earlier trace, which this trace's summary would add to its own\n  hint: give a new or empty directory (the earlier trace: `iolens analyze {}`)",
@@ -575,11 +576,22 @@ fn spawn_traced(cmd: &mut Command, take_terminal: bool) -> std::io::Result<std::
     cmd.spawn()
 }
 
-pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
-    let json = a.summary.json.as_deref();
+/// `iolens trace`; `mpi` when started by an MPI launcher as one rank of a job (see
+/// [`crate::trace_mpi`]): rank 0 then summarizes all ranks, the others print nothing.
+pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<(), u8> {
+    // Only rank 0 writes the JSON, error reports included.
+    let json = a.summary.json.as_deref().filter(|_| mpi.as_ref().is_none_or(|m| m.rank == 0));
     let preload = crate::preload::locate().map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
-    let dir = match &a.out {
+    let job_dir = match &mpi {
+        Some(job) => Some(job.job_dir(a.out.as_deref()).map_err(|e| error(&e, EXIT_FAILED, json, &command))?),
+        None => None,
+    };
+    let rank_out = match (&mpi, &job_dir) {
+        (Some(job), Some((dir, _))) => Some(job.rank_dir(dir)),
+        _ => a.out.clone(),
+    };
+    let dir = match &rank_out {
         Some(d) => {
             std::fs::create_dir_all(d).map_err(|e| {
                 error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
@@ -608,6 +620,10 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let started = Instant::now();
     let mut cmd = Command::new(program);
     cmd.args(&a.command[1..]).env("LD_PRELOAD", ld_preload).env("IOLENS_TRACE_DIR", &stream_dir);
+    if mpi.is_some() {
+        // Every rank of the job runs under iolens: the preload may measure the clocks of all.
+        cmd.env("IOLENS_MPI_CLOCK", "1");
+    }
     let take_terminal = in_terminal_foreground();
     // Orphans of the program (daemons) become our children: we can tell which outlive it.
     // SAFETY: a flag on this process.
@@ -626,9 +642,28 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
     let wall_ns = started.elapsed().as_nanos() as u64;
     let left_running = reap_and_list_orphans();
 
-    let opts = AnalyzeOptions { program_wall_ns: Some(wall_ns), ..opts };
-    let (mut summary, _) = summarize(&stream_dir, Format::Events, false, opts, &a.summary.only_exe)
-        .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let mut rank_notes = Vec::new();
+    let summarized = match (&mpi, &job_dir) {
+        (Some(job), Some((job_dir, _))) => {
+            crate::trace_mpi::mark_done(&stream_dir, &status);
+            if job.rank != 0 {
+                return exit_like(&status);
+            }
+            rank_notes = crate::trace_mpi::wait_for_ranks(job_dir, job.size);
+            job_dir.clone()
+        }
+        _ => stream_dir.clone(),
+    };
+    // A job's wall time is its ranks' (first start to last end, on rank 0's clock).
+    let opts = AnalyzeOptions { program_wall_ns: mpi.is_none().then_some(wall_ns), ..opts };
+    let (mut summary, _) =
+        summarize(&summarized, Format::Events, false, opts, &a.summary.only_exe, mpi.is_some())
+            .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    summary.notes.extend(rank_notes);
+    if let Some((job_dir, true)) = &job_dir {
+        // The temporary job directory: the summary is made, the streams go.
+        let _ = fs::remove_dir_all(job_dir);
+    }
     if !left_running.is_empty() {
         summary.notes.push(format!(
             "process(es) {left_running:?}, started by {program}, were still running when it exited (daemons): what they had not written out by then is NOT in these figures"
@@ -652,7 +687,11 @@ pub fn trace(a: TraceArgs, command: String) -> Result<(), u8> {
         }
     }
     publish(&summary, None, &a.summary);
-    // The traced program's outcome is ours: a failing program fails the command the same way.
+    exit_like(&status)
+}
+
+/// The traced program's outcome is ours: a failing program fails the command the same way.
+fn exit_like(status: &std::process::ExitStatus) -> Result<(), u8> {
     match status.code() {
         Some(0) => Ok(()),
         Some(code) => Err(code.clamp(1, 255) as u8),

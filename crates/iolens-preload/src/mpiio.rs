@@ -1,0 +1,994 @@
+//! MPI-IO hooks: `MPI_File_open/close/sync`, the blocking reads and writes in all their forms
+//! (explicit offset `_at`, collective `_all`, shared and ordered file pointers), the
+//! nonblocking `MPI_File_iread*/iwrite*`, and split collectives (`_begin`/`_end`), recorded at
+//! layer `mpiio` with bytes = count × datatype size and offsets in bytes.
+//!
+//! The library is not linked against MPI, so it loads into any program: the real functions are
+//! reached through the profiling interface (`PMPI_*`), looked up when first needed. MPI handles
+//! are opaque words here: Open MPI's are pointers, MPICH's (and its derivatives') are ints,
+//! which the x86-64 and AArch64 conventions pass in a full register either way; only where a
+//! handle is read from memory (requests) or made up (`MPI_COMM_WORLD`, `MPI_BYTE`) does the
+//! library's ABI matter, and it is told by Open MPI's exported `ompi_mpi_comm_world`.
+//!
+//! A nonblocking call is recorded from its post to the completion the program observes (the
+//! `MPI_Wait`/`MPI_Test` family); until then it waits in a lock-free table keyed by its
+//! request. The POSIX calls the middleware makes beneath (data sieving, collective buffering)
+//! are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the recursion guard
+//! while the real function runs.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
+
+use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use libc::{c_char, c_int, c_void};
+
+use crate::clock::now_ns;
+use crate::record::{define_path, record};
+use crate::{Guard, ENABLED};
+
+/// An MPI handle (communicator, datatype, file, info, request) as passed by value.
+pub(crate) type Handle = usize;
+/// `MPI_Offset`: a 64-bit signed integer in every implementation.
+pub(crate) type MpiOffset = i64;
+
+const MPI_SUCCESS: c_int = 0;
+const MPI_UNDEFINED: c_int = -32766;
+
+/// The MPI library's ABI: 0 = not known yet, 1 = Open MPI, 2 = MPICH and its derivatives.
+static ABI: AtomicU8 = AtomicU8::new(0);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Abi {
+    OpenMpi,
+    Mpich,
+}
+
+pub(crate) fn abi() -> Abi {
+    match ABI.load(Relaxed) {
+        1 => Abi::OpenMpi,
+        2 => Abi::Mpich,
+        _ => {
+            // SAFETY: a lookup by a NUL-terminated name.
+            let ompi = unsafe { !find_object(c"ompi_mpi_comm_world".as_ptr()).is_null() };
+            ABI.store(if ompi { 1 } else { 2 }, Relaxed);
+            if ompi {
+                Abi::OpenMpi
+            } else {
+                Abi::Mpich
+            }
+        }
+    }
+}
+
+/// `MPI_COMM_WORLD` of the library's ABI.
+pub(crate) unsafe fn comm_world() -> Handle {
+    match abi() {
+        Abi::OpenMpi => find_object(c"ompi_mpi_comm_world".as_ptr()) as Handle,
+        Abi::Mpich => 0x4400_0000,
+    }
+}
+
+/// `MPI_BYTE` of the library's ABI.
+pub(crate) unsafe fn mpi_byte() -> Handle {
+    match abi() {
+        Abi::OpenMpi => find_object(c"ompi_mpi_byte".as_ptr()) as Handle,
+        Abi::Mpich => 0x4c00_010d,
+    }
+}
+
+/// Whether `status` is `MPI_STATUS_IGNORE` (Open MPI: null; MPICH: 1).
+fn status_ignored(status: *mut c_void) -> bool {
+    match abi() {
+        Abi::OpenMpi => status.is_null(),
+        Abi::Mpich => status as usize <= 1,
+    }
+}
+
+/// Request `i` of an array of requests: 8-byte pointers in Open MPI, 4-byte ints in MPICH.
+unsafe fn request_at(requests: *const c_void, i: usize) -> u64 {
+    if requests.is_null() {
+        return 0;
+    }
+    match abi() {
+        Abi::OpenMpi => *requests.cast::<u64>().add(i),
+        Abi::Mpich => *requests.cast::<u32>().add(i) as u64,
+    }
+}
+
+/// Shared objects that may hold the MPI library when a program loaded it privately
+/// (`RTLD_LOCAL`, as Python modules do), where neither RTLD_NEXT nor the global scope finds it.
+const MPI_SONAMES: [&std::ffi::CStr; 5] =
+    [c"libmpi.so.40", c"libmpi.so.12", c"libmpich.so.12", c"libmpi.so", c"libmpich.so"];
+
+/// The MPI library's definition of the function `name`: after ours, in the global scope, or
+/// in an MPI library loaded privately; null when there is none.
+pub(crate) unsafe fn find_symbol(name: *const c_char) -> *mut c_void {
+    let p = libc::dlsym(crate::RTLD_NEXT, name);
+    if !p.is_null() {
+        return p;
+    }
+    find_object(name)
+}
+
+/// The object `name` (Open MPI's predefined handles) as the program uses it: first in the
+/// global scope, since a program referring to it may hold the copy everyone uses (a copy
+/// relocation), the library's own then being left unused; else in a private MPI library.
+unsafe fn find_object(name: *const c_char) -> *mut c_void {
+    let p = libc::dlsym(libc::RTLD_DEFAULT, name);
+    if !p.is_null() {
+        return p;
+    }
+    for soname in MPI_SONAMES {
+        let lib = libc::dlopen(soname.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if !lib.is_null() {
+            let p = libc::dlsym(lib, name);
+            libc::dlclose(lib);
+            if !p.is_null() {
+                return p;
+            }
+        }
+    }
+    std::ptr::null_mut()
+}
+
+/// The profiling entry point `name` (NUL-terminated), which the hook of the same MPI function
+/// must forward to. A program that calls an MPI function has the library loaded, so it is
+/// there; if it is not, going on would call address 0: the program is stopped with the reason.
+pub(crate) unsafe fn pmpi_symbol(name: &'static str) -> *mut c_void {
+    let p = find_symbol(name.as_ptr().cast());
+    if p.is_null() {
+        let msg = b"iolens preload: the MPI library's profiling interface (PMPI_*) cannot be found; run without the iolens preload\n";
+        libc::syscall(libc::SYS_write, 2, msg.as_ptr(), msg.len());
+        libc::abort();
+    }
+    p
+}
+
+/// The real `PMPI_…` function, resolved once and cached.
+macro_rules! pmpi {
+    ($name:literal as $ty:ty) => {{
+        static PTR: std::sync::atomic::AtomicPtr<libc::c_void> =
+            std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+        let mut p = PTR.load(std::sync::atomic::Ordering::Relaxed);
+        if p.is_null() {
+            p = $crate::mpiio::pmpi_symbol(concat!($name, "\0"));
+            PTR.store(p, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::mem::transmute::<*mut libc::c_void, $ty>(p)
+    }};
+}
+pub(crate) use pmpi;
+
+thread_local! {
+    /// Inside an MPI-IO hook: an MPI-IO function the library calls through its public name
+    /// is part of the call already recorded.
+    static IN_MPI_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the thread as inside an MPI-IO hook (but not inside the POSIX recursion guard, so the
+/// POSIX calls beneath are recorded).
+struct MpiNest;
+
+impl MpiNest {
+    fn enter() -> Option<MpiNest> {
+        if !ENABLED.load(Relaxed) || IN_MPI_HOOK.with(|h| h.replace(true)) {
+            return None;
+        }
+        Some(MpiNest)
+    }
+}
+
+impl Drop for MpiNest {
+    fn drop(&mut self) {
+        IN_MPI_HOOK.with(|h| h.set(false));
+    }
+}
+
+/// A lock-free open-addressing table from a handle to a few words, for the files opened and
+/// the nonblocking calls in flight. Slots are claimed by compare-exchange on the key; a key is
+/// looked up only by the thread that completes what it names, after its post returned.
+pub(crate) struct HandleTable {
+    keys: [AtomicU64; TABLE_SLOTS],
+    words: [[AtomicU64; WORDS]; TABLE_SLOTS],
+    /// Entries in use: lookups are skipped while it is 0 (the program's own communication).
+    live: AtomicU64,
+}
+
+const TABLE_SLOTS: usize = 4096;
+const WORDS: usize = 6;
+/// How far from its home slot an entry may lie: bounds every lookup of a missing key.
+const PROBES: usize = 64;
+const EMPTY: u64 = 0;
+const FREED: u64 = u64::MAX;
+
+impl HandleTable {
+    pub(crate) const fn new() -> HandleTable {
+        HandleTable {
+            keys: [const { AtomicU64::new(EMPTY) }; TABLE_SLOTS],
+            words: [const { [const { AtomicU64::new(0) }; WORDS] }; TABLE_SLOTS],
+            live: AtomicU64::new(0),
+        }
+    }
+
+    fn home(key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % TABLE_SLOTS
+    }
+
+    fn slots(key: u64) -> impl Iterator<Item = usize> {
+        let home = Self::home(key);
+        (0..PROBES).map(move |i| (home + i) % TABLE_SLOTS)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live.load(Relaxed) == 0
+    }
+
+    /// Stores `words` under `key`, replacing a stale entry of the same key (a request whose
+    /// completion was never seen, its handle now reused). False when the neighbourhood is full.
+    fn insert(&self, key: u64, words: [u64; WORDS]) -> bool {
+        if key == EMPTY || key == FREED {
+            return false;
+        }
+        let found = Self::slots(key).find(|&s| self.keys[s].load(Acquire) == key);
+        let slot = found.or_else(|| {
+            Self::slots(key).find(|&s| {
+                let k = self.keys[s].load(Relaxed);
+                (k == EMPTY || k == FREED) && self.keys[s].compare_exchange(k, key, AcqRel, Relaxed).is_ok()
+            })
+        });
+        let Some(s) = slot else { return false };
+        for (w, v) in self.words[s].iter().zip(words) {
+            w.store(v, Relaxed);
+        }
+        if found.is_none() {
+            self.live.fetch_add(1, Relaxed);
+        }
+        true
+    }
+
+    fn find(&self, key: u64) -> Option<usize> {
+        if key == EMPTY || key == FREED {
+            return None;
+        }
+        for s in Self::slots(key) {
+            match self.keys[s].load(Acquire) {
+                k if k == key => return Some(s),
+                EMPTY => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn words_of(&self, slot: usize) -> [u64; WORDS] {
+        std::array::from_fn(|i| self.words[slot][i].load(Relaxed))
+    }
+
+    /// Removes the entry in `slot` if it still holds `key`; its words.
+    fn take_slot(&self, slot: usize, key: u64) -> Option<[u64; WORDS]> {
+        let words = self.words_of(slot);
+        self.keys[slot].compare_exchange(key, FREED, AcqRel, Relaxed).ok()?;
+        self.live.fetch_sub(1, Relaxed);
+        Some(words)
+    }
+
+    fn take(&self, key: u64) -> Option<[u64; WORDS]> {
+        self.take_slot(self.find(key)?, key)
+    }
+
+    fn get(&self, key: u64) -> Option<[u64; WORDS]> {
+        self.find(key).map(|s| self.words_of(s))
+    }
+}
+
+/// Files the program opened through MPI-IO: file handle → path id.
+static FILES: HandleTable = HandleTable::new();
+/// Nonblocking calls posted and not yet seen complete: request → [`Posted`].
+static PENDING: HandleTable = HandleTable::new();
+/// Split collectives begun and not yet ended: file handle → [`Posted`] (one per file at a
+/// time, as MPI allows).
+static SPLIT: HandleTable = HandleTable::new();
+/// Tags the requests one `MPI_Waitall`/`Testall`/`…any`/`…some` call looks at.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A call posted, waiting for its completion, as the table's words: start, path id and op,
+/// bytes, byte offset, and the (token, position) of the completion call looking at it.
+struct Posted {
+    start: u64,
+    file: u32,
+    op: IoOp,
+    bytes: u64,
+    offset: u64,
+}
+
+impl Posted {
+    fn words(&self) -> [u64; WORDS] {
+        [self.start, self.file as u64 | (self.op as u64) << 32, self.bytes, self.offset, 0, 0]
+    }
+
+    fn from_words(w: [u64; WORDS]) -> Posted {
+        Posted {
+            start: w[0],
+            file: w[1] as u32,
+            op: IoOp::from_u8((w[1] >> 32) as u8).unwrap_or(IoOp::Other),
+            bytes: w[2],
+            offset: w[3],
+        }
+    }
+
+    unsafe fn completed(&self, end: u64) {
+        emit(self.op, self.file, self.offset, self.bytes, self.bytes as i64, self.start, end);
+    }
+}
+
+/// Records one MPI-IO event, unless the thread is inside another hook's recording.
+unsafe fn emit(op: IoOp, file: u32, offset: u64, bytes: u64, result: i64, start: u64, end: u64) {
+    if let Some(_g) = Guard::enter() {
+        record(op, Layer::MpiIo, file, offset, bytes, result, start, end);
+    }
+}
+
+/// The path id of an open MPI file.
+fn file_of(fh: Handle) -> u32 {
+    FILES.get(fh as u64).map_or(NO_FILE, |w| w[0] as u32)
+}
+
+/// count × the datatype's size, in bytes (0 when the datatype is invalid).
+unsafe fn bytes_of(count: c_int, datatype: Handle) -> u64 {
+    let type_size = pmpi!("PMPI_Type_size_x" as unsafe extern "C" fn(Handle, *mut i64) -> c_int);
+    let mut size: i64 = 0;
+    if count <= 0 || type_size(datatype, &mut size) != MPI_SUCCESS || size <= 0 {
+        return 0;
+    }
+    (count as u64).saturating_mul(size as u64)
+}
+
+/// Where a call reads or writes.
+#[derive(Clone, Copy)]
+enum At {
+    /// An explicit offset, in etypes of the view (`_at` forms).
+    Explicit(MpiOffset),
+    /// The individual file pointer.
+    Individual,
+    /// The shared file pointer (`_shared`, `_ordered`): finding it costs a collective or a
+    /// lock in the library, so its offset is left unknown.
+    Shared,
+}
+
+/// The absolute byte offset of the first byte a call at `at` touches, from the file's view.
+unsafe fn byte_offset(fh: Handle, at: At) -> u64 {
+    let get_position =
+        pmpi!("PMPI_File_get_position" as unsafe extern "C" fn(Handle, *mut MpiOffset) -> c_int);
+    let get_byte_offset = pmpi!(
+        "PMPI_File_get_byte_offset" as unsafe extern "C" fn(Handle, MpiOffset, *mut MpiOffset) -> c_int
+    );
+    let etypes = match at {
+        At::Explicit(offset) => offset,
+        At::Individual => {
+            let mut position: MpiOffset = 0;
+            if get_position(fh, &mut position) != MPI_SUCCESS {
+                return UNKNOWN_OFFSET;
+            }
+            position
+        }
+        At::Shared => return UNKNOWN_OFFSET,
+    };
+    let mut bytes: MpiOffset = 0;
+    if etypes < 0 || get_byte_offset(fh, etypes, &mut bytes) != MPI_SUCCESS || bytes < 0 {
+        return UNKNOWN_OFFSET;
+    }
+    bytes as u64
+}
+
+/// Bytes a completed read moved, from its status (`None` when ignored or not told).
+unsafe fn status_bytes(status: *mut c_void) -> Option<u64> {
+    if status_ignored(status) {
+        return None;
+    }
+    let get_count = pmpi!("PMPI_Get_count" as unsafe extern "C" fn(*mut c_void, Handle, *mut c_int) -> c_int);
+    let mut n: c_int = 0;
+    (get_count(status, mpi_byte(), &mut n) == MPI_SUCCESS && n >= 0 && n != MPI_UNDEFINED).then_some(n as u64)
+}
+
+/// The result recorded for a call that returned `ret` asking for `bytes`.
+fn result_of(ret: c_int, bytes: u64, moved: Option<u64>) -> i64 {
+    if ret != MPI_SUCCESS {
+        -(libc::EIO as i64)
+    } else {
+        moved.unwrap_or(bytes).min(i64::MAX as u64) as i64
+    }
+}
+
+/// A blocking read or write: timed and recorded.
+unsafe fn blocking(
+    op: IoOp,
+    fh: Handle,
+    at: At,
+    count: c_int,
+    datatype: Handle,
+    status: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(_nest) = MpiNest::enter() else { return call() };
+    let bytes = bytes_of(count, datatype);
+    let offset = byte_offset(fh, at);
+    let t0 = now_ns();
+    let ret = call();
+    let t1 = now_ns();
+    let moved = if op == IoOp::Read && ret == MPI_SUCCESS { status_bytes(status) } else { None };
+    emit(op, file_of(fh), offset, bytes, result_of(ret, bytes, moved), t0, t1);
+    ret
+}
+
+/// A nonblocking read or write: its post time kept under its request until it completes.
+unsafe fn posted(
+    op: IoOp,
+    fh: Handle,
+    at: At,
+    count: c_int,
+    datatype: Handle,
+    request: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(_nest) = MpiNest::enter() else { return call() };
+    let bytes = bytes_of(count, datatype);
+    let offset = byte_offset(fh, at);
+    let file = file_of(fh);
+    let start = now_ns();
+    let ret = call();
+    if ret != MPI_SUCCESS {
+        emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
+        return ret;
+    }
+    let posted = Posted { start, file, op, bytes, offset };
+    if !PENDING.insert(request_at(request, 0), posted.words()) {
+        // No room to wait for its completion: recorded now, over its post, so never lost.
+        posted.completed(now_ns());
+    }
+    ret
+}
+
+/// The nonblocking call behind `request` completed (now).
+unsafe fn complete(request: u64) {
+    if let Some(words) = PENDING.take(request) {
+        Posted::from_words(words).completed(now_ns());
+    }
+}
+
+/// Tags the pending calls among `count` requests with a fresh token and their positions;
+/// the token, or 0 when none of them is an MPI-IO call.
+unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
+    if PENDING.is_empty() || count <= 0 {
+        return 0;
+    }
+    let token = NEXT_TOKEN.fetch_add(1, Relaxed);
+    let mut any = false;
+    for i in 0..count as usize {
+        if let Some(slot) = PENDING.find(request_at(requests, i)) {
+            PENDING.words[slot][4].store(token, Relaxed);
+            PENDING.words[slot][5].store(i as u64, Relaxed);
+            any = true;
+        }
+    }
+    if any {
+        token
+    } else {
+        0
+    }
+}
+
+/// Completes the pending calls tagged with `token` (at `position` only, if given).
+unsafe fn complete_tagged(token: u64, position: Option<usize>) {
+    if token == 0 {
+        return;
+    }
+    let end = now_ns();
+    for slot in 0..TABLE_SLOTS {
+        let key = PENDING.keys[slot].load(Acquire);
+        if key == EMPTY || key == FREED || PENDING.words[slot][4].load(Relaxed) != token {
+            continue;
+        }
+        if position.is_some_and(|p| PENDING.words[slot][5].load(Relaxed) != p as u64) {
+            continue;
+        }
+        if let Some(words) = PENDING.take_slot(slot, key) {
+            Posted::from_words(words).completed(end);
+        }
+    }
+}
+
+/// The positions `indices[..outcount]` a `…some` call reported complete.
+unsafe fn complete_some(token: u64, outcount: *const c_int, indices: *const c_int) {
+    if token == 0 || outcount.is_null() || indices.is_null() || *outcount == MPI_UNDEFINED {
+        return;
+    }
+    for j in 0..(*outcount).max(0) as usize {
+        let i = *indices.add(j);
+        if i >= 0 {
+            complete_tagged(token, Some(i as usize));
+        }
+    }
+}
+
+// ---- open, close, sync ----
+
+/// ROMIO accepts a file-system prefix (`ufs:`, `nfs:`, `lustre:`…) before the path.
+unsafe fn without_fs_prefix(name: *const c_char) -> *const c_char {
+    let colon = libc::strchr(name, b':' as c_int);
+    let slash = libc::strchr(name, b'/' as c_int);
+    if !colon.is_null() && colon.offset_from(name) >= 2 && (slash.is_null() || colon < slash) {
+        colon.add(1)
+    } else {
+        name
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_open(
+    comm: Handle,
+    filename: *const c_char,
+    amode: c_int,
+    info: Handle,
+    fh: *mut Handle,
+) -> c_int {
+    let real = pmpi!(
+        "PMPI_File_open" as unsafe extern "C" fn(Handle, *const c_char, c_int, Handle, *mut Handle) -> c_int
+    );
+    let Some(_nest) = MpiNest::enter() else { return real(comm, filename, amode, info, fh) };
+    let t0 = now_ns();
+    let ret = real(comm, filename, amode, info, fh);
+    let t1 = now_ns();
+    if filename.is_null() || fh.is_null() {
+        return ret;
+    }
+    if let Some(_g) = Guard::enter() {
+        let id = define_path(without_fs_prefix(filename), libc::AT_FDCWD);
+        if ret == MPI_SUCCESS && !FILES.insert(*fh as u64, [id as u64, 0, 0, 0, 0, 0]) {
+            // More files open at once than the table holds: their calls count under no path.
+        }
+        record(IoOp::Open, Layer::MpiIo, id, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
+    let real = pmpi!("PMPI_File_close" as unsafe extern "C" fn(*mut Handle) -> c_int);
+    let Some(_nest) = MpiNest::enter() else { return real(fh) };
+    let handle = if fh.is_null() { 0 } else { *fh };
+    let t0 = now_ns();
+    let ret = real(fh);
+    let t1 = now_ns();
+    let file = FILES.take(handle as u64).map_or(NO_FILE, |w| w[0] as u32);
+    if file != NO_FILE {
+        emit(IoOp::Close, file, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
+    let real = pmpi!("PMPI_File_sync" as unsafe extern "C" fn(Handle) -> c_int);
+    let Some(_nest) = MpiNest::enter() else { return real(fh) };
+    let t0 = now_ns();
+    let ret = real(fh);
+    let t1 = now_ns();
+    emit(IoOp::Fsync, file_of(fh), UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+    ret
+}
+
+// ---- blocking reads and writes ----
+
+macro_rules! blocking_hook {
+    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+            status: *mut c_void,
+        ) -> c_int {
+            let real = pmpi!(
+                $real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle, *mut c_void) -> c_int
+            );
+            blocking($op, fh, $at, count, datatype, status, || real(fh, buf, count, datatype, status))
+        }
+    };
+}
+blocking_hook!(MPI_File_read, "PMPI_File_read", IoOp::Read, At::Individual);
+blocking_hook!(MPI_File_read_all, "PMPI_File_read_all", IoOp::Read, At::Individual);
+blocking_hook!(MPI_File_write, "PMPI_File_write", IoOp::Write, At::Individual);
+blocking_hook!(MPI_File_write_all, "PMPI_File_write_all", IoOp::Write, At::Individual);
+blocking_hook!(MPI_File_read_shared, "PMPI_File_read_shared", IoOp::Read, At::Shared);
+blocking_hook!(MPI_File_write_shared, "PMPI_File_write_shared", IoOp::Write, At::Shared);
+blocking_hook!(MPI_File_read_ordered, "PMPI_File_read_ordered", IoOp::Read, At::Shared);
+blocking_hook!(MPI_File_write_ordered, "PMPI_File_write_ordered", IoOp::Write, At::Shared);
+
+macro_rules! blocking_at_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            offset: MpiOffset,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+            status: *mut c_void,
+        ) -> c_int {
+            let real = pmpi!(
+                $real
+                    as unsafe extern "C" fn(
+                        Handle,
+                        MpiOffset,
+                        *mut c_void,
+                        c_int,
+                        Handle,
+                        *mut c_void,
+                    ) -> c_int
+            );
+            blocking($op, fh, At::Explicit(offset), count, datatype, status, || {
+                real(fh, offset, buf, count, datatype, status)
+            })
+        }
+    };
+}
+blocking_at_hook!(MPI_File_read_at, "PMPI_File_read_at", IoOp::Read);
+blocking_at_hook!(MPI_File_read_at_all, "PMPI_File_read_at_all", IoOp::Read);
+blocking_at_hook!(MPI_File_write_at, "PMPI_File_write_at", IoOp::Write);
+blocking_at_hook!(MPI_File_write_at_all, "PMPI_File_write_at_all", IoOp::Write);
+
+// ---- nonblocking reads and writes ----
+
+macro_rules! posted_hook {
+    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+            request: *mut c_void,
+        ) -> c_int {
+            let real = pmpi!(
+                $real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle, *mut c_void) -> c_int
+            );
+            posted($op, fh, $at, count, datatype, request, || real(fh, buf, count, datatype, request))
+        }
+    };
+}
+posted_hook!(MPI_File_iread, "PMPI_File_iread", IoOp::Read, At::Individual);
+posted_hook!(MPI_File_iread_all, "PMPI_File_iread_all", IoOp::Read, At::Individual);
+posted_hook!(MPI_File_iwrite, "PMPI_File_iwrite", IoOp::Write, At::Individual);
+posted_hook!(MPI_File_iwrite_all, "PMPI_File_iwrite_all", IoOp::Write, At::Individual);
+posted_hook!(MPI_File_iread_shared, "PMPI_File_iread_shared", IoOp::Read, At::Shared);
+posted_hook!(MPI_File_iwrite_shared, "PMPI_File_iwrite_shared", IoOp::Write, At::Shared);
+
+macro_rules! posted_at_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            offset: MpiOffset,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+            request: *mut c_void,
+        ) -> c_int {
+            let real = pmpi!(
+                $real
+                    as unsafe extern "C" fn(
+                        Handle,
+                        MpiOffset,
+                        *mut c_void,
+                        c_int,
+                        Handle,
+                        *mut c_void,
+                    ) -> c_int
+            );
+            posted($op, fh, At::Explicit(offset), count, datatype, request, || {
+                real(fh, offset, buf, count, datatype, request)
+            })
+        }
+    };
+}
+posted_at_hook!(MPI_File_iread_at, "PMPI_File_iread_at", IoOp::Read);
+posted_at_hook!(MPI_File_iread_at_all, "PMPI_File_iread_at_all", IoOp::Read);
+posted_at_hook!(MPI_File_iwrite_at, "PMPI_File_iwrite_at", IoOp::Write);
+posted_at_hook!(MPI_File_iwrite_at_all, "PMPI_File_iwrite_at_all", IoOp::Write);
+
+// ---- split collectives: from _begin to _end ----
+
+unsafe fn split_begin(
+    op: IoOp,
+    fh: Handle,
+    at: At,
+    count: c_int,
+    datatype: Handle,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(_nest) = MpiNest::enter() else { return call() };
+    let bytes = bytes_of(count, datatype);
+    let offset = byte_offset(fh, at);
+    let file = file_of(fh);
+    let start = now_ns();
+    let ret = call();
+    let begun = Posted { start, file, op, bytes, offset };
+    if ret != MPI_SUCCESS {
+        emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
+    } else if !SPLIT.insert(fh as u64, begun.words()) {
+        begun.completed(now_ns());
+    }
+    ret
+}
+
+unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
+    let Some(_nest) = MpiNest::enter() else { return call() };
+    let ret = call();
+    if let Some(words) = SPLIT.take(fh as u64) {
+        let begun = Posted::from_words(words);
+        let end = now_ns();
+        emit(
+            begun.op,
+            begun.file,
+            begun.offset,
+            begun.bytes,
+            result_of(ret, begun.bytes, None),
+            begun.start,
+            end,
+        );
+    }
+    ret
+}
+
+macro_rules! split_begin_hook {
+    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+        ) -> c_int {
+            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle) -> c_int);
+            split_begin($op, fh, $at, count, datatype, || real(fh, buf, count, datatype))
+        }
+    };
+}
+split_begin_hook!(MPI_File_read_all_begin, "PMPI_File_read_all_begin", IoOp::Read, At::Individual);
+split_begin_hook!(MPI_File_write_all_begin, "PMPI_File_write_all_begin", IoOp::Write, At::Individual);
+split_begin_hook!(MPI_File_read_ordered_begin, "PMPI_File_read_ordered_begin", IoOp::Read, At::Shared);
+split_begin_hook!(MPI_File_write_ordered_begin, "PMPI_File_write_ordered_begin", IoOp::Write, At::Shared);
+
+macro_rules! split_begin_at_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: Handle,
+            offset: MpiOffset,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: Handle,
+        ) -> c_int {
+            let real =
+                pmpi!($real as unsafe extern "C" fn(Handle, MpiOffset, *mut c_void, c_int, Handle) -> c_int);
+            split_begin($op, fh, At::Explicit(offset), count, datatype, || {
+                real(fh, offset, buf, count, datatype)
+            })
+        }
+    };
+}
+split_begin_at_hook!(MPI_File_read_at_all_begin, "PMPI_File_read_at_all_begin", IoOp::Read);
+split_begin_at_hook!(MPI_File_write_at_all_begin, "PMPI_File_write_at_all_begin", IoOp::Write);
+
+macro_rules! split_end_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: Handle, buf: *mut c_void, status: *mut c_void) -> c_int {
+            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, *mut c_void) -> c_int);
+            split_end(fh, || real(fh, buf, status))
+        }
+    };
+}
+split_end_hook!(MPI_File_read_all_end, "PMPI_File_read_all_end");
+split_end_hook!(MPI_File_write_all_end, "PMPI_File_write_all_end");
+split_end_hook!(MPI_File_read_at_all_end, "PMPI_File_read_at_all_end");
+split_end_hook!(MPI_File_write_at_all_end, "PMPI_File_write_at_all_end");
+split_end_hook!(MPI_File_read_ordered_end, "PMPI_File_read_ordered_end");
+split_end_hook!(MPI_File_write_ordered_end, "PMPI_File_write_ordered_end");
+
+// ---- completions of nonblocking calls ----
+//
+// Called for every request the program completes, its messages included: with no MPI-IO call
+// in flight they cost one relaxed load.
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut c_void, status: *mut c_void) -> c_int {
+    let real = pmpi!("PMPI_Wait" as unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int);
+    if PENDING.is_empty() {
+        return real(request, status);
+    }
+    let key = request_at(request, 0);
+    let ret = real(request, status);
+    if ret == MPI_SUCCESS {
+        complete(key);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(request: *mut c_void, flag: *mut c_int, status: *mut c_void) -> c_int {
+    let real = pmpi!("PMPI_Test" as unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_void) -> c_int);
+    if PENDING.is_empty() {
+        return real(request, flag, status);
+    }
+    let key = request_at(request, 0);
+    let ret = real(request, flag, status);
+    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
+        complete(key);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut c_void, statuses: *mut c_void) -> c_int {
+    let real = pmpi!("PMPI_Waitall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_void) -> c_int);
+    let token = tag_requests(count, requests);
+    let ret = real(count, requests, statuses);
+    if ret == MPI_SUCCESS {
+        complete_tagged(token, None);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut c_void,
+    flag: *mut c_int,
+    statuses: *mut c_void,
+) -> c_int {
+    let real =
+        pmpi!("PMPI_Testall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
+    let token = tag_requests(count, requests);
+    let ret = real(count, requests, flag, statuses);
+    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
+        complete_tagged(token, None);
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut c_void,
+    index: *mut c_int,
+    status: *mut c_void,
+) -> c_int {
+    let real =
+        pmpi!("PMPI_Waitany" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
+    let token = tag_requests(count, requests);
+    let ret = real(count, requests, index, status);
+    if ret == MPI_SUCCESS && token != 0 && !index.is_null() && *index >= 0 {
+        complete_tagged(token, Some(*index as usize));
+    }
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut c_void,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut c_void,
+) -> c_int {
+    let real = pmpi!(
+        "PMPI_Testany"
+            as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
+    );
+    let token = tag_requests(count, requests);
+    let ret = real(count, requests, index, flag, status);
+    if ret == MPI_SUCCESS && token != 0 && !flag.is_null() && *flag != 0 && !index.is_null() && *index >= 0 {
+        complete_tagged(token, Some(*index as usize));
+    }
+    ret
+}
+
+macro_rules! some_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            incount: c_int,
+            requests: *mut c_void,
+            outcount: *mut c_int,
+            indices: *mut c_int,
+            statuses: *mut c_void,
+        ) -> c_int {
+            let real = pmpi!(
+                $real
+                    as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
+            );
+            let token = tag_requests(incount, requests);
+            let ret = real(incount, requests, outcount, indices, statuses);
+            if ret == MPI_SUCCESS {
+                complete_some(token, outcount, indices);
+            }
+            ret
+        }
+    };
+}
+some_hook!(MPI_Waitsome, "PMPI_Waitsome");
+some_hook!(MPI_Testsome, "PMPI_Testsome");
+
+/// A request freed before it was seen complete: the call is recorded from its post to the
+/// free (it completes some time after, unobserved), rather than left out.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut c_void) -> c_int {
+    let real = pmpi!("PMPI_Request_free" as unsafe extern "C" fn(*mut c_void) -> c_int);
+    if PENDING.is_empty() {
+        return real(request);
+    }
+    let key = request_at(request, 0);
+    let ret = real(request);
+    if ret == MPI_SUCCESS {
+        complete(key);
+    }
+    ret
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_keeps_entries_apart_and_replaces_a_stale_key() {
+        let t = Box::new(HandleTable::new());
+        // Keys that share a home slot probe on.
+        let keys: Vec<u64> = (1..200u64).map(|i| i * 0x1000).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(t.insert(*k, [i as u64, 0, 0, 0, 0, 0]));
+        }
+        assert!(t.insert(keys[3], [77, 0, 0, 0, 0, 0]), "a reused handle replaces its stale entry");
+        assert_eq!(t.live.load(Relaxed), keys.len() as u64);
+        assert_eq!(t.take(keys[3]).unwrap()[0], 77);
+        assert_eq!(t.take(keys[3]), None, "taken once");
+        for (i, k) in keys.iter().enumerate().filter(|(i, _)| *i != 3) {
+            assert_eq!(t.take(*k).unwrap()[0], i as u64);
+        }
+        assert!(t.is_empty());
+        assert_eq!(t.take(0x5555), None);
+        assert!(!t.insert(EMPTY, [0; WORDS]) && !t.insert(FREED, [0; WORDS]), "reserved keys");
+    }
+
+    #[test]
+    fn a_full_neighbourhood_refuses_instead_of_probing_on() {
+        let t = Box::new(HandleTable::new());
+        let home = HandleTable::home(1);
+        let same_home: Vec<u64> =
+            (1..u64::MAX).filter(|k| HandleTable::home(*k) == home).take(PROBES + 1).collect();
+        for k in &same_home[..PROBES] {
+            assert!(t.insert(*k, [0; WORDS]));
+        }
+        assert!(!t.insert(same_home[PROBES], [0; WORDS]));
+        assert!(t.take(same_home[0]).is_some());
+        assert!(t.insert(same_home[PROBES], [5; WORDS]), "a freed slot is reused");
+        assert_eq!(t.get(same_home[PROBES]).unwrap()[0], 5);
+    }
+
+    #[test]
+    fn fs_prefixes_are_stripped_but_not_paths_with_colons() {
+        let cases: [(&std::ffi::CStr, &str); 5] = [
+            (c"ufs:/tmp/x", "/tmp/x"),
+            (c"lustre:/scratch/f", "/scratch/f"),
+            (c"/tmp/a:b", "/tmp/a:b"),
+            (c"c:x", "c:x"),
+            (c"rel/file", "rel/file"),
+        ];
+        for (input, expected) in cases {
+            // SAFETY: NUL-terminated literals.
+            let out = unsafe { std::ffi::CStr::from_ptr(without_fs_prefix(input.as_ptr())) };
+            assert_eq!(out.to_str().unwrap(), expected);
+        }
+    }
+}
