@@ -253,6 +253,7 @@ pub fn logavg(values: &[f64]) -> f64 {
 pub struct Measurement {
     pub pattern: String,
     pub kind: Kind,
+    #[serde(rename = "size_bytes")]
     pub size: u64,
     pub method: Method,
     pub rep: usize,
@@ -261,6 +262,7 @@ pub struct Measurement {
     pub time_s: f64,
     pub messages: u64,
     /// Bytes per second.
+    #[serde(rename = "bw_bytes_s")]
     pub bandwidth: f64,
 }
 
@@ -271,10 +273,13 @@ pub struct PatternResult {
     pub kind: Kind,
     pub ring_sizes: Vec<usize>,
     /// Max over methods and repetitions, per message size (bytes/s), in the order of `sizes`.
+    #[serde(rename = "by_size_bytes_s")]
     pub by_size: Vec<f64>,
     /// `sum_L(...)/21`: the arithmetic mean over the message sizes.
+    #[serde(rename = "average_bytes_s")]
     pub average: f64,
     /// The value at Lmax.
+    #[serde(rename = "at_lmax_bytes_s")]
     pub at_lmax: f64,
 }
 
@@ -282,25 +287,36 @@ pub struct PatternResult {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub processes: usize,
+    #[serde(rename = "b_eff_bytes_s")]
     pub b_eff: f64,
+    #[serde(rename = "b_eff_per_process_bytes_s")]
     pub b_eff_per_process: f64,
+    #[serde(rename = "lmax_bytes")]
     pub lmax: u64,
+    #[serde(rename = "ping_pong_bytes_s")]
     pub ping_pong: Option<f64>,
+    #[serde(rename = "b_eff_at_lmax_bytes_s")]
     pub b_eff_at_lmax: f64,
+    #[serde(rename = "b_eff_at_lmax_per_process_bytes_s")]
     pub b_eff_at_lmax_per_process: f64,
+    #[serde(rename = "ring_at_lmax_per_process_bytes_s")]
     pub ring_at_lmax_per_process: f64,
+    #[serde(rename = "logavg_ring_bytes_s")]
     pub logavg_ring: f64,
+    #[serde(rename = "logavg_random_bytes_s")]
     pub logavg_random: f64,
 }
 
 /// One repetition of the ping-pong (`MPI_Send`/`MPI_Recv`) between ranks 0 and 1.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PingPong {
+    #[serde(rename = "size_bytes")]
     pub size: u64,
     pub rep: usize,
     pub loops: u64,
     pub time_s: f64,
     /// `2 · L · loops / time`, bytes/s.
+    #[serde(rename = "bw_bytes_s")]
     pub bandwidth: f64,
 }
 
@@ -314,6 +330,7 @@ pub struct BeffOutput {
     pub units: String,
     pub formula: String,
     pub summary: Summary,
+    #[serde(rename = "sizes_bytes")]
     pub sizes: Vec<u64>,
     pub patterns: Vec<Pattern>,
     pub results: Vec<PatternResult>,

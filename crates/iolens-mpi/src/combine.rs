@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn uncertain_clocks_and_rank_errors_are_reported() {
         let mut reports: Vec<RankReport> = (0..2).map(|r| report(r, 10, 1_000_000)).collect();
-        reports[1].result["error"] = "disk full".into();
+        reports[1].result["error"] = serde_json::json!({"code": "run_failed", "message": "disk full"});
         let e = OffsetEstimate { offset_ns: 0, uncertainty_ns: 20_000, rtt_ns: 40_000, at_ns: 1 };
         let clocks = [ClockCorrection::identity(), ClockCorrection::new(e, e)];
         let m = combine(Gathered {
