@@ -837,6 +837,18 @@ impl Analyzer {
             })
             .collect();
         slowest.sort_by(|a, b| b.duration_s.total_cmp(&a.duration_s));
+        let mut layer_unions = self.layer_unions;
+        let block_unit = self.opts.block_unit.max(1) as f64;
+        let mut layers = Vec::with_capacity(self.layers.len());
+        for (layer, row) in self.layers {
+            let busy_ns = match layer_unions.get_mut(&layer) {
+                Some(union) => union.busy_ns().map_err(AnalyzeError::Spill)?,
+                None => 0,
+            };
+            let busy_s = busy_ns as f64 / 1e9;
+            let bps = if busy_s > 0.0 { row.bytes as f64 / block_unit / busy_s } else { 0.0 };
+            layers.push(LayerRow { busy_s, bps, ..row });
+        }
 
         Ok(TraceSummary {
             rate_ops_s: if wall_ns > 0 { figures.ops as f64 / (wall_ns as f64 / 1e9) } else { 0.0 },
@@ -854,18 +866,7 @@ impl Analyzer {
                 peak_in_flight: peak,
             },
             max_extent_bytes: max_extent,
-            layers: {
-                let mut unions = self.layer_unions;
-                let block_unit = self.opts.block_unit.max(1) as f64;
-                self.layers
-                    .into_iter()
-                    .map(|(layer, row)| {
-                        let busy_s = unions.get_mut(&layer).map_or(0, |u| u.busy_ns()) as f64 / 1e9;
-                        let bps = if busy_s > 0.0 { row.bytes as f64 / block_unit / busy_s } else { 0.0 };
-                        LayerRow { busy_s, bps, ..row }
-                    })
-                    .collect()
-            },
+            layers,
             size_histogram,
             files,
             processes,
