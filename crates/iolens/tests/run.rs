@@ -1,28 +1,12 @@
 //! End-to-end tests of `iolens run`: small jobs on temporary directories.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn iolens() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iolens"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = iolens().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "iolens {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+mod common;
+use common::{iolens, read_json, run_ok};
 
 fn dir_entries(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();

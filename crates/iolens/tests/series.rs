@@ -5,30 +5,13 @@
 mod schema_check;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 
-fn iolens() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iolens"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    let out = iolens().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "iolens {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+mod common;
+use common::{iolens, read_json, run_ok};
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))

@@ -2,8 +2,31 @@
 //! its own, so tests neither see nor disturb each other's (or the user's) records.
 #![allow(dead_code)] // each test file uses its own part of it
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The iolens under test, with the caller's environment.
+pub fn iolens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolens"))
+}
+
+/// Runs iolens with `args` and fails the test, showing its output, unless it succeeds.
+pub fn run_ok(args: &[&str]) -> Output {
+    let out = iolens().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iolens {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
 
 pub struct Env {
     pub dir: tempfile::TempDir,
