@@ -81,9 +81,13 @@ pub struct Progress {
 }
 
 /// Receives what happens during a run, for display.
-pub trait RunObserver {
+/// Shared by the threads of a suite (b_eff_io's ranks), hence `Sync`.
+pub trait RunObserver: Sync {
     fn phase(&self, _what: &str) {}
     fn progress(&self, _p: &Progress) {}
+    /// A step of a suite that counts no operations of its own (b_eff_io's patterns): the share
+    /// done and what runs now.
+    fn step(&self, _fraction: f64, _what: &str) {}
 }
 
 impl RunObserver for () {}

@@ -36,8 +36,8 @@ use mpi::traits::*;
 
 use iolens_engine::ownership::ScratchDir;
 use iolens_suites::beff_io::{
-    assemble_partition, system_result, table2, BeffIoConfig, BeffIoResult, Method, MpiIoInfo, Partition,
-    PatternFile, PatternIo, Placement, Ranks,
+    assemble_partition, system_result, table2, BeffIoConfig, BeffIoResult, BeffIoStep, Method, MpiIoInfo,
+    Partition, PatternFile, PatternIo, PatternStep, Placement, Ranks,
 };
 
 use crate::world::World;
@@ -375,6 +375,7 @@ fn run_partition(
     hints: &Hints,
     stop: &AtomicBool,
     fatal: Fatal,
+    on_pattern: &(dyn Fn(&PatternStep) + Sync),
 ) -> Option<Partition> {
     let (scratch, dir) = partition_dir(&comm, cfg, fatal);
     let scratch = RefCell::new(scratch);
@@ -389,7 +390,7 @@ fn run_partition(
     let mut io = MpiIo { comm: &ranks.comm, dir: &dir, rank, hints, fail: &fail };
     ranks.barrier();
     let started = Instant::now();
-    let log = iolens_suites::beff_io::run_rank(&ranks, &mut io, &table, cfg, stop, started)
+    let log = iolens_suites::beff_io::run_rank(&ranks, &mut io, &table, cfg, stop, started, on_pattern)
         .unwrap_or_else(|e| abort(&fail, e.to_string()));
     ranks.barrier();
     let elapsed_s = started.elapsed().as_secs_f64();
@@ -432,19 +433,24 @@ pub fn run(
     hints: &[(String, String)],
     stop: &AtomicBool,
     fatal: Fatal,
+    on_step: &(dyn Fn(&BeffIoStep) + Sync),
 ) -> Option<BeffIoResult> {
     let info = Hints::new(hints).unwrap_or_else(|e| die(fatal, &e));
     let hosts = hosts(world);
     let mut partitions = Vec::new();
     let mut interrupted = false;
-    for &n in &cfg.ranks {
+    for (partition, &n) in cfg.ranks.iter().enumerate() {
         if any_rank(world, stop.load(Ordering::SeqCst)) {
             interrupted = true;
             break;
         }
         let color = if world.rank() < n { Color::with_value(0) } else { Color::undefined() };
         if let Some(comm) = world.comm().split_by_color(color) {
-            partitions.extend(run_partition(comm, cfg, &info, stop, fatal));
+            let partitions_n = cfg.ranks.len();
+            let on_pattern = |pattern: &PatternStep| {
+                on_step(&BeffIoStep { partition, partitions: partitions_n, ranks: n, pattern: *pattern })
+            };
+            partitions.extend(run_partition(comm, cfg, &info, stop, fatal, &on_pattern));
         }
         // The ranks outside the partition wait here.
         world.comm().barrier();

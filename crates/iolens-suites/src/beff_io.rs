@@ -840,8 +840,53 @@ impl Schedule {
     }
 }
 
+/// Where a partition is, for a progress display: rank 0 tells it as each pattern starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PatternStep {
+    pub method: Method,
+    pub pattern_type: u8,
+    /// The pattern's chunk (0 for the fill-up pattern of types 3 and 4, whose size is decided
+    /// then).
+    pub chunk: u64,
+    /// The share of the partition's patterns (over all methods) started before this one, 0 to
+    /// 1: the schedule's time shares are estimates, and small T overruns them.
+    pub done_fraction: f64,
+}
+
+/// Where a whole b_eff_io run is: the partition and its current pattern.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BeffIoStep {
+    /// Index of the partition in `BeffIoConfig::ranks`, and how many there are.
+    pub partition: usize,
+    pub partitions: usize,
+    pub ranks: usize,
+    pub pattern: PatternStep,
+}
+
+impl BeffIoStep {
+    /// The share of the whole run gone, 0 to 1: partitions are scheduled alike (T each).
+    pub fn fraction(&self) -> f64 {
+        ((self.partition as f64 + self.pattern.done_fraction.clamp(0.0, 1.0)) / self.partitions.max(1) as f64)
+            .clamp(0.0, 1.0)
+    }
+
+    /// "write, type 2, chunk 1 MiB, 4 ranks".
+    pub fn describe(&self) -> String {
+        let chunk =
+            if self.pattern.chunk == 0 { "fill-up".to_string() } else { format_bytes(self.pattern.chunk) };
+        format!(
+            "{}, type {}, chunk {chunk}, {} rank{}",
+            self.pattern.method.name(),
+            self.pattern.pattern_type,
+            self.ranks,
+            if self.ranks == 1 { "" } else { "s" }
+        )
+    }
+}
+
 /// One rank's part of a partition: every pattern of Table 2 with every access method, through
 /// `io`, in step with the other `ranks`. `started` is the partition's start (after a barrier).
+/// Rank 0 tells `on_pattern` each pattern as it starts.
 pub fn run_rank(
     ranks: &dyn Ranks,
     io: &mut dyn PatternIo,
@@ -849,6 +894,7 @@ pub fn run_rank(
     cfg: &BeffIoConfig,
     stop: &AtomicBool,
     started: Instant,
+    on_pattern: &(dyn Fn(&PatternStep) + Sync),
 ) -> std::io::Result<RankLog> {
     let size = ranks.size() as u64;
     let rank = ranks.rank();
@@ -861,6 +907,7 @@ pub fn run_rank(
     let mut plan: Option<(Vec<u64>, u64)> = None;
     // The schedule is one clock over the partition (see `Schedule`).
     let mut schedule = Schedule::new(table, cfg.time);
+    let mut steps_started = 0usize;
     for method in [Method::Write, Method::Rewrite, Method::Read] {
         for pattern_type in 0..=4u8 {
             if pattern_type == 3 && plan.is_none() {
@@ -922,6 +969,15 @@ pub fn run_rank(
                     let cap = if method == Method::Write { u64::MAX } else { written[index] };
                     CallPlan::Timed { budget, cap }
                 };
+                if rank == 0 {
+                    on_pattern(&PatternStep {
+                        method,
+                        pattern_type,
+                        chunk: place.chunk,
+                        done_fraction: steps_started as f64 / (3 * table.len()).max(1) as f64,
+                    });
+                }
+                steps_started += 1;
                 let result = ctx.run_pattern(file.as_deref_mut(), method, &place, calls);
                 if method == Method::Write {
                     written[index] = result.calls;
@@ -1005,7 +1061,12 @@ fn schedule_note(p: &PatternRecord, capped: bool, t: f64) -> Option<String> {
 }
 
 /// Runs one partition: `n` ranks through all patterns and methods.
-fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Partition, SuiteError> {
+fn run_partition(
+    cfg: &BeffIoConfig,
+    n: usize,
+    stop: &AtomicBool,
+    on_pattern: &(dyn Fn(&PatternStep) + Sync),
+) -> Result<Partition, SuiteError> {
     let scratch =
         iolens_engine::ownership::ScratchDir::create(&cfg.dir, &format!("iolens-beffio-{n}-"), false)
             .map_err(|e| {
@@ -1021,7 +1082,7 @@ fn run_partition(cfg: &BeffIoConfig, n: usize, stop: &AtomicBool) -> Result<Part
                 let (dir, table) = (&dir, &table);
                 s.spawn(move || {
                     let mut io = PosixIo { dir, rank: ranks.rank() };
-                    run_rank(&ranks, &mut io, table, cfg, stop, started)
+                    run_rank(&ranks, &mut io, table, cfg, stop, started, on_pattern)
                 })
             })
             .collect();
@@ -1154,15 +1215,24 @@ pub fn check(cfg: &BeffIoConfig) -> Result<(), SuiteError> {
     Ok(())
 }
 
-/// Runs every partition of `cfg` with threads as ranks and derives the system value.
-pub fn run(cfg: &BeffIoConfig, stop: &AtomicBool) -> Result<BeffIoResult, SuiteError> {
+/// Runs every partition of `cfg` with threads as ranks and derives the system value, telling
+/// `on_step` each pattern as it starts.
+pub fn run(
+    cfg: &BeffIoConfig,
+    stop: &AtomicBool,
+    on_step: &(dyn Fn(&BeffIoStep) + Sync),
+) -> Result<BeffIoResult, SuiteError> {
     check(cfg)?;
     let mut partitions = Vec::new();
-    for &n in &cfg.ranks {
+    for (partition, &n) in cfg.ranks.iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        partitions.push(run_partition(cfg, n, stop)?);
+        let partitions_n = cfg.ranks.len();
+        let on_pattern = |pattern: &PatternStep| {
+            on_step(&BeffIoStep { partition, partitions: partitions_n, ranks: n, pattern: *pattern })
+        };
+        partitions.push(run_partition(cfg, n, stop, &on_pattern)?);
     }
     Ok(system_result(cfg, partitions, stop.load(Ordering::SeqCst), "threads of one process", None))
 }
@@ -1473,6 +1543,36 @@ mod tests {
         assert_eq!(s.budget_ns(rewrite, 128_000_000_000), 0, "the reserve exceeds the time left");
         // Past T entirely: nothing but the one-call minimum.
         assert_eq!(s.budget_ns(later, 300_000_000_000), 0);
+    }
+
+    #[test]
+    fn progress_names_every_method_and_pattern_type_in_order_once_per_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = BeffIoConfig::new(dir.path().to_path_buf(), 64 * MIB);
+        cfg.ranks = vec![1, 2];
+        cfg.time = Duration::from_millis(300);
+        cfg.mpart = 2 * MIB;
+        let steps = std::sync::Mutex::new(Vec::new());
+        let result = run(&cfg, &AtomicBool::new(false), &|s| steps.lock().unwrap().push(*s)).unwrap();
+        let steps = steps.into_inner().unwrap();
+        let patterns = table2(cfg.mpart).len();
+        // Rank 0 alone tells: one step per pattern and method in each partition.
+        assert_eq!(steps.len(), 2 * 3 * patterns, "{steps:?}");
+        for (partition, of_partition) in steps.chunks(3 * patterns).enumerate() {
+            let order: Vec<(Method, u8)> =
+                of_partition.iter().map(|s| (s.pattern.method, s.pattern.pattern_type)).collect();
+            let mut sorted = order.clone();
+            sorted.sort_by_key(|(m, t)| (*m as u8, *t));
+            assert_eq!(order, sorted, "write, rewrite, read, each type 0 to 4 in turn");
+            assert!(of_partition.iter().all(|s| s.partition == partition && s.partitions == 2));
+            assert!(of_partition.iter().all(|s| s.ranks == cfg.ranks[partition]));
+        }
+        let fractions: Vec<f64> = steps.iter().map(BeffIoStep::fraction).collect();
+        assert!(
+            fractions.windows(2).all(|w| w[0] <= w[1]) && fractions.iter().all(|f| (0.0..=1.0).contains(f))
+        );
+        assert!(steps[0].describe().starts_with("write, type 0, chunk "), "{}", steps[0].describe());
+        assert_eq!(result.partitions.len(), 2);
     }
 
     #[test]

@@ -95,8 +95,9 @@ pub trait PointRunner {
         &self,
         cfg: &beff_io::BeffIoConfig,
         stop: &AtomicBool,
+        observer: &dyn RunObserver,
     ) -> Result<Option<beff_io::BeffIoResult>, SuiteError> {
-        beff_io::run(cfg, stop).map(Some)
+        beff_io::run(cfg, stop, &|s| observer.step(s.fraction(), &s.describe())).map(Some)
     }
 }
 

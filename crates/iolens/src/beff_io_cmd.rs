@@ -7,12 +7,14 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use iolens_engine::RunObserver;
 use iolens_mpi::beff_io_mpi;
 use iolens_mpi::world::World;
 use iolens_suites::beff_io;
 
 use crate::cli::BeffIoArgs;
-use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+
+use crate::output::{report_error, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let json = a.json.clone();
@@ -72,7 +74,11 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
             a.dir.display()
         );
     }
-    let Some(result) = beff_io_mpi::run(&world, &cfg, &hints, stop, &fatal) else {
+    let progress = ProgressLine::new(a.quiet || rank != 0, "beff-io");
+    let on_step = |s: &beff_io::BeffIoStep| progress.step(s.fraction(), &s.describe());
+    let result = beff_io_mpi::run(&world, &cfg, &hints, stop, &fatal, &on_step);
+    progress.finish();
+    let Some(result) = result else {
         return Ok(());
     };
     say!("{}", beff_io::render(&result));

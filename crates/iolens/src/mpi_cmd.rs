@@ -382,13 +382,15 @@ impl PointRunner for MpiRunner<'_> {
         &self,
         cfg: &iolens_suites::beff_io::BeffIoConfig,
         stop: &AtomicBool,
+        observer: &dyn iolens_engine::RunObserver,
     ) -> Result<Option<iolens_suites::beff_io::BeffIoResult>, SuiteError> {
         let fatal = |message: &str| -> std::convert::Infallible {
             let code = self.me.fatal(message, stop.load(Ordering::SeqCst), EXIT_FAILED);
             // Alone, nothing else waits for this process: it just ends.
             std::process::exit(code.into())
         };
-        Ok(iolens_mpi::beff_io_mpi::run(self.me.world, cfg, &[], stop, &fatal))
+        let on_step = |s: &iolens_suites::beff_io::BeffIoStep| observer.step(s.fraction(), &s.describe());
+        Ok(iolens_mpi::beff_io_mpi::run(self.me.world, cfg, &[], stop, &fatal, &on_step))
     }
 }
 

@@ -94,6 +94,11 @@ impl RunObserver for ProgressLine {
         self.bar.set_message(what.to_string());
     }
 
+    fn step(&self, fraction: f64, what: &str) {
+        self.bar.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
+        self.bar.set_message(what.to_string());
+    }
+
     fn progress(&self, p: &Progress) {
         if let Some(f) = p.fraction {
             self.bar.set_position((f * 1000.0) as u64);

@@ -413,14 +413,14 @@ pub fn quick(
     // Collective under MPI: every rank takes part (or none does); rank 0 alone has the result.
     if !runner.any_stopped(stop.load(Ordering::SeqCst)) {
         if runner.rank() == 0 {
-            let result = move |_: &SuiteContext| {
+            let result = move |ctx: &SuiteContext| {
                 runner
-                    .beff_io(&beff_cfg, stop)?
+                    .beff_io(&beff_cfg, stop, ctx.observer)?
                     .ok_or_else(|| SuiteError::Config("no b_eff_io result".into()))
             };
             q.part("beff-io", result, summarize_beff_io);
         } else {
-            let _ = runner.beff_io(&beff_cfg, stop);
+            let _ = runner.beff_io(&beff_cfg, stop, &());
         }
     }
 
