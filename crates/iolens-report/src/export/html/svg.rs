@@ -495,16 +495,17 @@ impl LineChart {
     }
 }
 
-fn axes(out: &mut String, f: &Frame, x: &Axis, xd: (f64, f64), y: &Axis, yd: (f64, f64)) {
+/// The plot area with a vertical grid line at each of `ticks` (positions in the domain `xd`),
+/// labelled under the frame; a crowded axis (12 ticks or more, with `thin`) labels every k-th.
+fn frame_with_x_grid(out: &mut String, f: &Frame, ticks: &[(f64, String)], xd: (f64, f64), thin: bool) {
     let bottom = f.top + f.height;
     let _ = write!(
         out,
         r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
         f.left, f.top, f.width, f.height
     );
-    let x_ticks = x.ticks(xd);
-    let every = x_ticks.len() / 12 + 1;
-    for (k, (t, label)) in x_ticks.iter().enumerate() {
+    let every = if thin { ticks.len() / 12 + 1 } else { 1 };
+    for (k, (t, label)) in ticks.iter().enumerate() {
         let px = f.left + (t - xd.0) / (xd.1 - xd.0) * f.width;
         let _ = write!(out, r#"<line class="grid" x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{bottom}"/>"#, f.top);
         if k % every == 0 {
@@ -516,6 +517,11 @@ fn axes(out: &mut String, f: &Frame, x: &Axis, xd: (f64, f64), y: &Axis, yd: (f6
             );
         }
     }
+}
+
+fn axes(out: &mut String, f: &Frame, x: &Axis, xd: (f64, f64), y: &Axis, yd: (f64, f64)) {
+    let bottom = f.top + f.height;
+    frame_with_x_grid(out, f, &x.ticks(xd), xd, true);
     for (t, label) in y.ticks(yd) {
         let py = bottom - (t - yd.0) / (yd.1 - yd.0) * f.height;
         let _ = write!(
@@ -604,21 +610,7 @@ impl BarChart {
         legend(out, &names);
         let vx = |v: f64| frame.left + (v - vd.0) / (vd.1 - vd.0) * frame.width;
         let bottom = frame.top + frame.height;
-        let _ = write!(
-            out,
-            r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
-            frame.left, frame.top, frame.width, frame.height
-        );
-        for (t, label) in axis.ticks(vd) {
-            let x = vx(t);
-            let _ = write!(
-                out,
-                r#"<line class="grid" x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                frame.top,
-                bottom + 16.0,
-                escape(&label)
-            );
-        }
+        frame_with_x_grid(out, &frame, &axis.ticks(vd), vd, false);
         let zero = vx(0.0);
         for (c, category) in self.categories.iter().enumerate() {
             let row_top = frame.top + c as f64 * row_height + 5.0;
@@ -716,21 +708,7 @@ impl Timeline {
         open_svg(out, bottom + 50.0, &self.title);
         legend(out, &names);
         let tx = |t: f64| frame.left + (t - td.0) / (td.1 - td.0) * frame.width;
-        let _ = write!(
-            out,
-            r#"<rect class="plot" x="{}" y="{}" width="{}" height="{}"/>"#,
-            frame.left, frame.top, frame.width, frame.height
-        );
-        for (t, label) in axis.ticks(td) {
-            let x = tx(t);
-            let _ = write!(
-                out,
-                r#"<line class="grid" x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                frame.top,
-                bottom + 16.0,
-                escape(&label)
-            );
-        }
+        frame_with_x_grid(out, &frame, &axis.ticks(td), td, false);
         for (r, row) in self.rows.iter().enumerate() {
             let label: String = row.chars().take(24).collect();
             let _ = write!(
