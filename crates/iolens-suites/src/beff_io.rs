@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+use iolens_engine::RunObserver;
 use iolens_metrics::{Warning, WarningCode};
 use iolens_report::table::Table;
 use iolens_workload::format_bytes;
@@ -868,6 +869,11 @@ impl BeffIoStep {
     pub fn fraction(&self) -> f64 {
         ((self.partition as f64 + self.pattern.done_fraction.clamp(0.0, 1.0)) / self.partitions.max(1) as f64)
             .clamp(0.0, 1.0)
+    }
+
+    /// Shows the step on a progress display: the share done and what runs now.
+    pub fn show(&self, observer: &dyn RunObserver) {
+        observer.step(self.fraction(), &self.describe());
     }
 
     /// "write, type 2, chunk 1 MiB, 4 ranks".

@@ -97,7 +97,7 @@ pub trait PointRunner {
         stop: &AtomicBool,
         observer: &dyn RunObserver,
     ) -> Result<Option<beff_io::BeffIoResult>, SuiteError> {
-        beff_io::run(cfg, stop, &|s| observer.step(s.fraction(), &s.describe())).map(Some)
+        beff_io::run(cfg, stop, &|s| s.show(observer)).map(Some)
     }
 }
 

@@ -7,7 +7,6 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iolens_engine::RunObserver;
 use iolens_mpi::beff_io_mpi;
 use iolens_mpi::world::World;
 use iolens_suites::beff_io;
@@ -75,7 +74,7 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
         );
     }
     let progress = ProgressLine::new(a.quiet || rank != 0, "beff-io");
-    let on_step = |s: &beff_io::BeffIoStep| progress.step(s.fraction(), &s.describe());
+    let on_step = |s: &beff_io::BeffIoStep| s.show(&progress);
     let result = beff_io_mpi::run(&world, &cfg, &hints, stop, &fatal, &on_step);
     progress.finish();
     let Some(result) = result else {

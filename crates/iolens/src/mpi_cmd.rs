@@ -389,7 +389,7 @@ impl PointRunner for MpiRunner<'_> {
             // Alone, nothing else waits for this process: it just ends.
             std::process::exit(code.into())
         };
-        let on_step = |s: &iolens_suites::beff_io::BeffIoStep| observer.step(s.fraction(), &s.describe());
+        let on_step = |s: &iolens_suites::beff_io::BeffIoStep| s.show(observer);
         Ok(iolens_mpi::beff_io_mpi::run(self.me.world, cfg, &[], stop, &fatal, &on_step))
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iolens_engine::{RunObserver, TargetPolicy};
+use iolens_engine::TargetPolicy;
 use iolens_suites::{
     beff_io, saturate, sweep, validate as validation, write_modes, LocalRunner, PointRunner, SuiteContext,
     SuiteError,
@@ -210,7 +210,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         );
     }
     let progress = ProgressLine::new(a.quiet, "beff-io");
-    let result = beff_io::run(&cfg, stop, &|s| progress.step(s.fraction(), &s.describe()));
+    let result = beff_io::run(&cfg, stop, &|s| s.show(&progress));
     progress.finish();
     finish(result, beff_io::render, &a.json, &None, stop, &command, &LocalRunner)
 }
