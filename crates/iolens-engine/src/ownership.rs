@@ -13,7 +13,9 @@
 //!
 //! Entries of a run still going carry the run's process id and start time. When that process is
 //! gone (killed with SIGKILL, say), the entry marks a leftover that [`clean_leftovers`] removes —
-//! after checking the object at the path is still the one recorded.
+//! after checking the object at the path is still the one recorded. A directory's times change
+//! with its content and inode numbers are reused at once, so a leftover directory must also
+//! carry the run's token (attribute, or a marker file inside where attributes are not kept).
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -293,12 +295,22 @@ impl Registry {
         self.entries.push(Entry { kind, holder, token, identity, laid_out, path });
     }
 
-    /// Adds or replaces the entry of a directory (directories carry no token).
+    /// Adds or replaces the entry of a directory. A directory that may be cleaned up as a
+    /// leftover (it has a holder) gets a token: in its `user.iolens` attribute, or where the file
+    /// system keeps no user attributes, in a marker file inside it.
     pub fn record_dir(&mut self, dir: &File, path: &Path, holder: Option<Holder>) {
         let Ok(identity) = Identity::of(dir) else { return };
+        let token = match holder {
+            Some(_) => dir_token(dir).unwrap_or_else(|| {
+                let t = rand::random::<u128>();
+                write_dir_token(dir, t);
+                t
+            }),
+            None => 0,
+        };
         self.entries.retain(|e| !e.identity.same_object(&identity));
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        self.entries.push(Entry { kind: EntryKind::Dir, holder, token: 0, identity, laid_out: 0, path });
+        self.entries.push(Entry { kind: EntryKind::Dir, holder, token, identity, laid_out: 0, path });
     }
 
     /// The holder of the entry for the object with this identity.
@@ -330,6 +342,65 @@ fn write_token(file: &File, token: u128) {
     let value = format!("iolens token={token:032x}");
     // SAFETY: valid fd, C string and buffer.
     unsafe { libc::fsetxattr(file.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+}
+
+/// Name of the marker holding a directory's token where user attributes are not kept.
+const DIR_MARKER: &str = ".iolens-owner";
+
+/// The token of a directory: its attribute, else its marker file (a regular file, read without
+/// following links or blocking).
+fn dir_token(dir: &File) -> Option<u128> {
+    if let Some(t) = read_token(dir) {
+        return Some(t);
+    }
+    let name = CString::new(DIR_MARKER).ok()?;
+    // SAFETY: valid directory fd and C string.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd was just opened and is owned here alone.
+    let marker = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    if !marker.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = [0u8; 64];
+    let n = (&marker).read(&mut buf).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    u128::from_str_radix(text.strip_prefix("iolens token=")?.trim(), 16).ok()
+}
+
+/// Stores a directory's token in its attribute, or, where that does not stick, in a new marker
+/// file (never one that already exists).
+fn write_dir_token(dir: &File, token: u128) {
+    write_token(dir, token);
+    if read_token(dir) != Some(token) {
+        write_marker(dir, token);
+    }
+}
+
+fn write_marker(dir: &File, token: u128) {
+    let Ok(name) = CString::new(DIR_MARKER) else { return };
+    // SAFETY: valid directory fd and C string.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: fd was just opened and is owned here alone.
+        let mut marker = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let _ = marker.write_all(format!("iolens token={token:032x}\n").as_bytes());
+    }
 }
 
 /// What [`clean_leftovers`] did.
@@ -367,9 +438,28 @@ pub fn clean_leftovers() -> io::Result<Cleaned> {
     Ok(cleaned)
 }
 
-/// Removes the object at `e.path` if it is still the recorded one (same device and inode; for
-/// files also the token). Returns whether something was removed.
+/// Removes the object at `e.path` if it is still the recorded one (same device and inode, and
+/// the token: for files where one is kept, for directories always — a directory's times change
+/// with its content, so device and inode alone would also match a newcomer reusing the inode).
+/// Returns whether something was removed.
 fn remove_if_same(e: &Entry) -> io::Result<bool> {
+    if e.kind == EntryKind::Dir {
+        let dir = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&e.path)
+        {
+            Ok(d) => d,
+            Err(err) if matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ELOOP | libc::ENOTDIR)) => {
+                return Ok(false)
+            }
+            Err(err) => return Err(err),
+        };
+        let recorded = Identity::of(&dir).is_ok_and(|id| id.same_object(&e.identity));
+        if !recorded || e.token == 0 || dir_token(&dir) != Some(e.token) {
+            return Ok(false);
+        }
+    }
     if e.kind == EntryKind::File {
         // Nothing but the recorded regular file is ever opened (an open may act on a device).
         let recorded = std::fs::symlink_metadata(&e.path)
@@ -452,6 +542,9 @@ pub fn remove_owned_file(path: &Path) -> io::Result<bool> {
 pub struct ScratchDir {
     path: PathBuf,
     identity: Option<Identity>,
+    /// Held open so the inode cannot be freed and handed to another directory at this path
+    /// while the run goes on: the identity check on drop then cannot match a newcomer.
+    _pinned: File,
     keep: bool,
 }
 
@@ -471,7 +564,7 @@ impl ScratchDir {
             reg.record_dir(&dir, &path, holder);
             let _ = reg.save();
         }
-        Ok(ScratchDir { path, identity, keep })
+        Ok(ScratchDir { path, identity, _pinned: dir, keep })
     }
 
     pub fn path(&self) -> &Path {
@@ -566,7 +659,6 @@ mod tests {
         }
         // Someone else's directory now stands where the recorded one was.
         std::fs::remove_dir(&replaced).unwrap();
-        std::fs::create_dir(base.path().join("spacer")).unwrap();
         std::fs::create_dir(&replaced).unwrap();
         let cleaned = clean_leftovers().unwrap();
         assert_eq!(cleaned.removed, vec![leftover.clone()]);
@@ -577,6 +669,81 @@ mod tests {
         assert!(!path.exists());
         assert!(Registry::open().unwrap().unwrap().entries.is_empty());
         unsafe { std::env::remove_var("IOLENS_STATE_DIR") };
+    }
+
+    /// Inode numbers are reused at once on ext4 and tmpfs, and directory times are coarse: a
+    /// directory that took a dead run's place can match its recorded device, inode and times.
+    /// Only the run's token tells them apart.
+    #[test]
+    fn a_directory_reusing_a_leftovers_inode_is_not_removed() {
+        let state = tempfile::tempdir().unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let dead = Holder { pid: std::process::id(), start: Holder::current().start + 1 };
+        let ours = base.path().join("iolens-quick-ours");
+        std::fs::create_dir(&ours).unwrap();
+        let theirs = base.path().join("iolens-quick-theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("precious"), b"user data").unwrap();
+        let mut reg = Registry::open_in(state.path()).unwrap();
+        reg.record_dir(&File::open(&ours).unwrap(), &ours, Some(dead));
+        // As if `theirs` had been made in our directory's place and got its inode and times.
+        let mut entry = reg.entries.pop().unwrap();
+        entry.identity = Identity::of(&File::open(&theirs).unwrap()).unwrap();
+        entry.path = theirs.clone();
+        drop(reg);
+        assert!(!remove_if_same(&entry).unwrap());
+        assert!(theirs.join("precious").is_file());
+        // The recorded directory itself, token and all, is removed.
+        let mut reg = Registry::open_in(state.path()).unwrap();
+        reg.record_dir(&File::open(&ours).unwrap(), &ours, Some(dead));
+        let entry = reg.entries.pop().unwrap();
+        assert!(remove_if_same(&entry).unwrap());
+        assert!(!ours.exists());
+    }
+
+    /// A registry written before directories carried tokens: its directory entries cannot be
+    /// told from a newcomer, so they are forgotten rather than removed.
+    #[test]
+    fn a_directory_entry_without_token_is_never_removed() {
+        let base = tempfile::tempdir().unwrap();
+        let old = base.path().join("iolens-quick-old");
+        std::fs::create_dir(&old).unwrap();
+        let entry = Entry {
+            kind: EntryKind::Dir,
+            holder: None,
+            token: 0,
+            identity: Identity::of(&File::open(&old).unwrap()).unwrap(),
+            laid_out: 0,
+            path: old.clone(),
+        };
+        assert!(!remove_if_same(&entry).unwrap());
+        assert!(old.is_dir());
+    }
+
+    /// Where user attributes are not kept (tmpfs before Linux 6.6, some NFS), the marker file
+    /// holds the token; a link or FIFO in its place is neither followed nor waited on.
+    #[test]
+    fn the_marker_holds_a_directorys_token_and_nothing_planted_counts() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = File::open(base.path()).unwrap();
+        assert_eq!(dir_token(&dir), None);
+        write_marker(&dir, 0x1234);
+        assert_eq!(dir_token(&dir), Some(0x1234));
+        // An existing marker is never overwritten.
+        write_marker(&dir, 0x5678);
+        assert_eq!(dir_token(&dir), Some(0x1234));
+
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("token"), "iolens token=00000000000000000000000000001234")
+            .unwrap();
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("token"), linked.path().join(DIR_MARKER)).unwrap();
+        assert_eq!(dir_token(&File::open(linked.path()).unwrap()), None);
+        let fifo = tempfile::tempdir().unwrap();
+        let fifo_path = CString::new(fifo.path().join(DIR_MARKER).as_os_str().as_bytes()).unwrap();
+        // SAFETY: valid C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo_path.as_ptr(), 0o600) }, 0);
+        assert_eq!(dir_token(&File::open(fifo.path()).unwrap()), None);
     }
 
     #[test]
