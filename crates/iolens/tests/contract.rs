@@ -73,12 +73,37 @@ fn conforms(schema: &str, doc: &Value, argv_tail: &[&str]) {
         assert!(!k.contains('.'), "{schema}: key {k:?} at {at} holds a dot");
         assert!(!RETIRED.contains(&k.as_str()), "{schema}: retired key {k:?} at {at}");
     }
+    floats_stay_floats(doc, schema);
     let command: Vec<&str> = doc["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(
         command.ends_with(argv_tail) || command.windows(argv_tail.len()).any(|w| w == argv_tail),
         "{command:?}"
     );
     assert!(doc["started_at"].as_str().unwrap() <= doc["ended_at"].as_str().unwrap());
+}
+
+/// Figures that are fractions by nature are JSON floats wherever they appear, even when whole
+/// (`0.0`, never `0`), so a reader types them once.
+fn floats_stay_floats(v: &Value, schema: &str) {
+    match v {
+        Value::Object(o) => {
+            if let Some(cpu) = o.get("cpu").and_then(Value::as_object) {
+                for key in ["user_s", "sys_s", "per_op_ns"] {
+                    if let Some(x) = cpu.get(key) {
+                        assert!(x.is_f64(), "{schema}: cpu.{key} = {x} is not a float");
+                    }
+                }
+            }
+            o.values().for_each(|x| floats_stay_floats(x, schema));
+        }
+        Value::Array(a) => a.iter().for_each(|x| floats_stay_floats(x, schema)),
+        _ => {}
+    }
+}
+
+/// The codes of a document's envelope warnings.
+fn warning_codes(doc: &Value) -> Vec<&str> {
+    doc["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect()
 }
 
 #[test]
@@ -125,22 +150,35 @@ fn every_command_writes_its_schema() {
     let sweep =
         env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
     conforms("sweep.schema.json", &sweep, &["sweep"]);
-    let codes: Vec<&str> =
-        sweep["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    let codes = warning_codes(&sweep);
     assert!(codes.contains(&"short_run"), "the points' warnings reach the envelope: {codes:?}");
+    let short = sweep["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "short_run").unwrap();
+    assert!(
+        short["message"].as_str().is_some_and(|m| m.contains(" threads, 4") && m.contains(": run lasted ")),
+        "the point's own message, named by the point: {short}"
+    );
+    assert_eq!(sweep["job"]["suite"], "sweep");
+    assert_eq!(sweep["job"]["min_bs_bytes"], 4096, "the suite's job is in the envelope");
+    assert_eq!(sweep["job"]["time_per_point_s"], 0.1);
     let saturate =
         env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
     conforms("saturate.schema.json", &saturate, &["saturate"]);
+    assert!(warning_codes(&saturate).contains(&"short_run"), "{:?}", warning_codes(&saturate));
+    assert_eq!(saturate["job"]["max_concurrency"], 2);
     let modes = env.json("write-modes", &["write-modes", &d, "--bytes", "1m", "--threads", "1", "-q"], 0);
     conforms("write-modes.schema.json", &modes, &["write-modes"]);
+    assert_eq!(modes["job"]["bytes_per_mode"], 1 << 20);
     let beff_io = env.json(
         "beff-io",
         &["beff-io", &d, "--time", "200ms", "--mpart", "1m", "--ranks", "1", "--memory", "16m", "-q"],
         0,
     );
     conforms("beff-io.schema.json", &beff_io, &["beff-io"]);
+    assert_eq!(beff_io["job"]["mpart_bytes"], 1 << 20);
     let validate = env.json("validate", &["validate", &d, "--volume", "1m", "--repeat", "2", "-q"], 0);
     conforms("validate.schema.json", &validate, &["validate"]);
+    assert!(warning_codes(&validate).contains(&"short_run"), "{:?}", warning_codes(&validate));
+    assert_eq!(validate["job"]["volume_bytes"], 1 << 20);
 
     let metrics = env.path("m.csv");
     std::fs::write(&metrics, "time_s,iops,bw,arpt\n10,100,5,1.0\n8,120,6,0.8\n6,150,9,0.7\n4,190,8,0.5\n")
@@ -166,6 +204,7 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("doe.schema.json", &doe, &["analyze"]);
+    assert_eq!(doe["job"]["factors"], serde_json::json!(["bs", "threads"]));
 
     let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
     conforms("analyze.schema.json", &analyze, &["analyze"]);
@@ -184,6 +223,9 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("quick.schema.json", &quick, &["quick"]);
+    let parts: Vec<&str> =
+        quick["job"]["parts"].as_array().unwrap().iter().map(|j| j["suite"].as_str().unwrap()).collect();
+    assert_eq!(parts, ["sweep", "saturate", "write-modes", "beff-io"]);
     for (part, schema) in
         [("sweep", "sweep"), ("saturate", "saturate"), ("write-modes", "write-modes"), ("beff-io", "beff-io")]
     {
