@@ -42,7 +42,8 @@ pub const OP_COLUMNS: [&str; 11] = [
 /// A destination for per-operation rows.
 pub(crate) trait OpWriter: Send {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()>;
-    fn finish(self: Box<Self>) -> std::io::Result<()>;
+    /// Completes the file; `envelope` goes into the metadata of the formats that have one.
+    fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()>;
 }
 
 pub(crate) struct CsvOps {
@@ -66,7 +67,7 @@ impl OpWriter for CsvOps {
         writeln!(self.out, ",{},{},{},{},{}", e.requested, e.result, e.start_ns, e.end_ns, e.duration_ns())
     }
 
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
+    fn finish(self: Box<Self>, _envelope: Option<&str>) -> std::io::Result<()> {
         self.out.into_inner().map_err(|e| e.into_error())?.commit()
     }
 }
@@ -127,13 +128,28 @@ impl OpWriter for ParquetOps {
         ])
     }
 
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
-        self.table.finish()
+    fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()> {
+        self.table.finish_with_envelope(envelope.map(str::to_string))
     }
 }
 
 /// An open export and its file (for error messages).
 pub(crate) type Export = (PathBuf, Box<dyn OpWriter>);
+
+/// The per-operation exports of an analysis, every row written but the files not yet complete:
+/// a Parquet file takes the result's envelope, known only once the summary is.
+pub struct OpExports(pub(crate) Vec<Export>);
+
+impl OpExports {
+    /// Completes every file, `envelope` (the result's JSON document) in the Parquet metadata;
+    /// the first that cannot be written, with its path.
+    pub fn finish(self, envelope: Option<&str>) -> Result<(), (PathBuf, std::io::Error)> {
+        for (path, writer) in self.0 {
+            writer.finish(envelope).map_err(|e| (path, e))?;
+        }
+        Ok(())
+    }
+}
 
 /// The per-op exports requested.
 pub(crate) fn open_exports(

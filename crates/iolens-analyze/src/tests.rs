@@ -203,6 +203,28 @@ fn per_op_parquet_has_the_rows_of_the_csv() {
 }
 
 #[test]
+fn per_op_parquet_takes_the_envelope_of_the_finished_summary() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let pq = dir.path().join("ops.parquet");
+    let mut a =
+        Analyzer::new(AnalyzeOptions { per_op_parquet: Some(pq.clone()), ..AnalyzeOptions::default() })
+            .unwrap();
+    a.path(0, "/a");
+    for e in sample() {
+        a.event(&e);
+    }
+    let (summary, exports) = a.finish_keeping_exports().unwrap();
+    assert!(!pq.exists(), "the file is complete only with its envelope");
+    let envelope = format!("{{\"ops\":{}}}", summary.figures.ops);
+    exports.finish(Some(&envelope)).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    let stored = kv.iter().find(|k| k.key == iolens_report::export::parquet::ENVELOPE_KEY);
+    assert_eq!(stored.and_then(|k| k.value.as_deref()), Some(envelope.as_str()));
+}
+
+#[test]
 fn spilled_union_gives_the_same_busy_time() {
     let dir = tempfile::tempdir().unwrap();
     let many: Vec<IoEvent> = (0..5000u64)
