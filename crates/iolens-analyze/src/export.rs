@@ -2,6 +2,7 @@
 //!
 //! | column        | type            | meaning                                              |
 //! |---------------|-----------------|------------------------------------------------------|
+//! | `row_kind`    | string          | always `op`: one row shape, as the other CSVs        |
 //! | `pid`, `tid`  | integer         | process and thread of the call                       |
 //! | `path`        | string          | file the call named ("" when none or unknown)        |
 //! | `op`          | string          | open, close, read, write, fsync, seek, copy, …       |
@@ -25,7 +26,8 @@ use iolens_report::export::csv_field;
 use iolens_report::export::parquet::{ColumnType, ParquetTable, Value};
 use parquet::data_type::ByteArray;
 
-pub const OP_COLUMNS: [&str; 11] = [
+pub const OP_COLUMNS: [&str; 12] = [
+    "row_kind",
     "pid",
     "tid",
     "path",
@@ -60,7 +62,7 @@ impl CsvOps {
 
 impl OpWriter for CsvOps {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()> {
-        write!(self.out, "{},{},{},{},{},", e.pid, e.tid, csv_field(path), e.op.name(), e.layer.name())?;
+        write!(self.out, "op,{},{},{},{},{},", e.pid, e.tid, csv_field(path), e.op.name(), e.layer.name())?;
         if e.offset != UNKNOWN_OFFSET {
             write!(self.out, "{}", e.offset)?;
         }
@@ -72,7 +74,8 @@ impl OpWriter for CsvOps {
     }
 }
 
-const PARQUET_COLUMNS: [(&str, ColumnType); 11] = [
+const PARQUET_COLUMNS: [(&str, ColumnType); 12] = [
+    ("row_kind", ColumnType::Utf8),
     ("pid", ColumnType::Int64),
     ("tid", ColumnType::Int64),
     ("path", ColumnType::Utf8),
@@ -112,6 +115,7 @@ impl OpWriter for ParquetOps {
             }
         };
         self.table.row(&[
+            Value::Str("op"),
             Value::Int64(e.pid.into()),
             Value::Int64(e.tid.into()),
             Value::Bytes(path_bytes),

@@ -151,9 +151,12 @@ fn per_op_csv_and_blind_spots() {
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + events.len(), "every event, metadata included");
-    assert_eq!(lines[0], "pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns");
-    assert_eq!(lines[2], "1,1,/a,read,posix,0,4096,4096,10,110,100");
-    assert_eq!(lines[1].split(',').nth(5), Some(""), "unknown offsets are empty");
+    assert_eq!(
+        lines[0],
+        "row_kind,pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns"
+    );
+    assert_eq!(lines[2], "op,1,1,/a,read,posix,0,4096,4096,10,110,100");
+    assert_eq!(lines[1].split(',').nth(6), Some(""), "unknown offsets are empty");
     assert!(s.notes.iter().any(|n| n.contains("mmap")));
 }
 

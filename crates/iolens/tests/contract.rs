@@ -101,6 +101,56 @@ fn floats_stay_floats(v: &Value, schema: &str) {
     }
 }
 
+/// What a CSV field holds: a whole number, a float (always with a point or an exponent), or text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cell {
+    Whole,
+    Float,
+    Text,
+}
+
+fn cell(field: &str) -> Cell {
+    if field.parse::<i64>().is_ok() || field.parse::<u64>().is_ok() {
+        Cell::Whole
+    } else if field.parse::<f64>().is_ok() {
+        Cell::Float
+    } else {
+        Cell::Text
+    }
+}
+
+/// A CSV of one row shape: a header starting with `row_kind`, every row as wide as the header,
+/// a `row_kind` in every row, and one kind of value per column (a float column never holds a
+/// bare `2`); `columns` names the kind some columns must have. Quoted fields are not expected.
+fn typed_csv(path: &Path, columns: &[(&str, Cell)]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[0], "row_kind", "{}: {header:?}", path.display());
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "{}: no rows", path.display());
+    for (k, name) in header.iter().enumerate() {
+        let mut kinds: Vec<Cell> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r.len(), header.len(), "{}: {r:?}", path.display());
+                r[k]
+            })
+            .filter(|f| !f.is_empty())
+            .map(cell)
+            .collect();
+        kinds.dedup();
+        assert!(kinds.len() <= 1, "{}: column {name} mixes {kinds:?}", path.display());
+        if let Some((_, want)) = columns.iter().find(|(c, _)| c == name) {
+            assert_eq!(kinds, [*want], "{}: column {name}", path.display());
+        }
+    }
+    assert!(rows.iter().all(|r| !r[0].is_empty()), "{}: a row without row_kind", path.display());
+    for (name, _) in columns {
+        assert!(header.contains(name), "{}: no column {name}", path.display());
+    }
+}
+
 /// The codes of a document's envelope warnings.
 fn warning_codes(doc: &Value) -> Vec<&str> {
     doc["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect()
@@ -204,10 +254,32 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("doe.schema.json", &doe, &["analyze"]);
+    typed_csv(
+        &data,
+        &[
+            ("run_id", Cell::Whole),
+            ("ops", Cell::Whole),
+            ("iops", Cell::Float),
+            ("cpu_per_op_ns", Cell::Float),
+            ("lat_p99_ns", Cell::Whole),
+        ],
+    );
     assert_eq!(doe["job"]["factors"], serde_json::json!(["bs", "threads"]));
 
     let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
     conforms("analyze.schema.json", &analyze, &["analyze"]);
+    let ops = env.path("ops.csv");
+    let out = iolens().arg("analyze").arg(env.path("t.trace")).arg("--csv").arg(&ops).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    typed_csv(
+        &ops,
+        &[
+            ("pid", Cell::Whole),
+            ("path", Cell::Text),
+            ("requested", Cell::Whole),
+            ("duration_ns", Cell::Whole),
+        ],
+    );
 
     let first = env.path("run.json");
     let compare = env.json("compare", &["compare", first.to_str().unwrap(), first.to_str().unwrap()], 0);
