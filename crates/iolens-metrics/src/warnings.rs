@@ -407,7 +407,10 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
     if f.ops < MIN_TRUSTED_OPS {
         out.push(Warning::new(
             WarningCode::FewOps,
-            format!("only {} operations: percentiles above p99 are not meaningful", f.ops),
+            format!(
+                "{} operations measured, fewer than {MIN_TRUSTED_OPS}: percentiles above p99 are not meaningful",
+                f.ops
+            ),
         ));
     }
     if f.errors > 0 {
@@ -633,5 +636,6 @@ mod tests {
             vec![WarningCode::DeviceCountersUnavailable, WarningCode::ShortRun, WarningCode::FewOps]
         );
         assert!(w[0].message.contains("tmpfs"));
+        assert!(w[2].message.starts_with("10 operations measured, fewer than 1000: "), "{}", w[2].message);
     }
 }
