@@ -65,6 +65,17 @@ impl WriteModesConfig {
             "time_cap_s": self.time_cap.map(|t| t.as_secs_f64()),
         })
     }
+
+    /// [`WriteModesConfig::job`] with what its `None`s resolved to in the run that gave `r`
+    /// (bytes per mode, region per thread); the job as asked without a result.
+    pub fn job_as_run(&self, r: Option<&WriteModesResult>) -> serde_json::Value {
+        let mut job = self.job();
+        if let Some(r) = r {
+            job["bytes_per_mode"] = r.bytes_per_mode.into();
+            job["region_per_thread_bytes"] = r.region_per_thread.into();
+        }
+        job
+    }
 }
 
 /// The kernel's dirty limit: `vm.dirty_bytes` when set, else `vm.dirty_ratio` percent of the

@@ -113,11 +113,12 @@ struct Quick<'a> {
 }
 
 impl Quick<'_> {
-    /// Runs one part (`job`: what it runs), saves its JSON, and hands the result to `summarize`.
+    /// Runs one part (`job`: what it ran, from its result where it has one), saves its JSON, and
+    /// hands the result to `summarize`.
     fn part<R: Body>(
         &mut self,
         name: &'static str,
-        job: serde_json::Value,
+        job: impl FnOnce(Option<&R>) -> serde_json::Value,
         run: impl FnOnce(&SuiteContext) -> Result<R, SuiteError>,
         summarize: impl FnOnce(&R, &mut Vec<Headline>, &mut Vec<Notice>),
     ) {
@@ -137,6 +138,7 @@ impl Quick<'_> {
             error: None,
             skipped: None,
         };
+        let job = job(result.as_ref().ok());
         match result {
             Ok(r) => {
                 let file = format!("{name}.json");
@@ -398,14 +400,19 @@ pub fn quick(
     sweep_cfg.direct = direct;
     sweep_cfg.time_per_point = time;
     sweep_cfg.region = size;
-    q.part("sweep", sweep_cfg.job(), |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
+    q.part("sweep", |_| sweep_cfg.job(), |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
 
     let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
     saturate_cfg.direct = direct;
     saturate_cfg.max_concurrency = SATURATE_CAP;
     saturate_cfg.time_per_point = time;
     saturate_cfg.region = size;
-    q.part("saturate", saturate_cfg.job(), |ctx| saturate::saturate(&saturate_cfg, ctx), summarize_saturate);
+    q.part(
+        "saturate",
+        |_| saturate_cfg.job(),
+        |ctx| saturate::saturate(&saturate_cfg, ctx),
+        summarize_saturate,
+    );
 
     let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
     // Quick: the region once per mode, stopped after twice the point time; the full suite
@@ -414,7 +421,7 @@ pub fn quick(
     modes_cfg.time_cap = Some(time * 2);
     q.part(
         "write-modes",
-        modes_cfg.job(),
+        |r| modes_cfg.job_as_run(r),
         |ctx| write_modes::write_modes(&modes_cfg, ctx),
         summarize_write_modes,
     );
@@ -435,7 +442,7 @@ pub fn quick(
                     .beff_io(&beff_cfg, stop, ctx.observer)?
                     .ok_or_else(|| SuiteError::Config("no b_eff_io result".into()))
             };
-            q.part("beff-io", job, result, summarize_beff_io);
+            q.part("beff-io", |_| job, result, summarize_beff_io);
         } else {
             let _ = runner.beff_io(&beff_cfg, stop, &());
         }

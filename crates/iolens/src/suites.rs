@@ -42,7 +42,7 @@ struct ResultFiles<'a> {
 /// same outcome, so the others stay silent).
 fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
-    job: serde_json::Value,
+    job: impl FnOnce(&R) -> serde_json::Value,
     render: impl Fn(&R) -> String,
     files: ResultFiles<'_>,
     stop: &AtomicBool,
@@ -57,6 +57,7 @@ fn finish<R: iolens_report::Body>(
     let r =
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
+    let job = job(&r);
     if let Some(path) = json {
         write_result(path, &r, Some(job.clone()));
     }
@@ -120,7 +121,7 @@ pub fn sweep(
     progress.finish();
     finish(
         result,
-        cfg.job(),
+        |_| cfg.job(),
         sweep::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
@@ -153,7 +154,7 @@ pub fn saturate(
     progress.finish();
     finish(
         result,
-        cfg.job(),
+        |_| cfg.job(),
         saturate::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
@@ -195,7 +196,7 @@ pub fn write_modes(
     progress.finish();
     finish(
         result,
-        cfg.job(),
+        |r| cfg.job_as_run(Some(r)),
         write_modes::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
@@ -245,7 +246,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
     progress.finish();
     finish(
         result,
-        cfg.job(),
+        |_| cfg.job(),
         beff_io::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
@@ -270,7 +271,7 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     progress.finish();
     finish(
         result,
-        cfg.job(),
+        |_| cfg.job(),
         validation::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,

@@ -298,6 +298,9 @@ fn every_command_writes_its_schema() {
     let parts: Vec<&str> =
         quick["job"]["parts"].as_array().unwrap().iter().map(|j| j["suite"].as_str().unwrap()).collect();
     assert_eq!(parts, ["sweep", "saturate", "write-modes", "beff-io"]);
+    let modes_job = &quick["job"]["parts"][2];
+    assert_eq!(modes_job["bytes_per_mode"], 4 << 20);
+    assert!(modes_job["region_per_thread_bytes"].is_u64(), "resolved from the run: {modes_job}");
     for (part, schema) in
         [("sweep", "sweep"), ("saturate", "saturate"), ("write-modes", "write-modes"), ("beff-io", "beff-io")]
     {
