@@ -2,6 +2,8 @@
 //! its schema in `schemas/`, starts with the one envelope, and uses one key per figure (no
 //! dotted keys, none of the retired unit variants). MPI-only commands (beff) are not run here.
 
+#[path = "support/floats_check.rs"]
+mod floats_check;
 #[path = "support/schema_check.rs"]
 mod schema_check;
 
@@ -73,32 +75,13 @@ fn conforms(schema: &str, doc: &Value, argv_tail: &[&str]) {
         assert!(!k.contains('.'), "{schema}: key {k:?} at {at} holds a dot");
         assert!(!RETIRED.contains(&k.as_str()), "{schema}: retired key {k:?} at {at}");
     }
-    floats_stay_floats(doc, schema);
+    floats_check::cpu_figures_are_floats(doc, schema);
     let command: Vec<&str> = doc["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(
         command.ends_with(argv_tail) || command.windows(argv_tail.len()).any(|w| w == argv_tail),
         "{command:?}"
     );
     assert!(doc["started_at"].as_str().unwrap() <= doc["ended_at"].as_str().unwrap());
-}
-
-/// Figures that are fractions by nature are JSON floats wherever they appear, even when whole
-/// (`0.0`, never `0`), so a reader types them once.
-fn floats_stay_floats(v: &Value, schema: &str) {
-    match v {
-        Value::Object(o) => {
-            if let Some(cpu) = o.get("cpu").and_then(Value::as_object) {
-                for key in ["user_s", "sys_s", "per_op_ns"] {
-                    if let Some(x) = cpu.get(key) {
-                        assert!(x.is_f64(), "{schema}: cpu.{key} = {x} is not a float");
-                    }
-                }
-            }
-            o.values().for_each(|x| floats_stay_floats(x, schema));
-        }
-        Value::Array(a) => a.iter().for_each(|x| floats_stay_floats(x, schema)),
-        _ => {}
-    }
 }
 
 /// What a CSV field holds: a whole number, a float (always with a point or an exponent), or text.

@@ -2,6 +2,8 @@
 //! launches the built binary with mpirun and checks the one JSON rank 0 writes.
 #![cfg(feature = "mpi")]
 
+#[path = "support/floats_check.rs"]
+mod floats_check;
 #[path = "support/schema_check.rs"]
 mod schema_check;
 
@@ -935,6 +937,7 @@ fn conforms(schema: &str, doc: &Value) {
         schema_check::Schemas::new(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas"));
     let errors = schemas.validate(schema, doc);
     assert!(errors.is_empty(), "{schema}:\n{}\n{doc:#}", errors.join("\n"));
+    floats_check::cpu_figures_are_floats(doc, schema);
 }
 
 #[test]
