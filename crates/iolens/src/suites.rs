@@ -38,8 +38,9 @@ struct ResultFiles<'a> {
     parquet: &'a Option<std::path::PathBuf>,
 }
 
-/// Prints a suite's table and writes its JSON; under MPI only rank 0 does (every rank has the
-/// same outcome, so the others stay silent).
+/// Prints a suite's table and writes its JSON and Parquet files, `job` (what ran, told by the
+/// result) in their envelope; under MPI only rank 0 does (every rank has the same outcome, so
+/// the others stay silent).
 fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
     job: impl FnOnce(&R) -> serde_json::Value,

@@ -579,7 +579,9 @@ pub fn point_rows(result: &serde_json::Value) -> Vec<serde_json::Value> {
     out
 }
 
-/// The keys of a suite's JSON that hold its points (left out of its Parquet file's envelope).
+/// The keys of a suite's JSON that hold its points (left out of its Parquet file's envelope);
+/// b_eff_io's partitions and validate's sets stay in it, for their per-method and per-set
+/// findings the rows do not hold.
 pub const POINT_TABLE_KEYS: [&str; 2] = ["curves", "modes"];
 
 /// A suite's result as Parquet: one row per point ([`point_rows`]); `envelope` (see
