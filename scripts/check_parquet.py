@@ -11,8 +11,9 @@ script says so and exits 0. Any reader failing, or the readers disagreeing on th
 exits 1.
 
 `--run` makes a small null-engine run (two agents, a series every 100 ms, its trace) with
-`--parquet`, which writes run.parquet, run-series.parquet and run-ops.parquet, and a short
-buffered sweep with `--parquet`, in a temporary directory, then checks those files.
+`--parquet`, which writes run.parquet, run-series.parquet and run-ops.parquet, a short
+buffered sweep, a short b_eff_io and a one-set validate with `--parquet`, and analyze's
+per-operation Parquet of the run's trace, in a temporary directory, then checks those files.
 """
 
 import json
@@ -98,7 +99,25 @@ def make_files(directory):
          "--max-bs", "8k", "--time", "100ms", "--size", "1m", "--parquet", sweep],
         check=True, stdout=subprocess.DEVNULL,
     )
-    return [run, os.path.join(directory, "run-series.parquet"), os.path.join(directory, "run-ops.parquet"), sweep]
+    beff_io = os.path.join(directory, "beff-io.parquet")
+    subprocess.run(
+        [iolens, "beff-io", directory, "--quiet", "--time", "200ms", "--mpart", "1m", "--ranks", "1",
+         "--memory", "16m", "--parquet", beff_io],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    validate = os.path.join(directory, "validate.parquet")
+    subprocess.run(
+        [iolens, "validate", directory, "--quiet", "--volume", "1m", "--repeat", "2", "--sets", "2",
+         "--parquet", validate],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    ops = os.path.join(directory, "analyze-ops.parquet")
+    subprocess.run(
+        [iolens, "analyze", os.path.join(directory, "run.trace"), "--parquet", ops],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    return [run, os.path.join(directory, "run-series.parquet"), os.path.join(directory, "run-ops.parquet"), sweep,
+            beff_io, validate, ops]
 
 
 def main(argv):

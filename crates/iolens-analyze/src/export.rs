@@ -2,6 +2,7 @@
 //!
 //! | column        | type            | meaning                                              |
 //! |---------------|-----------------|------------------------------------------------------|
+//! | `row_kind`    | string          | always `op`: one row shape, as the other CSVs        |
 //! | `pid`, `tid`  | integer         | process and thread of the call                       |
 //! | `path`        | string          | file the call named ("" when none or unknown)        |
 //! | `op`          | string          | open, close, read, write, fsync, seek, copy, …       |
@@ -25,7 +26,8 @@ use iolens_report::export::csv_field;
 use iolens_report::export::parquet::{ColumnType, ParquetTable, Value};
 use parquet::data_type::ByteArray;
 
-pub const OP_COLUMNS: [&str; 11] = [
+pub const OP_COLUMNS: [&str; 12] = [
+    "row_kind",
     "pid",
     "tid",
     "path",
@@ -42,7 +44,8 @@ pub const OP_COLUMNS: [&str; 11] = [
 /// A destination for per-operation rows.
 pub(crate) trait OpWriter: Send {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()>;
-    fn finish(self: Box<Self>) -> std::io::Result<()>;
+    /// Completes the file; `envelope` goes into the metadata of the formats that have one.
+    fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()>;
 }
 
 pub(crate) struct CsvOps {
@@ -59,19 +62,20 @@ impl CsvOps {
 
 impl OpWriter for CsvOps {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()> {
-        write!(self.out, "{},{},{},{},{},", e.pid, e.tid, csv_field(path), e.op.name(), e.layer.name())?;
+        write!(self.out, "op,{},{},{},{},{},", e.pid, e.tid, csv_field(path), e.op.name(), e.layer.name())?;
         if e.offset != UNKNOWN_OFFSET {
             write!(self.out, "{}", e.offset)?;
         }
         writeln!(self.out, ",{},{},{},{},{}", e.requested, e.result, e.start_ns, e.end_ns, e.duration_ns())
     }
 
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
+    fn finish(self: Box<Self>, _envelope: Option<&str>) -> std::io::Result<()> {
         self.out.into_inner().map_err(|e| e.into_error())?.commit()
     }
 }
 
-const PARQUET_COLUMNS: [(&str, ColumnType); 11] = [
+const PARQUET_COLUMNS: [(&str, ColumnType); 12] = [
+    ("row_kind", ColumnType::Utf8),
     ("pid", ColumnType::Int64),
     ("tid", ColumnType::Int64),
     ("path", ColumnType::Utf8),
@@ -111,6 +115,7 @@ impl OpWriter for ParquetOps {
             }
         };
         self.table.row(&[
+            Value::Str("op"),
             Value::Int64(e.pid.into()),
             Value::Int64(e.tid.into()),
             Value::Bytes(path_bytes),
@@ -127,13 +132,28 @@ impl OpWriter for ParquetOps {
         ])
     }
 
-    fn finish(self: Box<Self>) -> std::io::Result<()> {
-        self.table.finish()
+    fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()> {
+        self.table.finish_with_envelope(envelope.map(str::to_string))
     }
 }
 
 /// An open export and its file (for error messages).
 pub(crate) type Export = (PathBuf, Box<dyn OpWriter>);
+
+/// The per-operation exports of an analysis, every row written but the files not yet complete:
+/// a Parquet file takes the result's envelope, known only once the summary is.
+pub struct OpExports(pub(crate) Vec<Export>);
+
+impl OpExports {
+    /// Completes every file, `envelope` (the result's JSON document) in the Parquet metadata;
+    /// the first that cannot be written, with its path.
+    pub fn finish(self, envelope: Option<&str>) -> Result<(), (PathBuf, std::io::Error)> {
+        for (path, writer) in self.0 {
+            writer.finish(envelope).map_err(|e| (path, e))?;
+        }
+        Ok(())
+    }
+}
 
 /// The per-op exports requested.
 pub(crate) fn open_exports(

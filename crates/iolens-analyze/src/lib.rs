@@ -694,16 +694,23 @@ impl Analyzer {
         }
     }
 
-    pub fn finish(mut self) -> Result<TraceSummary, AnalyzeError> {
+    /// The summary; the per-operation exports are complete, without an envelope.
+    pub fn finish(self) -> Result<TraceSummary, AnalyzeError> {
+        let (summary, exports) = self.finish_keeping_exports()?;
+        exports.finish(None).map_err(|(path, source)| AnalyzeError::Output { path, source })?;
+        Ok(summary)
+    }
+
+    /// The summary, and the per-operation exports still to complete with the result's envelope
+    /// ([`export::OpExports::finish`]).
+    pub fn finish_keeping_exports(mut self) -> Result<(TraceSummary, export::OpExports), AnalyzeError> {
         self.flush_caches();
         let mut notes = Vec::new();
         if let Some(err) = self.spill_error {
             return Err(AnalyzeError::Spill(err));
         }
         notes.extend(self.export_errors);
-        for (path, writer) in self.exports {
-            writer.finish().map_err(|source| AnalyzeError::Output { path, source })?;
-        }
+        let exports = export::OpExports(self.exports);
         let mut classes = self.classes;
         let chosen =
             [Class::MpiIo, Class::Application, Class::Block].into_iter().find(|c| classes.contains_key(c));
@@ -850,7 +857,7 @@ impl Analyzer {
             layers.push(LayerRow { busy_s, bps, ..row });
         }
 
-        Ok(TraceSummary {
+        let summary = TraceSummary {
             rate_ops_s: if wall_ns > 0 { figures.ops as f64 / (wall_ns as f64 / 1e9) } else { 0.0 },
             figures,
             aggregate_layer: match chosen {
@@ -876,7 +883,8 @@ impl Analyzer {
             filters,
             notes,
             interrupted: self.interrupted,
-        })
+        };
+        Ok((summary, exports))
     }
 }
 

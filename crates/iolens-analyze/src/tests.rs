@@ -151,9 +151,12 @@ fn per_op_csv_and_blind_spots() {
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1 + events.len(), "every event, metadata included");
-    assert_eq!(lines[0], "pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns");
-    assert_eq!(lines[2], "1,1,/a,read,posix,0,4096,4096,10,110,100");
-    assert_eq!(lines[1].split(',').nth(5), Some(""), "unknown offsets are empty");
+    assert_eq!(
+        lines[0],
+        "row_kind,pid,tid,path,op,layer,offset,requested,result,start_ns,end_ns,duration_ns"
+    );
+    assert_eq!(lines[2], "op,1,1,/a,read,posix,0,4096,4096,10,110,100");
+    assert_eq!(lines[1].split(',').nth(6), Some(""), "unknown offsets are empty");
     assert!(s.notes.iter().any(|n| n.contains("mmap")));
 }
 
@@ -200,6 +203,28 @@ fn per_op_parquet_has_the_rows_of_the_csv() {
     let from_csv: Vec<&str> = text.lines().skip(1).collect();
     assert_eq!(from_parquet.len(), events.len());
     assert_eq!(from_parquet, from_csv, "same rows, nulls where the CSV is empty");
+}
+
+#[test]
+fn per_op_parquet_takes_the_envelope_of_the_finished_summary() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let pq = dir.path().join("ops.parquet");
+    let mut a =
+        Analyzer::new(AnalyzeOptions { per_op_parquet: Some(pq.clone()), ..AnalyzeOptions::default() })
+            .unwrap();
+    a.path(0, "/a");
+    for e in sample() {
+        a.event(&e);
+    }
+    let (summary, exports) = a.finish_keeping_exports().unwrap();
+    assert!(!pq.exists(), "the file is complete only with its envelope");
+    let envelope = format!("{{\"ops\":{}}}", summary.figures.ops);
+    exports.finish(Some(&envelope)).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    let stored = kv.iter().find(|k| k.key == iolens_report::export::parquet::ENVELOPE_KEY);
+    assert_eq!(stored.and_then(|k| k.value.as_deref()), Some(envelope.as_str()));
 }
 
 #[test]

@@ -46,6 +46,88 @@ impl Serialize for WarningCode {
 }
 
 impl WarningCode {
+    /// Every code, in declaration order.
+    pub const ALL: [WarningCode; 21] = [
+        WarningCode::PageCacheReads,
+        WarningCode::WritesNotDurable,
+        WarningCode::DeviceCountersUnavailable,
+        WarningCode::ShortRun,
+        WarningCode::FewOps,
+        WarningCode::Interrupted,
+        WarningCode::OpErrors,
+        WarningCode::ShortTransfers,
+        WarningCode::TraceDropped,
+        WarningCode::CleanupFailed,
+        WarningCode::BusyLogIncomplete,
+        WarningCode::BelowCacheRule,
+        WarningCode::HighVariation,
+        WarningCode::SparseTarget,
+        WarningCode::SizeClamped,
+        WarningCode::MemoryBackedTarget,
+        WarningCode::DeviceShared,
+        WarningCode::ClockUncertain,
+        WarningCode::RankWarning,
+        WarningCode::RateNotReached,
+        WarningCode::ScheduleOverrun,
+    ];
+
+    /// The code named `code` in JSON (the inverse of [`WarningCode::as_str`]).
+    pub fn from_code(code: &str) -> Option<WarningCode> {
+        WarningCode::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
+    /// What the warning means, in words, for where only the code is known; a run's own
+    /// message (with its numbers) says more and is preferred wherever there is one.
+    pub fn describe(self) -> String {
+        match self {
+            WarningCode::PageCacheReads => {
+                "reads served mostly from the page cache: the figures measure memory, not storage".into()
+            }
+            WarningCode::WritesNotDurable => {
+                "writes not on stable storage at the end of the phase: part sits in the page cache".into()
+            }
+            WarningCode::DeviceCountersUnavailable => {
+                "no device counters: cache hits cannot be told apart from storage".into()
+            }
+            WarningCode::ShortRun => format!("ran under {MIN_TRUSTED_WALL_S} s: the figures are noisy"),
+            WarningCode::FewOps => format!(
+                "fewer than {MIN_TRUSTED_OPS} operations measured: percentiles above p99 are not meaningful"
+            ),
+            WarningCode::Interrupted => {
+                "stopped before the end: the figures cover only the part that ran".into()
+            }
+            WarningCode::OpErrors => "some operations failed".into(),
+            WarningCode::ShortTransfers => "some operations moved fewer bytes than requested".into(),
+            WarningCode::TraceDropped => "trace records were lost: the trace file is incomplete".into(),
+            WarningCode::CleanupFailed => "a file iolens created could not be removed".into(),
+            WarningCode::BusyLogIncomplete => {
+                "the busy-period log is incomplete: busy time and BPS undercount".into()
+            }
+            WarningCode::BelowCacheRule => {
+                "less data than 20 times the file-system cache per access method (b_eff_io rule)".into()
+            }
+            WarningCode::HighVariation => "the repetitions vary more than the threshold".into(),
+            WarningCode::SparseTarget => {
+                "the read target has holes: reads of holes return zeros without touching the device".into()
+            }
+            WarningCode::SizeClamped => {
+                "the region asked for is larger than the target: it is what is".into()
+            }
+            WarningCode::MemoryBackedTarget => {
+                "the target lives in RAM: the figures measure memory, not storage".into()
+            }
+            WarningCode::DeviceShared => {
+                "other I/O shares the device: the device figures are not this run's alone".into()
+            }
+            WarningCode::ClockUncertain => {
+                "the ranks' clock offsets are uncertain beyond 1% of the busy time".into()
+            }
+            WarningCode::RankWarning => "a rank warned (see its own result)".into(),
+            WarningCode::RateNotReached => "the asked rate was not reached: the load was lighter".into(),
+            WarningCode::ScheduleOverrun => "the schedule did not hold its scheduled time".into(),
+        }
+    }
+
     /// The identifier used in JSON and in the terminal, e.g. `page_cache_reads`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -325,7 +407,10 @@ pub fn evaluate_warnings(facts: &RunFacts) -> Vec<Warning> {
     if f.ops < MIN_TRUSTED_OPS {
         out.push(Warning::new(
             WarningCode::FewOps,
-            format!("only {} operations: percentiles above p99 are not meaningful", f.ops),
+            format!(
+                "{} operations measured, fewer than {MIN_TRUSTED_OPS}: percentiles above p99 are not meaningful",
+                f.ops
+            ),
         ));
     }
     if f.errors > 0 {
@@ -502,6 +587,45 @@ mod tests {
     }
 
     #[test]
+    fn every_code_has_a_description_and_reads_back() {
+        for code in WarningCode::ALL {
+            // A new variant stops this match compiling: a reminder to list it in ALL.
+            match code {
+                WarningCode::PageCacheReads
+                | WarningCode::WritesNotDurable
+                | WarningCode::DeviceCountersUnavailable
+                | WarningCode::ShortRun
+                | WarningCode::FewOps
+                | WarningCode::Interrupted
+                | WarningCode::OpErrors
+                | WarningCode::ShortTransfers
+                | WarningCode::TraceDropped
+                | WarningCode::CleanupFailed
+                | WarningCode::BusyLogIncomplete
+                | WarningCode::BelowCacheRule
+                | WarningCode::HighVariation
+                | WarningCode::SparseTarget
+                | WarningCode::SizeClamped
+                | WarningCode::MemoryBackedTarget
+                | WarningCode::DeviceShared
+                | WarningCode::ClockUncertain
+                | WarningCode::RankWarning
+                | WarningCode::RateNotReached
+                | WarningCode::ScheduleOverrun => {}
+            }
+            assert_eq!(WarningCode::from_code(code.as_str()), Some(code));
+            let words = code.describe();
+            assert!(words.len() > 20 && !words.contains(code.as_str()), "{code:?}: {words}");
+        }
+        let distinct: std::collections::HashSet<&str> = WarningCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(distinct.len(), WarningCode::ALL.len());
+        assert_eq!(WarningCode::from_code("no_such_code"), None);
+        assert!(WarningCode::FewOps
+            .describe()
+            .starts_with(&format!("fewer than {MIN_TRUSTED_OPS} operations")));
+    }
+
+    #[test]
     fn short_runs_few_ops_and_missing_device() {
         let f = figures(1 << 20, 0, 0.2, 10);
         let facts =
@@ -512,5 +636,6 @@ mod tests {
             vec![WarningCode::DeviceCountersUnavailable, WarningCode::ShortRun, WarningCode::FewOps]
         );
         assert!(w[0].message.contains("tmpfs"));
+        assert!(w[2].message.starts_with("10 operations measured, fewer than 1000: "), "{}", w[2].message);
     }
 }

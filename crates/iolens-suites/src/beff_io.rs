@@ -355,6 +355,19 @@ impl BeffIoConfig {
             cache: memory,
         }
     }
+
+    /// b_eff_io as run, every default filled in: the `job` of its result's envelope.
+    pub fn job(&self) -> serde_json::Value {
+        serde_json::json!({
+            "suite": "beff-io",
+            "dir": self.dir.display().to_string(),
+            "ranks": self.ranks,
+            "time_s": self.time.as_secs_f64(),
+            "memory_bytes": self.memory,
+            "mpart_bytes": self.mpart,
+            "cache_bytes": self.cache,
+        })
+    }
 }
 
 /// One pattern of one access method, summed over ranks.

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunObserver, RunOptions, TargetPolicy};
 use iolens_metrics::RunResult;
+use iolens_report::export::csv::float;
 use iolens_report::export::csv_field;
 use iolens_stats::csv::split_csv_line;
 use iolens_workload::{parse_job_with_tables, Job, AGENT_KEYS};
@@ -368,8 +369,10 @@ impl Plan {
         combinations.saturating_mul(u64::from(self.replicates))
     }
 
+    /// The study CSV's header: `row_kind` (always `run`: one row shape, as the other CSVs), the
+    /// run, its factor levels, every metric and whether the run was interrupted.
     pub fn header(&self) -> String {
-        let mut cols = vec!["run_id".to_string(), "replicate".to_string()];
+        let mut cols = vec!["row_kind".to_string(), "run_id".to_string(), "replicate".to_string()];
         cols.extend(self.factors.iter().map(|f| f.name.clone()));
         cols.extend(metric_names().iter().map(|m| m.to_string()));
         cols.push("interrupted".into());
@@ -382,12 +385,23 @@ pub fn metric_names() -> Vec<&'static str> {
     COUNT_METRICS.iter().chain(REPEATED_METRICS).map(|(n, _)| *n).collect()
 }
 
+/// Whether a study metric is a whole number (a count, a latency in ns), written without a
+/// decimal point; every other metric is a float, written with one (`2.0`, never `2`).
+fn whole_metric(name: &str) -> bool {
+    COUNT_METRICS.iter().any(|(n, _)| *n == name) || name.starts_with("lat_")
+}
+
 fn row(plan: &Plan, run: &PlannedRun, result: &RunResult) -> String {
-    let mut cells = vec![run.run_id.to_string(), run.replicate.to_string()];
+    let mut cells = vec!["run".to_string(), run.run_id.to_string(), run.replicate.to_string()];
     cells.extend(plan.factors.iter().zip(&run.levels).map(|(f, &l)| csv_field(&f.levels[l].1).into_owned()));
-    cells.extend(
-        COUNT_METRICS.iter().chain(REPEATED_METRICS).map(|(_, read)| read(&result.aggregate).to_string()),
-    );
+    cells.extend(COUNT_METRICS.iter().chain(REPEATED_METRICS).map(|(name, read)| {
+        let x = read(&result.aggregate);
+        if whole_metric(name) {
+            format!("{}", x as u64)
+        } else {
+            float(x)
+        }
+    }));
     cells.push(result.interrupted.to_string());
     cells.join(",")
 }
@@ -430,6 +444,7 @@ pub fn parse_study_csv(
         return Err(not_this_study(csv, "its first line is not this plan's header"));
     }
     let columns = header.split(',').count();
+    let id_at = header.split(',').position(|c| c == "run_id").unwrap_or(0);
     let mut done = Vec::new();
     let mut complete_len = header_end + 1;
     let mut line_no = 1;
@@ -438,7 +453,8 @@ pub fn parse_study_csv(
         let line = &text[complete_len..complete_len + len];
         let row = std::str::from_utf8(line).ok().and_then(|l| split_csv_line(l.trim_end_matches('\r')).ok());
         let row = row.filter(|fields| fields.len() == columns);
-        let id = row.as_ref().and_then(|fields| fields[0].parse::<u64>().ok()).filter(|id| *id < total_runs);
+        let id =
+            row.as_ref().and_then(|fields| fields[id_at].parse::<u64>().ok()).filter(|id| *id < total_runs);
         let Some(id) = id else {
             return Err(not_this_study(csv, format!("line {line_no} is not a row of this study")));
         };
@@ -564,6 +580,27 @@ mod tests {
     const BASE: &str = "[defaults]\ntarget = \"/tmp/x\"\nrw = \"read\"\nengine = \"null\"\nbytes = \"64k\"\n[[agent]]\nname = \"a\"\n";
 
     #[test]
+    fn a_study_row_is_typed_floats_with_a_point_counts_and_latencies_without() {
+        let p = plan(&format!("{BASE}[doe]\nfactors = {{ bs = [\"4k\", \"16k\"] }}\n")).unwrap();
+        let run = p.runs()[0].clone();
+        let mut result = RunResult::default();
+        result.aggregate.ops = 3;
+        result.aggregate.iops = 2.0;
+        result.aggregate.lat_ns.summary.p50 = 100;
+        let header: Vec<String> = p.header().split(',').map(String::from).collect();
+        let cells: Vec<String> = row(&p, &run, &result).split(',').map(String::from).collect();
+        assert_eq!(cells.len(), header.len());
+        let at = |name: &str| &cells[header.iter().position(|h| h == name).unwrap()];
+        assert_eq!(header[0], "row_kind");
+        assert_eq!(at("row_kind"), "run");
+        assert_eq!(at("ops"), "3");
+        assert_eq!(at("iops"), "2.0");
+        assert_eq!(at("cpu_per_op_ns"), "0.0", "a float even when whole");
+        assert_eq!(at("lat_p50_ns"), "100");
+        assert_eq!(at("interrupted"), "false");
+    }
+
+    #[test]
     fn full_factorial_in_a_seeded_order() {
         let p = plan(&format!("{BASE}[doe]\nreplicates = 2\nseed = 5\nfactors = {{ bs = [\"4k\", \"16k\"], threads = [1, 2], rate = [0, 100] }}\n")).unwrap();
         assert_eq!(p.combinations().len(), 8);
@@ -579,8 +616,8 @@ mod tests {
         assert_eq!(job.agents[0].sizes, iolens_workload::SizeSpec::Fixed(16384));
         assert_eq!(job.agents[0].rate.ops_per_s, 100.0);
         assert_eq!(
-            p.header().split(',').take(5).collect::<Vec<_>>(),
-            ["run_id", "replicate", "bs", "threads", "rate"]
+            p.header().split(',').take(6).collect::<Vec<_>>(),
+            ["row_kind", "run_id", "replicate", "bs", "threads", "rate"]
         );
     }
 
@@ -679,8 +716,8 @@ mod tests {
     fn a_study_resumes_from_its_own_csv() {
         let (dir, plan) = study();
         let csv = dir.path().join("plan.csv");
-        let row = format!("1,1,8k{}", ",0".repeat(plan.header().split(',').count() - 3));
-        std::fs::write(&csv, format!("{}\n{row}\n0,1,4k,cut", plan.header())).unwrap();
+        let row = format!("run,1,1,8k{}", ",0".repeat(plan.header().split(',').count() - 4));
+        std::fs::write(&csv, format!("{}\n{row}\nrun,0,1,4k,cut", plan.header())).unwrap();
         let (_, done) = open_study_csv(&csv, &plan).unwrap();
         assert_eq!(done, [1]);
         assert_eq!(std::fs::read_to_string(&csv).unwrap(), format!("{}\n{row}\n", plan.header()));

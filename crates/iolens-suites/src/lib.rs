@@ -183,8 +183,9 @@ pub struct PointFigures {
     pub lat_ns: LatencySummary,
     pub device_util: Option<f64>,
     pub device_write_bytes: Option<u64>,
-    /// Warning codes, each once.
-    pub warnings: Vec<String>,
+    /// The run's warnings, each code once (ranks and agents repeat them; the first message is
+    /// kept).
+    pub warnings: Vec<PointWarning>,
     pub error: Option<String>,
     pub interrupted: bool,
     /// Each rank's part under MPI (empty alone); their ops and bytes add up to the aggregate's.
@@ -210,18 +211,48 @@ impl PointFigures {
             lat_ns: f.lat_ns.summary,
             device_util: r.device.as_ref().map(|d| d.util),
             device_write_bytes: r.device.as_ref().map(|d| d.write_bytes),
-            warnings: r.warnings.iter().fold(Vec::new(), |mut codes, w| {
-                // A set of codes: ranks and agents repeat them.
-                if !codes.iter().any(|c: &String| c == w.code.as_str()) {
-                    codes.push(w.code.as_str().to_string());
+            warnings: r.warnings.iter().fold(Vec::new(), |mut kept: Vec<PointWarning>, w| {
+                if !kept.iter().any(|k| k.code == w.code.as_str()) {
+                    kept.push(PointWarning::new(w.code.as_str(), &w.message));
                 }
-                codes
+                kept
             }),
             error: r.error.clone(),
             interrupted: r.interrupted,
             per_rank: Vec::new(),
         }
     }
+}
+
+/// A warning of one point of a suite: its code and the run's own message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointWarning {
+    pub code: String,
+    pub message: String,
+}
+
+impl PointWarning {
+    /// A warning with `message`, or, when that is empty, the code's description.
+    pub fn new(code: &str, message: &str) -> PointWarning {
+        let message = match (message.trim(), iolens_metrics::WarningCode::from_code(code)) {
+            ("", Some(known)) => known.describe(),
+            ("", None) => code.to_string(),
+            (given, _) => given.to_string(),
+        };
+        PointWarning { code: code.to_string(), message }
+    }
+
+    /// The warning as an envelope holds it, its message prefixed by where it arose (`at`, e.g.
+    /// "sweep 1 MiB").
+    pub fn notice(&self, at: &str) -> iolens_report::Notice {
+        iolens_report::Notice::new(&self.code, format!("{at}: {}", self.message))
+    }
+}
+
+/// A point's warnings as the JSON of the point lists them: their codes (the messages are in the
+/// envelope's `warnings`, named by the point).
+pub fn warning_codes<S: serde::Serializer>(warnings: &[PointWarning], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(warnings.iter().map(|w| &w.code))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -323,7 +354,15 @@ mod tests {
                     ..RankShare::default()
                 })
                 .collect();
-            Ok(PointFigures { iops, ops: 40, bytes: 4 * 40960, per_rank, ..PointFigures::default() })
+            let warnings = vec![PointWarning::new("few_ops", "only 40 operations")];
+            Ok(PointFigures {
+                iops,
+                ops: 40,
+                bytes: 4 * 40960,
+                per_rank,
+                warnings,
+                ..PointFigures::default()
+            })
         }
         fn rank(&self) -> usize {
             1
@@ -373,6 +412,74 @@ mod tests {
         assert_eq!(json["ranks"], 4);
         assert_eq!(json["curves"][0]["nodes_to_saturate"], 3);
         assert!(crate::saturate::render(&r).contains("nodes to saturate: 3 node(s) of 6 cores"));
+        assert_eq!(json["curves"][0]["points"][1]["warning_codes"], serde_json::json!(["few_ops"]));
+        use iolens_report::Body;
+        let told = r.warnings();
+        assert_eq!(told.len(), 5, "one per point: {told:?}");
+        assert_eq!(
+            told[1],
+            iolens_report::Notice::new("few_ops", "randread at 8 in flight: only 40 operations")
+        );
+    }
+
+    #[test]
+    fn every_suite_says_what_it_ran_with_its_defaults() {
+        let d = std::path::PathBuf::from("/d");
+        let jobs = [
+            crate::sweep::SweepConfig::new(d.clone()).job(),
+            SaturateConfig::new(d.clone()).job(),
+            crate::write_modes::WriteModesConfig::new(d.clone()).job(),
+            crate::beff_io::BeffIoConfig::new(d.clone(), 1 << 30).job(),
+            crate::validate::ValidateConfig::new(d.clone()).job(),
+        ];
+        for (job, suite) in jobs.iter().zip(["sweep", "saturate", "write-modes", "beff-io", "validate"]) {
+            assert_eq!(job["suite"], suite, "{job}");
+            for key in job.as_object().unwrap().keys() {
+                assert!(!key.contains('.'), "{job}");
+            }
+        }
+        assert_eq!(jobs[0]["max_bs_bytes"], 16 << 20);
+        assert_eq!(jobs[0]["time_per_point_s"], 2.0);
+        assert_eq!(jobs[1]["rw"], serde_json::json!(["randread", "randwrite"]));
+        assert_eq!(jobs[1]["concurrency_by"], "io_uring");
+        assert_eq!(jobs[2]["modes"], serde_json::json!(["naive", "fsync", "direct"]));
+        assert_eq!(jobs[3]["time_s"], 900.0);
+        assert_eq!(jobs[3]["mpart_bytes"], crate::beff_io::BeffIoConfig::new(d, 1 << 30).mpart);
+        assert_eq!(jobs[4]["sets"], serde_json::json!([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn a_point_keeps_each_warning_once_with_the_runs_own_message() {
+        use iolens_metrics::{Warning, WarningCode};
+        let run = RunResult {
+            warnings: vec![
+                Warning::new(
+                    WarningCode::FewOps,
+                    "only 12 operations: percentiles above p99 are not meaningful",
+                ),
+                Warning::new(WarningCode::FewOps, "only 3 operations (rank 1)"),
+                Warning::new(WarningCode::ShortRun, ""),
+            ],
+            ..RunResult::default()
+        };
+        let f = PointFigures::of(&run);
+        assert_eq!(
+            f.warnings,
+            vec![
+                PointWarning {
+                    code: "few_ops".into(),
+                    message: "only 12 operations: percentiles above p99 are not meaningful".into()
+                },
+                PointWarning { code: "short_run".into(), message: WarningCode::ShortRun.describe() },
+            ]
+        );
+        // Rank 0 sends the figures to every rank: the messages cross too.
+        let back: PointFigures = serde_json::from_slice(&serde_json::to_vec(&f).unwrap()).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(
+            f.warnings[0].notice("sweep 1 MiB").message,
+            "sweep 1 MiB: only 12 operations: percentiles above p99 are not meaningful"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
+use crate::{run_point, PointWarning, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
 
 /// Throughput must grow by more than this per doubling to keep going.
 pub const MIN_GAIN: f64 = 0.05;
@@ -52,6 +52,22 @@ impl SaturateConfig {
             loads: vec!["randread".into(), "randwrite".into()],
         }
     }
+
+    /// The saturation test as run, every default filled in: the `job` of its result's envelope.
+    pub fn job(&self) -> serde_json::Value {
+        serde_json::json!({
+            "suite": "saturate",
+            "target": self.target.display().to_string(),
+            "rw": self.loads,
+            "bs_bytes": self.bs,
+            "direct": self.direct,
+            "concurrency_by": if self.use_threads { "threads" } else { "io_uring" },
+            "max_concurrency": self.max_concurrency,
+            "cores_per_node": self.cores_per_node,
+            "time_per_point_s": self.time_per_point.as_secs_f64(),
+            "region_bytes": self.region,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,6 +85,9 @@ pub struct SaturatePoint {
     pub lat_ns: LatencySummary,
     /// Throughput growth over the previous point.
     pub gain: Option<f64>,
+    /// The point's warnings; its JSON lists their codes, the envelope their messages.
+    #[serde(rename = "warning_codes", serialize_with = "crate::warning_codes")]
+    pub warnings: Vec<PointWarning>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_rank: Vec<RankShare>,
@@ -111,6 +130,17 @@ pub struct SaturateResult {
 impl iolens_report::Body for SaturateResult {
     fn interrupted(&self) -> bool {
         self.interrupted
+    }
+    /// Each point's warnings, named by the curve and the point.
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        let mut all = Vec::new();
+        for c in &self.curves {
+            for p in &c.points {
+                let at = format!("{} at {} in flight", c.rw, p.concurrency);
+                all.extend(p.warnings.iter().map(|w| w.notice(&at)));
+            }
+        }
+        all
     }
 }
 
@@ -176,6 +206,7 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
                 bw_bytes_s: f.bw_bytes_s,
                 lat_ns: f.lat_ns,
                 gain,
+                warnings: f.warnings,
                 per_rank: f.per_rank,
             });
             if flattened(&points) {
@@ -281,6 +312,7 @@ mod tests {
                 bw_bytes_s: 0.0,
                 lat_ns: LatencySummary::default(),
                 gain,
+                warnings: vec![],
                 per_rank: vec![],
             });
         }

@@ -10,7 +10,7 @@ use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
+use crate::{run_point, PointWarning, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -49,6 +49,23 @@ impl SweepConfig {
         }
     }
 
+    /// The sweep as run, every default filled in: the `job` of its result's envelope.
+    pub fn job(&self) -> serde_json::Value {
+        serde_json::json!({
+            "suite": "sweep",
+            "target": self.target.display().to_string(),
+            "rw": self.rw,
+            "threads": self.threads,
+            "min_bs_bytes": self.min_size,
+            "max_bs_bytes": self.max_size,
+            "growth": self.growth,
+            "direct": self.direct,
+            "time_per_point_s": self.time_per_point.as_secs_f64(),
+            "region_bytes": self.region,
+            "floor_iops": self.floor_iops,
+        })
+    }
+
     /// The request sizes: growing by `growth` (doubling by default) from `min_size` to `max_size`.
     pub fn sizes(&self) -> Vec<u64> {
         std::iter::successors(Some(self.min_size.max(1)), |s| s.checked_mul(self.growth.max(2)))
@@ -71,9 +88,9 @@ pub struct SweepPoint {
     pub lat_ns: LatencySummary,
     /// Device utilization over the point, when a block device is behind the target.
     pub device_util: Option<f64>,
-    /// Codes of the point's warnings (their messages are in the point's own run).
-    #[serde(rename = "warning_codes")]
-    pub warnings: Vec<String>,
+    /// The point's warnings; its JSON lists their codes, the envelope their messages.
+    #[serde(rename = "warning_codes", serialize_with = "crate::warning_codes")]
+    pub warnings: Vec<PointWarning>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_rank: Vec<RankShare>,
@@ -122,10 +139,8 @@ impl iolens_report::Body for SweepResult {
         let mut all = Vec::new();
         for c in &self.curves {
             for p in &c.points {
-                all.extend(p.warnings.iter().map(|code| {
-                    let at = format!("{} threads, {}", c.threads, format_bytes(p.bs));
-                    iolens_report::Notice::new(code.clone(), format!("{at}: {code}"))
-                }));
+                let at = format!("{} threads, {}", c.threads, format_bytes(p.bs));
+                all.extend(p.warnings.iter().map(|w| w.notice(&at)));
             }
         }
         all
@@ -281,7 +296,7 @@ pub fn render(r: &SweepResult) -> String {
                 fmt_ns(p.lat_ns.p99 as f64),
                 p.device_util.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
                 mark.into(),
-                p.warnings.join(","),
+                p.warnings.iter().map(|w| w.code.as_str()).collect::<Vec<_>>().join(","),
             ]);
         }
         t.render(&mut out);

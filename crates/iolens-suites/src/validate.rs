@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use iolens_engine::ownership::ScratchDir;
 
-use crate::{run_point, SuiteContext, SuiteError};
+use crate::{run_point, PointWarning, SuiteContext, SuiteError};
 
 /// The metrics validated, with their expected correlation with execution time.
 pub const VALIDATED: [(&str, Direction); 4] = [
@@ -55,6 +55,19 @@ impl ValidateConfig {
             seed: 1,
         }
     }
+
+    /// The validation as run, every default filled in: the `job` of its result's envelope.
+    pub fn job(&self) -> serde_json::Value {
+        serde_json::json!({
+            "suite": "validate",
+            "dir": self.dir.display().to_string(),
+            "volume_bytes": self.volume,
+            "repeat": self.repeat,
+            "sets": self.sets,
+            "extra_target": self.extra_target.as_ref().map(|t| t.display().to_string()),
+            "seed": self.seed,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,6 +81,9 @@ pub struct ValidationRun {
     pub bps: f64,
     pub bytes: u64,
     pub moved_bytes: u64,
+    /// The run's warnings; its JSON lists their codes, the envelope their messages.
+    #[serde(rename = "warning_codes", serialize_with = "crate::warning_codes")]
+    pub warnings: Vec<PointWarning>,
 }
 
 impl ValidationRun {
@@ -115,6 +131,17 @@ pub struct ValidateResult {
 impl iolens_report::Body for ValidateResult {
     fn interrupted(&self) -> bool {
         self.interrupted
+    }
+    /// Each run's warnings, named by its set, configuration and repetition.
+    fn warnings(&self) -> Vec<iolens_report::Notice> {
+        let mut all = Vec::new();
+        for s in &self.sets {
+            for r in &s.runs {
+                let at = format!("set {} {} #{}", s.set, r.config, r.repetition);
+                all.extend(r.warnings.iter().map(|w| w.notice(&at)));
+            }
+        }
+        all
     }
 }
 
@@ -298,6 +325,7 @@ fn run_sets(
                 bps: f.bps,
                 bytes: f.bytes,
                 moved_bytes: f.moved_bytes,
+                warnings: f.warnings.clone(),
             });
         }
         let correlations = correlations(&runs);
@@ -389,6 +417,7 @@ mod tests {
             bps: iops * 8.0,
             bytes: 1,
             moved_bytes: 1,
+            warnings: vec![],
         }
     }
 

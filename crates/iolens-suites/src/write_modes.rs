@@ -24,7 +24,7 @@ use iolens_report::table::{fmt_mib, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
-use crate::{run_point, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget};
+use crate::{run_point, PointWarning, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget};
 
 /// Default data per mode, in multiples of the dirty limit: with twice the limit, at least half
 /// of what the naive mode writes must reach the device while its write calls are timed.
@@ -49,6 +49,32 @@ pub struct WriteModesConfig {
 impl WriteModesConfig {
     pub fn new(target: PathBuf) -> WriteModesConfig {
         WriteModesConfig { target, bs: 4096, bytes: None, threads: 1, region: None, time_cap: None }
+    }
+
+    /// The write modes as asked, the `job` of the result's envelope; what `None` resolved to
+    /// (bytes per mode, region) is in the result's `sizing`.
+    pub fn job(&self) -> serde_json::Value {
+        serde_json::json!({
+            "suite": "write-modes",
+            "target": self.target.display().to_string(),
+            "modes": MODES.map(|(mode, _, _)| mode),
+            "bs_bytes": self.bs,
+            "bytes_per_mode": self.bytes,
+            "threads": self.threads,
+            "region_per_thread_bytes": self.region,
+            "time_cap_s": self.time_cap.map(|t| t.as_secs_f64()),
+        })
+    }
+
+    /// [`WriteModesConfig::job`] with what its `None`s resolved to in the run that gave `r`
+    /// (bytes per mode, region per thread); the job as asked without a result.
+    pub fn job_as_run(&self, r: Option<&WriteModesResult>) -> serde_json::Value {
+        let mut job = self.job();
+        if let Some(r) = r {
+            job["bytes_per_mode"] = r.bytes_per_mode.into();
+            job["region_per_thread_bytes"] = r.region_per_thread.into();
+        }
+        job
     }
 }
 
@@ -161,9 +187,9 @@ pub struct ModeResult {
     pub device_write_bytes: Option<u64>,
     /// The mode stopped at the time cap before writing its bytes.
     pub capped_by_time: bool,
-    /// Codes of the point's warnings (their messages are in the point's own run).
-    #[serde(rename = "warning_codes")]
-    pub warnings: Vec<String>,
+    /// The mode's warnings; its JSON lists their codes, the envelope their messages.
+    #[serde(rename = "warning_codes", serialize_with = "crate::warning_codes")]
+    pub warnings: Vec<PointWarning>,
     /// Under MPI: each rank's part (the figures above are the aggregate over all ranks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_rank: Vec<RankShare>,
@@ -206,11 +232,7 @@ impl iolens_report::Body for WriteModesResult {
     fn warnings(&self) -> Vec<iolens_report::Notice> {
         let mut all = Vec::new();
         for m in &self.modes {
-            all.extend(
-                m.warnings
-                    .iter()
-                    .map(|code| iolens_report::Notice::new(code.clone(), format!("{}: {code}", m.mode))),
-            );
+            all.extend(m.warnings.iter().map(|w| w.notice(m.mode)));
         }
         all
     }
@@ -400,10 +422,10 @@ pub fn render(r: &WriteModesResult) -> String {
             m.device_write_bytes.map_or("-".into(), |b| fmt_mib(b as f64)),
             if m.capped_by_time {
                 let mut w = vec!["stopped by --time".to_string()];
-                w.extend(m.warnings.iter().cloned());
+                w.extend(m.warnings.iter().map(|w| w.code.clone()));
                 w.join(",")
             } else {
-                m.warnings.join(",")
+                m.warnings.iter().map(|w| w.code.as_str()).collect::<Vec<_>>().join(",")
             },
         ]);
     }

@@ -13,7 +13,9 @@ use iolens_suites::beff_io;
 
 use crate::cli::BeffIoArgs;
 
-use crate::output::{report_error, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{
+    check_write, parquet_envelope, report_error, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+};
 
 pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let json = a.json.clone();
@@ -81,8 +83,15 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
         return Ok(());
     };
     say!("{}", beff_io::render(&result));
+    let mut job = cfg.job();
+    job["hints"] = hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if let Some(path) = &a.parquet {
+        use iolens_report::export::parquet;
+        let envelope = parquet_envelope(&result, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
+        check_write(path, parquet::write_points(path, &result, envelope).map(|_| ()));
+    }
     if let Some(path) = &json {
-        write_json_or_warn(path, &result);
+        write_result(path, &result, Some(job));
     }
     Ok(())
 }

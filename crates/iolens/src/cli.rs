@@ -380,6 +380,10 @@ pub struct BeffIoArgs {
     pub memory: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write one row per pattern (of each partition) as Parquet (zstd), the rest of the result
+    /// in its metadata.
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -595,6 +599,10 @@ pub struct ValidateArgs {
     pub sets: Vec<u8>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write one row per run (of each set) as Parquet (zstd), the rest of the result in its
+    /// metadata.
+    #[arg(long, value_name = "FILE")]
+    pub parquet: Option<PathBuf>,
     #[arg(long)]
     pub keep: bool,
     #[arg(long, short)]

@@ -265,8 +265,8 @@ pub fn parquet_envelope<B: Body>(body: &B, job: Option<serde_json::Value>, table
 }
 
 /// One document (the same envelope, to the millisecond) written to every path.
-pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B) {
-    let doc = invocation().document(body, None);
+pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B, job: Option<serde_json::Value>) {
+    let doc = invocation().document(body, job);
     for path in paths {
         check_write(path, iolens_report::write_json_atomic(path, &doc));
     }

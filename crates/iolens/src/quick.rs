@@ -24,7 +24,7 @@ use iolens_workload::{format_bytes, parse_duration, parse_size};
 use serde::Serialize;
 
 use crate::cli::QuickArgs;
-use crate::output::{fail, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 /// b_eff_io's T as a multiple of the per-point time.
 const BEFF_IO_T_FACTOR: u32 = 30;
@@ -108,13 +108,17 @@ struct Quick<'a> {
     quiet: bool,
     command: String,
     runner: &'a dyn PointRunner,
+    /// The job of every part that ran, for quick's own envelope.
+    jobs: Vec<serde_json::Value>,
 }
 
 impl Quick<'_> {
-    /// Runs one part, saves its JSON, and hands the result to `summarize`.
+    /// Runs one part (`job`: what it ran, from its result where it has one), saves its JSON, and
+    /// hands the result to `summarize`.
     fn part<R: Body>(
         &mut self,
         name: &'static str,
+        job: impl FnOnce(Option<&R>) -> serde_json::Value,
         run: impl FnOnce(&SuiteContext) -> Result<R, SuiteError>,
         summarize: impl FnOnce(&R, &mut Vec<Headline>, &mut Vec<Notice>),
     ) {
@@ -134,11 +138,12 @@ impl Quick<'_> {
             error: None,
             skipped: None,
         };
+        let job = job(result.as_ref().ok());
         match result {
             Ok(r) => {
                 let file = format!("{name}.json");
                 if self.runner.rank() == 0 {
-                    write_json_or_warn(&self.results.join(&file), &r);
+                    write_result(&self.results.join(&file), &r, Some(job.clone()));
                 }
                 outcome.json = Some(file);
                 summarize(&r, &mut self.report.headlines, &mut self.report.warnings);
@@ -146,6 +151,7 @@ impl Quick<'_> {
             Err(e) => outcome.error = Some(e.to_string()),
         }
         self.report.parts.push(outcome);
+        self.jobs.push(job);
     }
 }
 
@@ -181,7 +187,8 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<No
                 .into(),
         });
         for p in &c.points {
-            w.extend(p.warnings.iter().map(|x| Notice::new(x, format!("sweep {}: {x}", format_bytes(p.bs)))));
+            let at = format!("sweep {}", format_bytes(p.bs));
+            w.extend(p.warnings.iter().map(|x| x.notice(&at)));
         }
         if let Some(why) = &c.stopped_early {
             w.push(Notice::new("stopped_early", format!("sweep stopped early: {why}")));
@@ -189,8 +196,12 @@ fn summarize_sweep(r: &sweep::SweepResult, h: &mut Vec<Headline>, w: &mut Vec<No
     }
 }
 
-fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, _w: &mut Vec<Notice>) {
+fn summarize_saturate(r: &saturate::SaturateResult, h: &mut Vec<Headline>, w: &mut Vec<Notice>) {
     for c in &r.curves {
+        for p in &c.points {
+            let at = format!("saturate {} at {} in flight", c.rw, p.concurrency);
+            w.extend(p.warnings.iter().map(|x| x.notice(&at)));
+        }
         let value = match c.saturation_concurrency {
             Some(n) => format!("{n} in flight reach 90% of {} IO/s", fmt_rate(c.peak_iops)),
             None => format!("peak {} IO/s", fmt_rate(c.peak_iops)),
@@ -226,7 +237,8 @@ fn summarize_write_modes(r: &write_modes::WriteModesResult, h: &mut Vec<Headline
         ),
     });
     for m in &r.modes {
-        w.extend(m.warnings.iter().map(|x| Notice::new(x, format!("write-modes {}: {x}", m.mode))));
+        let at = format!("write-modes {}", m.mode);
+        w.extend(m.warnings.iter().map(|x| x.notice(&at)));
     }
 }
 
@@ -378,6 +390,7 @@ pub fn quick(
         quiet: out.quiet,
         command,
         runner,
+        jobs: Vec::new(),
     };
 
     let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
@@ -387,21 +400,31 @@ pub fn quick(
     sweep_cfg.direct = direct;
     sweep_cfg.time_per_point = time;
     sweep_cfg.region = size;
-    q.part("sweep", |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
+    q.part("sweep", |_| sweep_cfg.job(), |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
 
     let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
     saturate_cfg.direct = direct;
     saturate_cfg.max_concurrency = SATURATE_CAP;
     saturate_cfg.time_per_point = time;
     saturate_cfg.region = size;
-    q.part("saturate", |ctx| saturate::saturate(&saturate_cfg, ctx), summarize_saturate);
+    q.part(
+        "saturate",
+        |_| saturate_cfg.job(),
+        |ctx| saturate::saturate(&saturate_cfg, ctx),
+        summarize_saturate,
+    );
 
     let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
     // Quick: the region once per mode, stopped after twice the point time; the full suite
     // writes a multiple of the dirty limit instead.
     modes_cfg.bytes = Some(size);
     modes_cfg.time_cap = Some(time * 2);
-    q.part("write-modes", |ctx| write_modes::write_modes(&modes_cfg, ctx), summarize_write_modes);
+    q.part(
+        "write-modes",
+        |r| modes_cfg.job_as_run(r),
+        |ctx| write_modes::write_modes(&modes_cfg, ctx),
+        summarize_write_modes,
+    );
 
     // Under MPI: b_eff_io over MPI-IO, one partition of all ranks, in the directory every rank
     // shares (the scratch directories are each rank's own).
@@ -413,17 +436,27 @@ pub fn quick(
     // Collective under MPI: every rank takes part (or none does); rank 0 alone has the result.
     if !runner.any_stopped(stop.load(Ordering::SeqCst)) {
         if runner.rank() == 0 {
+            let job = beff_cfg.job();
             let result = move |ctx: &SuiteContext| {
                 runner
                     .beff_io(&beff_cfg, stop, ctx.observer)?
                     .ok_or_else(|| SuiteError::Config("no b_eff_io result".into()))
             };
-            q.part("beff-io", result, summarize_beff_io);
+            q.part("beff-io", |_| job, result, summarize_beff_io);
         } else {
             let _ = runner.beff_io(&beff_cfg, stop, &());
         }
     }
 
+    let job = serde_json::json!({
+        "suite": "quick",
+        "dir": base.display().to_string(),
+        "time_per_point_s": time.as_secs_f64(),
+        "size_bytes": size,
+        "direct": direct,
+        "results": results.display().to_string(),
+        "parts": q.jobs,
+    });
     let mut report = q.report;
     if memory_backed {
         say_memory_backed(&mut report);
@@ -439,7 +472,7 @@ pub fn quick(
     say!("{}", render(&report));
     let summary = results.join("quick.json");
     let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
-    crate::output::write_json_copies(&copies, &report);
+    crate::output::write_json_copies(&copies, &report, Some(job));
     write_report_page(&results, &report);
     if errors.is_empty() {
         Ok(())
@@ -540,11 +573,82 @@ fn render(r: &QuickReport) -> String {
         }
     }
     for w in &r.warnings {
-        let _ = writeln!(s, "warning: {}: {}", w.code, w.message);
+        let _ = writeln!(s, "warning: {} ({})", w.message, w.code);
     }
     if r.interrupted {
         let _ = writeln!(s, "interrupted: the page covers the parts that ran");
     }
     let _ = writeln!(s, "total {:.0} s", r.elapsed_s);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolens_suites::PointWarning;
+
+    fn report() -> QuickReport {
+        QuickReport {
+            directory: "/d".into(),
+            filesystem: "ext4".into(),
+            memory_backed: false,
+            device: None,
+            direct_supported: true,
+            memory: 1 << 30,
+            processes: None,
+            time_per_point_s: 1.0,
+            results_dir: "/r".into(),
+            parts: Vec::new(),
+            headlines: Vec::new(),
+            warnings: Vec::new(),
+            interrupted: false,
+            elapsed_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_points_warning_is_a_sentence_naming_the_point_then_its_code() {
+        let point = sweep::SweepPoint {
+            threads: 1,
+            bs: 1 << 20,
+            ops: 12,
+            bytes: 12 << 20,
+            iops: 120.0,
+            bw_bytes_s: 120.0 * (1 << 20) as f64,
+            bps: 0.0,
+            lat_ns: Default::default(),
+            device_util: None,
+            warnings: vec![PointWarning::new("few_ops", ""), PointWarning::new("short_run", "ran 0.1 s")],
+            per_rank: Vec::new(),
+        };
+        let curve = sweep::SweepCurve {
+            threads: 1,
+            points: vec![point],
+            knee_bs: None,
+            knee_note: None,
+            bw90_bs: None,
+            stopped_early: None,
+        };
+        let result = sweep::SweepResult {
+            suite: "sweep",
+            target: "/d/f".into(),
+            rw: "randread".into(),
+            direct: true,
+            time_per_point_s: 0.1,
+            processes: None,
+            curves: vec![curve],
+            interrupted: false,
+        };
+        let mut r = report();
+        summarize_sweep(&result, &mut r.headlines, &mut r.warnings);
+        let text = render(&r);
+        let few = format!("warning: sweep {}: fewer than 1000 operations measured", format_bytes(1 << 20));
+        let line = text.lines().find(|l| l.starts_with(&few)).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.ends_with(" (few_ops)"), "{line}");
+        assert!(!line.contains("few_ops: "), "{line}");
+        assert!(
+            text.contains(&format!("warning: sweep {}: ran 0.1 s (short_run)", format_bytes(1 << 20))),
+            "{text}"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use iolens_suites::doe::{run_study, Plan};
 use serde::Serialize;
 
 use crate::cli::{CorrelateArgs, DoeAnalyzeArgs, DoeArgs, DoeCommand};
-use crate::output::{write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{write_json_or_warn, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 /// Reports an error (with JSON when asked) and gives the exit code.
 fn fail(json: &Option<PathBuf>, command: &str, message: &str, code: u8) -> u8 {
@@ -346,7 +346,18 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
             goal: if goal == Goal::Maximize { "maximize".into() } else { "minimize".into() },
             recommendations,
         };
-        write_json_or_warn(path, &report);
+        let job = serde_json::json!({
+            "suite": "doe",
+            "data": a.data.display().to_string(),
+            "response": a.response,
+            "factors": a.factors,
+            "log_response": a.log,
+            "interactions": a.interactions.max(1),
+            "full": a.full,
+            "alpha": a.alpha,
+            "goal": report.goal,
+        });
+        write_result(path, &report, Some(job));
     }
     Ok(())
 }

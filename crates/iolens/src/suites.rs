@@ -15,7 +15,7 @@ use iolens_workload::{parse_duration, parse_size};
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
 use crate::output::{
-    check_write, fail, parquet_envelope, write_json_or_warn, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
 };
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
@@ -32,17 +32,25 @@ fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std:
     })
 }
 
-/// Prints a suite's table and writes its JSON; under MPI only rank 0 does (every rank has the
-/// same outcome, so the others stay silent).
+/// Where a suite's result goes besides the terminal.
+struct ResultFiles<'a> {
+    json: &'a Option<std::path::PathBuf>,
+    parquet: &'a Option<std::path::PathBuf>,
+}
+
+/// Prints a suite's table and writes its JSON and Parquet files, `job` (what ran, told by the
+/// result) in their envelope; under MPI only rank 0 does (every rank has the same outcome, so
+/// the others stay silent).
 fn finish<R: iolens_report::Body>(
     result: Result<R, SuiteError>,
+    job: impl FnOnce(&R) -> serde_json::Value,
     render: impl Fn(&R) -> String,
-    json: &Option<std::path::PathBuf>,
-    parquet: &Option<std::path::PathBuf>,
+    files: ResultFiles<'_>,
     stop: &AtomicBool,
     command: &str,
     runner: &dyn PointRunner,
 ) -> Result<(), u8> {
+    let ResultFiles { json, parquet } = files;
     let out = outputs(json);
     if runner.rank() != 0 {
         return result.map(|_| ()).map_err(|_| EXIT_FAILED);
@@ -50,12 +58,13 @@ fn finish<R: iolens_report::Body>(
     let r =
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
+    let job = job(&r);
     if let Some(path) = json {
-        write_json_or_warn(path, &r);
+        write_result(path, &r, Some(job.clone()));
     }
     if let Some(path) = parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&r, None, &parquet::POINT_TABLE_KEYS);
+        let envelope = parquet_envelope(&r, Some(job), &parquet::POINT_TABLE_KEYS);
         check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
     }
     Ok(())
@@ -111,7 +120,15 @@ pub fn sweep(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, sweep::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
+    finish(
+        result,
+        |_| cfg.job(),
+        sweep::render,
+        ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
+        stop,
+        &command,
+        runner,
+    )
 }
 
 pub fn saturate(
@@ -136,7 +153,15 @@ pub fn saturate(
         &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, saturate::render, &a.suite.json, &a.suite.parquet, stop, &command, runner)
+    finish(
+        result,
+        |_| cfg.job(),
+        saturate::render,
+        ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
+        stop,
+        &command,
+        runner,
+    )
 }
 
 pub fn write_modes(
@@ -170,7 +195,15 @@ pub fn write_modes(
         &context(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
     );
     progress.finish();
-    finish(result, write_modes::render, &a.json, &a.parquet, stop, &command, runner)
+    finish(
+        result,
+        |r| cfg.job_as_run(Some(r)),
+        write_modes::render,
+        ResultFiles { json: &a.json, parquet: &a.parquet },
+        stop,
+        &command,
+        runner,
+    )
 }
 
 /// What `beff-io`'s flags say, for the thread and the MPI-IO version alike; the message why not.
@@ -212,7 +245,15 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
     let progress = ProgressLine::new(a.quiet, "beff-io");
     let result = beff_io::run(&cfg, stop, &|s| s.show(&progress));
     progress.finish();
-    finish(result, beff_io::render, &a.json, &None, stop, &command, &LocalRunner)
+    finish(
+        result,
+        |_| cfg.job(),
+        beff_io::render,
+        ResultFiles { json: &a.json, parquet: &a.parquet },
+        stop,
+        &command,
+        &LocalRunner,
+    )
 }
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
@@ -229,5 +270,13 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     // validate only writes the files it lays out in a directory of its own.
     let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command, &LocalRunner));
     progress.finish();
-    finish(result, validation::render, &a.json, &None, stop, &command, &LocalRunner)
+    finish(
+        result,
+        |_| cfg.job(),
+        validation::render,
+        ResultFiles { json: &a.json, parquet: &a.parquet },
+        stop,
+        &command,
+        &LocalRunner,
+    )
 }

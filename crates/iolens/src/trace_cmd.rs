@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iolens_analyze::{
-    emit_workload, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, PathFilter, TraceSummary,
+    emit_workload, export::OpExports, render_summary, AnalyzeOptions, Analyzer, ExecutableRow, PathFilter,
+    TraceSummary,
 };
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
@@ -23,7 +24,7 @@ use iolens_record::event::{
 };
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
-use crate::output::{check_write, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{check_write, parquet_envelope, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 use crate::process_tree::ProcessForest;
 use crate::trace_mpi::RankOfJob;
 
@@ -163,7 +164,7 @@ fn summarize(
     opts: AnalyzeOptions,
     only_exe: &[String],
     wall_from_markers: bool,
-) -> Result<(TraceSummary, ImportReport), String> {
+) -> Result<(TraceSummary, ImportReport, OpExports), String> {
     let filter_is_empty = opts.filter.is_empty();
     // A run trace's records have one size: it is read in parallel chunks unless the calls must
     // pass in order (per-op exports) or through the process selection.
@@ -226,7 +227,7 @@ fn summarize(
             )
         })
         .collect();
-    let mut summary = analyzer.finish().map_err(|e| e.to_string())?;
+    let (mut summary, exports) = analyzer.finish_keeping_exports().map_err(|e| e.to_string())?;
     summary.notes.extend(selection_note);
     summary.executables = executable_rows(executables, only_exe);
     summary.process_trees = process_trees;
@@ -267,7 +268,7 @@ fn summarize(
         ));
     }
     summary.notes.extend(report.notes.iter().cloned());
-    Ok((summary, report))
+    Ok((summary, report, exports))
 }
 
 /// Records per chunk below which a run trace is not split further.
@@ -375,7 +376,13 @@ impl iolens_report::Body for AnalyzeJson<'_> {
     }
 }
 
-fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs) {
+/// Prints the summary and writes its files; the per-operation exports are completed with the
+/// result's envelope (their Parquet metadata).
+fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs, exports: OpExports) {
+    let envelope = parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]);
+    if let Err((path, e)) = exports.finish(Some(&envelope)) {
+        check_write(&path, Err(e));
+    }
     if let Some(log) = darshan {
         say!("{}", crate::darshan_view::render(log));
     }
@@ -402,9 +409,9 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, report) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe, false)
+    let (summary, report, exports) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe, false)
         .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
-    publish(&summary, report.darshan.as_deref(), &a.summary);
+    publish(&summary, report.darshan.as_deref(), &a.summary, exports);
     Ok(())
 }
 
@@ -656,7 +663,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     };
     // A job's wall time is its ranks' (first start to last end, on rank 0's clock).
     let opts = AnalyzeOptions { program_wall_ns: mpi.is_none().then_some(wall_ns), ..opts };
-    let (mut summary, _) =
+    let (mut summary, _, exports) =
         summarize(&summarized, Format::Events, false, opts, &a.summary.only_exe, mpi.is_some())
             .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     summary.notes.extend(rank_notes);
@@ -686,7 +693,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
             summary.notes.push(format!("{program} was killed by a signal: its last buffered events are lost"))
         }
     }
-    publish(&summary, None, &a.summary);
+    publish(&summary, None, &a.summary, exports);
     exit_like(&status)
 }
 

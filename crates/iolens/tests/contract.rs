@@ -2,6 +2,8 @@
 //! its schema in `schemas/`, starts with the one envelope, and uses one key per figure (no
 //! dotted keys, none of the retired unit variants). MPI-only commands (beff) are not run here.
 
+#[path = "support/floats_check.rs"]
+mod floats_check;
 #[path = "support/schema_check.rs"]
 mod schema_check;
 
@@ -73,12 +75,68 @@ fn conforms(schema: &str, doc: &Value, argv_tail: &[&str]) {
         assert!(!k.contains('.'), "{schema}: key {k:?} at {at} holds a dot");
         assert!(!RETIRED.contains(&k.as_str()), "{schema}: retired key {k:?} at {at}");
     }
+    floats_check::cpu_figures_are_floats(doc, schema);
     let command: Vec<&str> = doc["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(
         command.ends_with(argv_tail) || command.windows(argv_tail.len()).any(|w| w == argv_tail),
         "{command:?}"
     );
     assert!(doc["started_at"].as_str().unwrap() <= doc["ended_at"].as_str().unwrap());
+}
+
+/// What a CSV field holds: a whole number, a float (always with a point or an exponent), or text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cell {
+    Whole,
+    Float,
+    Text,
+}
+
+fn cell(field: &str) -> Cell {
+    if field.parse::<i64>().is_ok() || field.parse::<u64>().is_ok() {
+        Cell::Whole
+    } else if field.parse::<f64>().is_ok() {
+        Cell::Float
+    } else {
+        Cell::Text
+    }
+}
+
+/// A CSV of one row shape: a header starting with `row_kind`, every row as wide as the header,
+/// a `row_kind` in every row, and one kind of value per column (a float column never holds a
+/// bare `2`); `columns` names the kind some columns must have. Quoted fields are not expected.
+fn typed_csv(path: &Path, columns: &[(&str, Cell)]) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[0], "row_kind", "{}: {header:?}", path.display());
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty(), "{}: no rows", path.display());
+    for (k, name) in header.iter().enumerate() {
+        let mut kinds: Vec<Cell> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r.len(), header.len(), "{}: {r:?}", path.display());
+                r[k]
+            })
+            .filter(|f| !f.is_empty())
+            .map(cell)
+            .collect();
+        kinds.dedup();
+        assert!(kinds.len() <= 1, "{}: column {name} mixes {kinds:?}", path.display());
+        if let Some((_, want)) = columns.iter().find(|(c, _)| c == name) {
+            assert_eq!(kinds, [*want], "{}: column {name}", path.display());
+        }
+    }
+    assert!(rows.iter().all(|r| !r[0].is_empty()), "{}: a row without row_kind", path.display());
+    for (name, _) in columns {
+        assert!(header.contains(name), "{}: no column {name}", path.display());
+    }
+}
+
+/// The codes of a document's envelope warnings.
+fn warning_codes(doc: &Value) -> Vec<&str> {
+    doc["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect()
 }
 
 #[test]
@@ -125,22 +183,35 @@ fn every_command_writes_its_schema() {
     let sweep =
         env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
     conforms("sweep.schema.json", &sweep, &["sweep"]);
-    let codes: Vec<&str> =
-        sweep["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect();
+    let codes = warning_codes(&sweep);
     assert!(codes.contains(&"short_run"), "the points' warnings reach the envelope: {codes:?}");
+    let short = sweep["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "short_run").unwrap();
+    assert!(
+        short["message"].as_str().is_some_and(|m| m.contains(" threads, 4") && m.contains(": run lasted ")),
+        "the point's own message, named by the point: {short}"
+    );
+    assert_eq!(sweep["job"]["suite"], "sweep");
+    assert_eq!(sweep["job"]["min_bs_bytes"], 4096, "the suite's job is in the envelope");
+    assert_eq!(sweep["job"]["time_per_point_s"], 0.1);
     let saturate =
         env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
     conforms("saturate.schema.json", &saturate, &["saturate"]);
+    assert!(warning_codes(&saturate).contains(&"short_run"), "{:?}", warning_codes(&saturate));
+    assert_eq!(saturate["job"]["max_concurrency"], 2);
     let modes = env.json("write-modes", &["write-modes", &d, "--bytes", "1m", "--threads", "1", "-q"], 0);
     conforms("write-modes.schema.json", &modes, &["write-modes"]);
+    assert_eq!(modes["job"]["bytes_per_mode"], 1 << 20);
     let beff_io = env.json(
         "beff-io",
         &["beff-io", &d, "--time", "200ms", "--mpart", "1m", "--ranks", "1", "--memory", "16m", "-q"],
         0,
     );
     conforms("beff-io.schema.json", &beff_io, &["beff-io"]);
+    assert_eq!(beff_io["job"]["mpart_bytes"], 1 << 20);
     let validate = env.json("validate", &["validate", &d, "--volume", "1m", "--repeat", "2", "-q"], 0);
     conforms("validate.schema.json", &validate, &["validate"]);
+    assert!(warning_codes(&validate).contains(&"short_run"), "{:?}", warning_codes(&validate));
+    assert_eq!(validate["job"]["volume_bytes"], 1 << 20);
 
     let metrics = env.path("m.csv");
     std::fs::write(&metrics, "time_s,iops,bw,arpt\n10,100,5,1.0\n8,120,6,0.8\n6,150,9,0.7\n4,190,8,0.5\n")
@@ -166,9 +237,32 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("doe.schema.json", &doe, &["analyze"]);
+    typed_csv(
+        &data,
+        &[
+            ("run_id", Cell::Whole),
+            ("ops", Cell::Whole),
+            ("iops", Cell::Float),
+            ("cpu_per_op_ns", Cell::Float),
+            ("lat_p99_ns", Cell::Whole),
+        ],
+    );
+    assert_eq!(doe["job"]["factors"], serde_json::json!(["bs", "threads"]));
 
     let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
     conforms("analyze.schema.json", &analyze, &["analyze"]);
+    let ops = env.path("ops.csv");
+    let out = iolens().arg("analyze").arg(env.path("t.trace")).arg("--csv").arg(&ops).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    typed_csv(
+        &ops,
+        &[
+            ("pid", Cell::Whole),
+            ("path", Cell::Text),
+            ("requested", Cell::Whole),
+            ("duration_ns", Cell::Whole),
+        ],
+    );
 
     let first = env.path("run.json");
     let compare = env.json("compare", &["compare", first.to_str().unwrap(), first.to_str().unwrap()], 0);
@@ -184,6 +278,12 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("quick.schema.json", &quick, &["quick"]);
+    let parts: Vec<&str> =
+        quick["job"]["parts"].as_array().unwrap().iter().map(|j| j["suite"].as_str().unwrap()).collect();
+    assert_eq!(parts, ["sweep", "saturate", "write-modes", "beff-io"]);
+    let modes_job = &quick["job"]["parts"][2];
+    assert_eq!(modes_job["bytes_per_mode"], 4 << 20);
+    assert!(modes_job["region_per_thread_bytes"].is_u64(), "resolved from the run: {modes_job}");
     for (part, schema) in
         [("sweep", "sweep"), ("saturate", "saturate"), ("write-modes", "write-modes"), ("beff-io", "beff-io")]
     {

@@ -236,5 +236,8 @@ fn quick_on_tmpfs_says_it_measured_ram() {
         assert!(h["measured"].as_str().unwrap().contains("RAM"), "{h}");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("warning: memory_backed_target"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("warning: ") && l.ends_with("(memory_backed_target)")),
+        "{stdout}"
+    );
 }

@@ -259,6 +259,92 @@ fn sweep_points_go_to_parquet() {
 }
 
 #[test]
+fn beff_io_patterns_and_validate_runs_go_to_parquet_with_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    run_ok(&[
+        "beff-io",
+        d,
+        "--time",
+        "200ms",
+        "--mpart",
+        "1m",
+        "--ranks",
+        "1",
+        "--memory",
+        "16m",
+        "-q",
+        "--json",
+        &p("beff-io.json"),
+        "--parquet",
+        &p("beff-io.parquet"),
+    ]);
+    let v = read_json(&dir.path().join("beff-io.json"));
+    let patterns: usize =
+        v["partitions"].as_array().unwrap().iter().map(|x| x["patterns"].as_array().unwrap().len()).sum();
+    let (columns, rows, envelope) = parquet(&dir.path().join("beff-io.parquet"));
+    assert!(patterns > 0);
+    assert_eq!(rows.len(), patterns);
+    assert!(columns.iter().any(|c| c == "partitions_ranks"), "{columns:?}");
+    assert_eq!(envelope["job"]["suite"], "beff-io");
+    assert_eq!(envelope["b_eff_io_mb_s"], v["b_eff_io_mb_s"]);
+
+    run_ok(&[
+        "validate",
+        d,
+        "--volume",
+        "1m",
+        "--repeat",
+        "2",
+        "--sets",
+        "2",
+        "-q",
+        "--json",
+        &p("validate.json"),
+        "--parquet",
+        &p("validate.parquet"),
+    ]);
+    let v = read_json(&dir.path().join("validate.json"));
+    let runs: usize = v["sets"].as_array().unwrap().iter().map(|x| x["runs"].as_array().unwrap().len()).sum();
+    let (columns, rows, envelope) = parquet(&dir.path().join("validate.parquet"));
+    assert!(runs >= 2);
+    assert_eq!(rows.len(), runs);
+    assert!(
+        columns.iter().any(|c| c == "sets_set") && columns.iter().any(|c| c == "bw_bytes_s"),
+        "{columns:?}"
+    );
+    assert_eq!(envelope["job"]["suite"], "validate");
+}
+
+#[test]
+fn analyze_per_op_parquet_carries_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    run_ok(&[
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--size",
+        "1m",
+        "--time",
+        "100ms",
+        "-q",
+        "--trace",
+        &p("t.trace"),
+    ]);
+    run_ok(&["analyze", &p("t.trace"), "--json", &p("a.json"), "--parquet", &p("ops.parquet")]);
+    let v = read_json(&dir.path().join("a.json"));
+    let (_, rows, envelope) = parquet(&dir.path().join("ops.parquet"));
+    assert!(!rows.is_empty());
+    assert_eq!(envelope["schema_version"], v["schema_version"]);
+    let command: Vec<&str> =
+        envelope["command"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    assert!(command.contains(&"analyze"), "{command:?}");
+    assert_eq!(envelope["aggregate_layer"], v["aggregate_layer"], "the summary is in it");
+}
+
+#[test]
 fn repetitions_go_to_parquet_numbered() {
     let dir = tempfile::tempdir().unwrap();
     let pq = dir.path().join("rep.parquet");

@@ -61,7 +61,7 @@ fn an_interrupted_study_resumes_without_losing_or_repeating_runs() {
     assert!(stdout.contains(&format!("{} were already done", before.len())), "{stdout}");
     let after = rows(&csv);
     assert_eq!(&after[..before.len()], &before[..], "rows already written stay as they were");
-    let mut ids: Vec<u64> = after.iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
+    let mut ids: Vec<u64> = after.iter().map(|r| r.split(',').nth(1).unwrap().parse().unwrap()).collect();
     ids.sort();
     assert_eq!(ids, (0..8).collect::<Vec<u64>>(), "every run exactly once");
 

@@ -243,8 +243,17 @@ impl ParquetTable {
     }
 
     /// Writes the last row group and the footer, and puts the file in place.
-    pub fn finish(mut self) -> std::io::Result<()> {
+    pub fn finish(self) -> std::io::Result<()> {
+        self.finish_with_envelope(None)
+    }
+
+    /// [`ParquetTable::finish`] for a table whose envelope is known only once its rows are
+    /// written (a trace's summary): `envelope` goes into the metadata now.
+    pub fn finish_with_envelope(mut self, envelope: Option<String>) -> std::io::Result<()> {
         self.write_row_group()?;
+        if let Some(e) = envelope {
+            self.writer.append_key_value_metadata(KeyValue::new(ENVELOPE_KEY.to_string(), e));
+        }
         self.writer.into_inner().map_err(to_io)?.commit()
     }
 }
@@ -531,7 +540,11 @@ pub fn write_trace_ops(path: &Path, trace: &Path, envelope: Option<String>) -> s
     Ok(rows)
 }
 
-/// The points of a suite's result as rows: every object of an array named `points` or `modes`,
+/// Arrays whose objects are the rows of a suite's table: sweep's and saturate's `points`,
+/// write-modes' `modes`, b_eff_io's `patterns` (per partition), validate's `runs` (per set).
+const ROW_ARRAYS: [&str; 4] = ["points", "modes", "patterns", "runs"];
+
+/// The points of a suite's result as rows: every object of an array named in [`ROW_ARRAYS`],
 /// with the scalar fields of the objects around it (a curve's `threads`) prefixed by their
 /// array's name (`curves_threads`).
 pub fn point_rows(result: &serde_json::Value) -> Vec<serde_json::Value> {
@@ -545,7 +558,7 @@ pub fn point_rows(result: &serde_json::Value) -> Vec<serde_json::Value> {
             let serde_json::Value::Array(items) = child else { continue };
             for item in items {
                 let serde_json::Value::Object(fields) = item else { continue };
-                if key == "points" || key == "modes" {
+                if ROW_ARRAYS.contains(&key.as_str()) {
                     let mut row = context.clone();
                     row.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
                     out.push(serde_json::Value::Object(row));
@@ -566,7 +579,9 @@ pub fn point_rows(result: &serde_json::Value) -> Vec<serde_json::Value> {
     out
 }
 
-/// The keys of a suite's JSON that hold its points (left out of its Parquet file's envelope).
+/// The keys of a suite's JSON that hold its points (left out of its Parquet file's envelope);
+/// b_eff_io's partitions and validate's sets stay in it, for their per-method and per-set
+/// findings the rows do not hold.
 pub const POINT_TABLE_KEYS: [&str; 2] = ["curves", "modes"];
 
 /// A suite's result as Parquet: one row per point ([`point_rows`]); `envelope` (see
@@ -597,6 +612,33 @@ mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
+
+    #[test]
+    fn beff_io_patterns_and_validate_runs_are_rows_with_their_context() {
+        let beff_io = serde_json::json!({
+            "suite": "beff-io",
+            "method_weights": [["scatter", 0.25]],
+            "partitions": [
+                {"ranks": 1, "b_eff_io": 3.5, "methods": [{"method": "write", "mb_s": 2.0}],
+                 "patterns": [{"method": "write", "type": 0, "chunk_bytes": 1024}, {"method": "read", "type": 1, "chunk_bytes": 32}]},
+                {"ranks": 2, "b_eff_io": 5.0, "methods": [], "patterns": [{"method": "write", "type": 0, "chunk_bytes": 1024}]}
+            ]
+        });
+        let rows = point_rows(&beff_io);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(rows[1]["partitions_ranks"], 1);
+        assert_eq!(rows[1]["chunk_bytes"], 32);
+        assert_eq!(rows[2]["partitions_ranks"], 2);
+        assert!(rows.iter().all(|r| r.get("methods_mb_s").is_none()), "a sibling table's fields stay out");
+        let validate = serde_json::json!({
+            "suite": "validate",
+            "sets": [{"set": 2, "name": "request size", "runs": [{"config": "4k", "repetition": 1, "iops": 10.0}],
+                      "correlations": [{"name": "iops", "cc": -0.5}]}]
+        });
+        let rows = point_rows(&validate);
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0]["sets_set"].clone(), rows[0]["config"].clone()), (2.into(), "4k".into()));
+    }
 
     #[test]
     fn rows_columns_nulls_and_envelope_read_back() {
