@@ -278,6 +278,13 @@ fn every_result_kind_renders_in_headless_chromium() {
         if kind == "run" && logs_intervals(&env) {
             assert!(html.contains("IOPS per interval"), "the run's series are drawn");
         }
+        if kind == "analyze" || kind == "trace" {
+            assert!(html.contains("I/O timeline per process"), "{kind}: a lane per process");
+            assert!(html.contains(" busy from "), "{kind}: the lanes show the processes' busy periods");
+        }
+        if kind == "beff" {
+            assert!(html.contains("Bandwidth vs message size per pattern"), "b_eff per pattern and size");
+        }
         if kind != "failed command" {
             assert!(html.contains("<svg") || html.contains("<table"), "{kind}: drawn");
             assert!(!html.contains("no data to plot"), "{kind}: every chart finds its data");
