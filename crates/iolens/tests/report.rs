@@ -282,6 +282,9 @@ fn every_result_kind_renders_in_headless_chromium() {
             assert!(html.contains("I/O timeline per process"), "{kind}: a lane per process");
             assert!(html.contains(" busy from "), "{kind}: the lanes show the processes' busy periods");
         }
+        if kind == "doe analyze" {
+            assert!(html.contains("Interaction bs:threads (p = "), "every two-factor interaction is plotted");
+        }
         if kind == "beff" {
             assert!(html.contains("Bandwidth vs message size per pattern"), "b_eff per pattern and size");
         }
@@ -306,6 +309,7 @@ fn every_result_kind_renders_in_headless_chromium() {
     for part in ["quick.json", "sweep.json", "saturate.json", "write-modes.json", "beff-io.json"] {
         assert!(html.contains(&format!("<h2>{part} ")), "quick's page has {part}");
     }
+    assert!(html.contains("Time per part"), "quick's own section has a chart too");
     pages.push(("quick", quick_page));
 
     let Some(browser) = chromium() else { return };
