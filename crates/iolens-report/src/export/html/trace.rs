@@ -314,5 +314,10 @@ mod tests {
             assert!(timeline.contains(&format!(">{lane}</text>")), "{lane} has a lane");
         }
         assert!(timeline.contains("pid 2 read"), "the slowest op is on its process's lane");
+        assert!(
+            timeline.contains(">busy</text>") && timeline.contains(">read</text>"),
+            "drawn kinds in the legend"
+        );
+        assert!(!timeline.contains(">lifetime</text>"), "no legend entry for a kind not drawn");
     }
 }
