@@ -590,6 +590,15 @@ mod tests {
         "size_bytes",
         "kind",
         "pattern",
+        "busy_periods_s",
+        "busy_periods_resolution_s",
+        "layer",
+        "interaction_means",
+        "seconds",
+        "part",
+        "interval_s",
+        "read_bw_bytes_s",
+        "write_bw_bytes_s",
     ];
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {

@@ -289,6 +289,24 @@ mod tests {
         assert_eq!(lanes, [vec![(0.0, 2.0), (5.0, 6.0)], vec![(0.0, 1.0)]]);
     }
 
+    proptest::proptest! {
+        /// Any lanes, however many, long or far apart their periods: decimation ends within the
+        /// budget (every lane one period at worst).
+        #[test]
+        fn decimation_always_ends_within_the_budget(
+            lanes in proptest::collection::vec(
+                proptest::collection::vec((-1e300f64..1e300, 0f64..1e300), 0..300), 1..40),
+            budget in 40usize..500,
+        ) {
+            let mut lanes: Vec<Vec<(f64, f64)>> =
+                lanes.into_iter().map(|l| l.into_iter().map(|(a, d)| (a, a + d)).collect()).collect();
+            let before: usize = lanes.iter().map(Vec::len).sum();
+            let gap = decimate(&mut lanes, budget);
+            let after: usize = lanes.iter().map(Vec::len).sum();
+            proptest::prop_assert!(after <= budget && after <= before, "{before} -> {after}, gap {gap}");
+        }
+    }
+
     #[test]
     fn a_long_trace_is_drawn_within_the_span_budget_and_says_it_was_decimated() {
         let periods = |lane: u64| -> Vec<[f64; 2]> {
