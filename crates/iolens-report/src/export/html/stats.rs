@@ -190,11 +190,16 @@ pub(crate) fn doe(page: &mut Page, doc: &Value) {
         chart.render(page.out());
     }
     let significant = array(doc, "significant_interactions");
-    if significant.is_empty() {
-        page.note("No significant interaction: the main-effect plots tell the whole story.");
-    }
     // Every two-factor interaction where the result has them all, else the significant ones.
     let all = array(doc, "interaction_means");
+    if significant.is_empty() {
+        page.note(if all.is_empty() {
+            "No significant interaction: the main-effect plots tell the whole story."
+        } else {
+            "No significant interaction: the main-effect plots tell the whole story; the lines of \
+             the interaction plots below differ from parallel by no more than the noise."
+        });
+    }
     let terms = if all.is_empty() { significant } else { all };
     for term in terms {
         let name = text(term, "term").unwrap_or_default();
