@@ -22,6 +22,7 @@ pub mod export;
 mod filter;
 mod merge;
 mod render;
+pub mod timeline;
 mod union;
 mod workload;
 
@@ -240,6 +241,7 @@ struct ProcAcc {
     /// The thread of the last call, already in `threads`.
     last_tid: Option<u32>,
     union: CompactUnion,
+    timeline: timeline::BusyTimeline,
 }
 
 /// An operation ranked by duration (ties by arrival) for the slowest-operations table.
@@ -339,6 +341,10 @@ pub struct ProcessRow {
     pub bytes: u64,
     pub busy_s: f64,
     pub threads: usize,
+    /// When the process was busy: `[start_s, end_s]` since the trace's first call, exact to
+    /// `busy_periods_resolution_s` (a bounded number per process, see [`timeline`]).
+    pub busy_periods_s: Vec<[f64; 2]>,
+    pub busy_periods_resolution_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -652,6 +658,7 @@ impl Analyzer {
         let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
             p.union.push(iv);
+            p.timeline.push(iv);
         }
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
@@ -820,6 +827,15 @@ impl Analyzer {
                     bytes: p.bytes,
                     busy_s: p.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
                     threads: p.threads.len(),
+                    busy_periods_s: p
+                        .timeline
+                        .periods()
+                        .map(|(start, end)| {
+                            let since_first = |ns: u64| ns.saturating_sub(first) as f64 / 1e9;
+                            [since_first(start), since_first(end)]
+                        })
+                        .collect(),
+                    busy_periods_resolution_s: p.timeline.resolution_ns() as f64 / 1e9,
                 })
             })
             .collect::<Result<_, AnalyzeError>>()?;

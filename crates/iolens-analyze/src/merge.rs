@@ -69,6 +69,7 @@ impl ProcAcc {
         self.bytes = self.bytes.saturating_add(later.bytes);
         self.threads.extend(later.threads);
         self.union.absorb(later.union);
+        self.timeline.absorb(later.timeline);
     }
 }
 

@@ -520,3 +520,20 @@ fn merging_chunks_whose_sums_overflow_saturates_as_one_pass_does() {
     let opts = AnalyzeOptions::default();
     assert_eq!(summary_json(&chunked(&events, &[1], &opts)), summary_json(&chunked(&events, &[], &opts)));
 }
+
+#[test]
+fn each_process_row_has_its_busy_periods_since_the_first_call() {
+    let s = analyze(&sample(), AnalyzeOptions::default());
+    let periods = |pid: u32| {
+        let p = s.processes.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(p.busy_periods_resolution_s, 1e-9, "few calls: exact to the nanosecond");
+        p.busy_periods_s
+            .iter()
+            .map(|[a, b]| ((a * 1e9).round() as u64, (b * 1e9).round() as u64))
+            .collect::<Vec<_>>()
+    };
+    // The first timed call (the read at 10) is the origin, as for the slowest calls; opens and
+    // closes take no busy time.
+    assert_eq!(periods(1), [(0, 100), (110, 210), (1990, 2090)]);
+    assert_eq!(periods(2), [(40, 240), (990, 1490)]);
+}

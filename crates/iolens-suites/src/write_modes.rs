@@ -241,6 +241,9 @@ impl iolens_report::Body for WriteModesResult {
 const MODES: [(&str, bool, &str); 3] =
     [("naive", false, "none"), ("fsync", false, "end"), ("direct", true, "none")];
 
+/// Modes measured, one after the other (each at most `time_cap` long, when set).
+pub const MODE_COUNT: usize = MODES.len();
+
 /// Where one mode writes: a fresh scratch directory in a directory target, else the target.
 enum ModeTarget {
     Fresh(ScratchDir),

@@ -635,7 +635,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Results (`--json` files of run, sweep, saturate, write-modes, beff-io, validate,
+    /// Results (`--json` files of run, sweep, saturate, write-modes, beff-io, beff, validate,
     /// correlate, doe analyze, trace, analyze, quick, compare, monitor); one section each.
     #[arg(value_name = "RESULT.json", required = true)]
     pub files: Vec<PathBuf>,

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use iolens_engine::{Progress, RunObserver};
@@ -29,6 +29,8 @@ pub const EXIT_VERIFY: u8 = 3;
 pub struct ProgressLine {
     bar: ProgressBar,
     rates: std::sync::Mutex<CurrentRate>,
+    /// The whole command this line is one part of (quick), told after the part's own figures.
+    whole: Option<PartOfPlan>,
 }
 
 impl ProgressLine {
@@ -41,7 +43,25 @@ impl ProgressLine {
         );
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
-        ProgressLine { bar, rates: std::sync::Mutex::new(CurrentRate::default()) }
+        ProgressLine { bar, rates: std::sync::Mutex::new(CurrentRate::default()), whole: None }
+    }
+
+    /// The line of one part of a command made of parts: the part's own progress, then the
+    /// share of the whole command done and its ETA.
+    pub fn for_part(quiet: bool, label: &str, whole: PartOfPlan) -> ProgressLine {
+        ProgressLine { whole: Some(whole), ..ProgressLine::new(quiet, label) }
+    }
+
+    /// `what`, followed by where the whole command stands when this line is one of its parts.
+    fn show(&self, what: String, part_fraction: Option<f64>) {
+        let message = match &self.whole {
+            Some(whole) => {
+                let share = whole.share_done(whole.part_started.elapsed().as_secs_f64(), part_fraction);
+                format!("{what} | {}", whole.describe(whole.whole_started.elapsed().as_secs_f64(), share))
+            }
+            None => what,
+        };
+        self.bar.set_message(message);
     }
 
     pub fn finish(&self) {
@@ -91,12 +111,12 @@ impl CurrentRate {
 
 impl RunObserver for ProgressLine {
     fn phase(&self, what: &str) {
-        self.bar.set_message(what.to_string());
+        self.show(what.to_string(), None);
     }
 
     fn step(&self, fraction: f64, what: &str) {
         self.bar.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
-        self.bar.set_message(what.to_string());
+        self.show(what.to_string(), Some(fraction));
     }
 
     fn progress(&self, p: &Progress) {
@@ -105,7 +125,96 @@ impl RunObserver for ProgressLine {
         }
         let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         rates.update(p.elapsed_s, p.ops, p.bytes);
-        self.bar.set_message(rates.message(p.ops, p.bytes));
+        let message = rates.message(p.ops, p.bytes);
+        drop(rates);
+        // A run's fraction is its own point's, not the part's: the part goes by its plan.
+        self.show(message, None);
+    }
+}
+
+/// The parts of a command made of parts (quick), each with the seconds it is planned to take,
+/// from which the share of the whole done and the whole's ETA follow.
+#[derive(Debug, Clone)]
+pub struct PartsPlan {
+    pub command: &'static str,
+    pub parts: Vec<(&'static str, f64)>,
+    pub started: Instant,
+}
+
+impl PartsPlan {
+    /// The part `name` starting now; None for a part the plan does not list.
+    pub fn part(&self, name: &str) -> Option<PartOfPlan> {
+        let index = self.parts.iter().position(|(n, _)| *n == name)?;
+        Some(PartOfPlan {
+            command: self.command,
+            index,
+            count: self.parts.len(),
+            before_s: self.parts[..index].iter().map(|p| p.1).sum(),
+            planned_s: self.parts[index].1,
+            total_s: self.parts.iter().map(|p| p.1).sum(),
+            whole_started: self.started,
+            part_started: Instant::now(),
+        })
+    }
+}
+
+/// One part of a [`PartsPlan`], running.
+#[derive(Debug, Clone)]
+pub struct PartOfPlan {
+    command: &'static str,
+    index: usize,
+    count: usize,
+    /// Planned seconds of the parts before this one, of this one, and of all.
+    before_s: f64,
+    planned_s: f64,
+    total_s: f64,
+    whole_started: Instant,
+    part_started: Instant,
+}
+
+/// A part that overruns its plan shows at most this share of itself done until it ends.
+const OVERRUN_SHARE: f64 = 0.95;
+/// Below this share of the whole done the ETA is the plan's; above, the pace so far's.
+const PACE_KNOWN_SHARE: f64 = 0.05;
+
+impl PartOfPlan {
+    /// Share of the whole done, 0 to 1: the parts before, plus this part's share — the one it
+    /// counts itself when it does (`part_fraction`), else its time against its plan.
+    pub fn share_done(&self, part_elapsed_s: f64, part_fraction: Option<f64>) -> f64 {
+        if self.total_s <= 0.0 {
+            return 0.0;
+        }
+        let by_time = if self.planned_s > 0.0 { part_elapsed_s / self.planned_s } else { 0.0 };
+        let within = part_fraction.unwrap_or(by_time).clamp(0.0, OVERRUN_SHARE);
+        ((self.before_s + within * self.planned_s) / self.total_s).clamp(0.0, 1.0)
+    }
+
+    /// "quick 2/4, 37% done, ETA 1m20s": the ETA at the pace so far once it is known, the
+    /// plan's before.
+    pub fn describe(&self, whole_elapsed_s: f64, share: f64) -> String {
+        let eta_s = if share >= PACE_KNOWN_SHARE {
+            whole_elapsed_s * (1.0 - share) / share
+        } else {
+            self.total_s * (1.0 - share)
+        };
+        format!(
+            "{} {}/{}, {:.0}% done, ETA {}",
+            self.command,
+            self.index + 1,
+            self.count,
+            share * 100.0,
+            short_duration(eta_s)
+        )
+    }
+}
+
+/// 45s, 3m05s, 1h02m.
+fn short_duration(seconds: f64) -> String {
+    let s = if seconds.is_finite() { seconds.max(0.0).round() as u64 } else { 0 };
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
     }
 }
 
@@ -287,7 +396,44 @@ pub fn check_write(path: &Path, result: std::io::Result<()>) {
 
 #[cfg(test)]
 mod progress_tests {
-    use super::CurrentRate;
+    use super::{short_duration, CurrentRate, PartsPlan};
+
+    fn quick_plan() -> PartsPlan {
+        PartsPlan {
+            command: "quick",
+            parts: vec![("sweep", 10.0), ("saturate", 20.0), ("write-modes", 10.0), ("beff-io", 60.0)],
+            started: std::time::Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_share_of_the_whole_counts_the_parts_before_and_this_ones_progress() {
+        let plan = quick_plan();
+        assert!(plan.part("clean").is_none());
+        let sweep = plan.part("sweep").unwrap();
+        assert_eq!(sweep.share_done(0.0, None), 0.0);
+        assert_eq!(sweep.share_done(5.0, None), 0.05, "half its planned 10 s of 100 s");
+        let saturate = plan.part("saturate").unwrap();
+        assert_eq!(saturate.share_done(10.0, None), 0.2, "sweep's 10 s and half of saturate's 20 s");
+        // An overrunning part holds short of its end: the next part's start moves the line on.
+        assert_eq!(saturate.share_done(100.0, None), (10.0 + 0.95 * 20.0) / 100.0);
+        // A part that counts its own steps (b_eff_io's patterns) goes by them, not by time.
+        let beff = plan.part("beff-io").unwrap();
+        assert_eq!(beff.share_done(1.0, Some(0.5)), 0.7);
+    }
+
+    #[test]
+    fn the_whole_eta_follows_the_pace_once_known_and_the_plan_before() {
+        let plan = quick_plan();
+        let saturate = plan.part("saturate").unwrap();
+        // 20% done in 30 s: 80% more at that pace is 120 s.
+        assert_eq!(saturate.describe(30.0, 0.2), "quick 2/4, 20% done, ETA 2m00s");
+        let sweep = plan.part("sweep").unwrap();
+        // 1% done: too early for a pace, the plan's remaining 99 s.
+        assert_eq!(sweep.describe(0.1, 0.01), "quick 1/4, 1% done, ETA 1m39s");
+        assert_eq!(short_duration(3725.0), "1h02m");
+        assert_eq!(short_duration(f64::NAN), "0s");
+    }
 
     #[test]
     fn current_rate_is_over_the_last_window_not_since_the_start() {

@@ -24,7 +24,7 @@ use iolens_workload::{format_bytes, parse_duration, parse_size};
 use serde::Serialize;
 
 use crate::cli::QuickArgs;
-use crate::output::{fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{fail, write_result, PartsPlan, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 /// b_eff_io's T as a multiple of the per-point time.
 const BEFF_IO_T_FACTOR: u32 = 30;
@@ -110,6 +110,33 @@ struct Quick<'a> {
     runner: &'a dyn PointRunner,
     /// The job of every part that ran, for quick's own envelope.
     jobs: Vec<serde_json::Value>,
+    plan: PartsPlan,
+}
+
+/// The seconds each part is planned to take: every point or mode at its time (the sweep and
+/// the saturation may end early), b_eff_io its T per partition.
+fn planned_seconds(
+    sweep: &sweep::SweepConfig,
+    saturate: &saturate::SaturateConfig,
+    modes: &write_modes::WriteModesConfig,
+    beff: &beff_io::BeffIoConfig,
+    ranks: usize,
+) -> Vec<(&'static str, f64)> {
+    let ranks = u32::try_from(ranks).unwrap_or(u32::MAX).max(1);
+    let sweep_points = sweep.sizes().len() * sweep.threads.len();
+    // Requests in flight per rank double from 1 while all ranks together stay within the cap;
+    // the first point runs regardless.
+    let levels = std::iter::successors(Some(1u32), |c| c.checked_mul(2))
+        .take_while(|c| ranks.saturating_mul(*c) <= saturate.max_concurrency)
+        .count()
+        .max(1);
+    let mode_s = modes.time_cap.map_or(0.0, |t| t.as_secs_f64());
+    vec![
+        ("sweep", sweep_points as f64 * sweep.time_per_point.as_secs_f64()),
+        ("saturate", (saturate.loads.len() * levels) as f64 * saturate.time_per_point.as_secs_f64()),
+        ("write-modes", write_modes::MODE_COUNT as f64 * mode_s),
+        ("beff-io", beff.ranks.len() as f64 * beff.time.as_secs_f64()),
+    ]
 }
 
 impl Quick<'_> {
@@ -126,7 +153,11 @@ impl Quick<'_> {
             return;
         }
         let started = Instant::now();
-        let progress = ProgressLine::new(self.quiet || self.runner.rank() != 0, name);
+        let quiet = self.quiet || self.runner.rank() != 0;
+        let progress = match self.plan.part(name) {
+            Some(whole) => ProgressLine::for_part(quiet, name, whole),
+            None => ProgressLine::new(quiet, name),
+        };
         // quick writes only in its own scratch directory, removed at the end.
         let result =
             run(&crate::suites::context(false, false, self.stop, &progress, &self.command, self.runner));
@@ -368,6 +399,34 @@ pub fn quick(
         }
     }
 
+    let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
+    sweep_cfg.min_size = 4 << 10;
+    sweep_cfg.max_size = (16 << 20).min(size);
+    sweep_cfg.growth = 4;
+    sweep_cfg.direct = direct;
+    sweep_cfg.time_per_point = time;
+    sweep_cfg.region = size;
+
+    let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
+    saturate_cfg.direct = direct;
+    saturate_cfg.max_concurrency = SATURATE_CAP;
+    saturate_cfg.time_per_point = time;
+    saturate_cfg.region = size;
+
+    let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
+    // Quick: the region once per mode, stopped after twice the point time; the full suite
+    // writes a multiple of the dirty limit instead.
+    modes_cfg.bytes = Some(size);
+    modes_cfg.time_cap = Some(time * 2);
+
+    // Under MPI: b_eff_io over MPI-IO, one partition of all ranks, in the directory every rank
+    // shares (the scratch directories are each rank's own).
+    let mut beff_cfg =
+        beff_io::BeffIoConfig::new(if runner.ranks() > 1 { base.clone() } else { dir.clone() }, memory);
+    beff_cfg.time = time * BEFF_IO_T_FACTOR;
+    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
+    beff_cfg.ranks = vec![runner.ranks()];
+
     let mut q = Quick {
         report: QuickReport {
             directory: dir.display().to_string(),
@@ -391,34 +450,20 @@ pub fn quick(
         command,
         runner,
         jobs: Vec::new(),
+        plan: PartsPlan {
+            command: "quick",
+            parts: planned_seconds(&sweep_cfg, &saturate_cfg, &modes_cfg, &beff_cfg, runner.ranks()),
+            started,
+        },
     };
 
-    let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
-    sweep_cfg.min_size = 4 << 10;
-    sweep_cfg.max_size = (16 << 20).min(size);
-    sweep_cfg.growth = 4;
-    sweep_cfg.direct = direct;
-    sweep_cfg.time_per_point = time;
-    sweep_cfg.region = size;
     q.part("sweep", |_| sweep_cfg.job(), |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
-
-    let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
-    saturate_cfg.direct = direct;
-    saturate_cfg.max_concurrency = SATURATE_CAP;
-    saturate_cfg.time_per_point = time;
-    saturate_cfg.region = size;
     q.part(
         "saturate",
         |_| saturate_cfg.job(),
         |ctx| saturate::saturate(&saturate_cfg, ctx),
         summarize_saturate,
     );
-
-    let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
-    // Quick: the region once per mode, stopped after twice the point time; the full suite
-    // writes a multiple of the dirty limit instead.
-    modes_cfg.bytes = Some(size);
-    modes_cfg.time_cap = Some(time * 2);
     q.part(
         "write-modes",
         |r| modes_cfg.job_as_run(r),
@@ -426,13 +471,6 @@ pub fn quick(
         summarize_write_modes,
     );
 
-    // Under MPI: b_eff_io over MPI-IO, one partition of all ranks, in the directory every rank
-    // shares (the scratch directories are each rank's own).
-    let mut beff_cfg =
-        beff_io::BeffIoConfig::new(if runner.ranks() > 1 { base.clone() } else { dir.clone() }, memory);
-    beff_cfg.time = time * BEFF_IO_T_FACTOR;
-    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
-    beff_cfg.ranks = vec![runner.ranks()];
     // Collective under MPI: every rank takes part (or none does); rank 0 alone has the result.
     if !runner.any_stopped(stop.load(Ordering::SeqCst)) {
         if runner.rank() == 0 {
@@ -650,5 +688,28 @@ mod tests {
             text.contains(&format!("warning: sweep {}: ran 0.1 s (short_run)", format_bytes(1 << 20))),
             "{text}"
         );
+    }
+
+    /// quick's parts at 1 s per point on 16 MiB: 7 sweep sizes (4 KiB to 16 MiB by 4), 2 loads ×
+    /// 6 concurrency levels (1 to 32), 3 write modes of at most 2 s, b_eff_io's T of 30 s.
+    #[test]
+    fn the_plan_counts_each_parts_points_at_their_time() {
+        use std::time::Duration;
+        let dir = PathBuf::from("/nonexistent");
+        let time = Duration::from_secs(1);
+        let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
+        (sweep_cfg.min_size, sweep_cfg.max_size, sweep_cfg.growth, sweep_cfg.time_per_point) =
+            (4 << 10, 16 << 20, 4, time);
+        let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
+        (saturate_cfg.max_concurrency, saturate_cfg.time_per_point) = (SATURATE_CAP, time);
+        let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
+        modes_cfg.time_cap = Some(time * 2);
+        let mut beff_cfg = beff_io::BeffIoConfig::new(dir, 1 << 30);
+        (beff_cfg.time, beff_cfg.ranks) = (time * BEFF_IO_T_FACTOR, vec![1]);
+        let plan = planned_seconds(&sweep_cfg, &saturate_cfg, &modes_cfg, &beff_cfg, 1);
+        assert_eq!(plan, [("sweep", 7.0), ("saturate", 12.0), ("write-modes", 6.0), ("beff-io", 30.0)]);
+        // Four ranks reach the cap of 32 in flight at 8 each: levels 1, 2, 4 and 8.
+        let plan = planned_seconds(&sweep_cfg, &saturate_cfg, &modes_cfg, &beff_cfg, 4);
+        assert_eq!(plan[1], ("saturate", 8.0));
     }
 }

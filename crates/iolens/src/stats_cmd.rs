@@ -154,6 +154,9 @@ struct AnalysisReport {
     final_adj_r_squared: f64,
     level_means: Vec<(String, Vec<iolens_stats::LevelMean>)>,
     significant_interactions: Vec<InteractionTable>,
+    /// Cell means of every two-factor interaction of the model asked, significant or not:
+    /// the data of interaction plots (p from the model asked).
+    interaction_means: Vec<InteractionTable>,
     goal: String,
     recommendations: Vec<iolens_stats::Recommendation>,
 }
@@ -240,6 +243,17 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
         let parts: Vec<&str> = row.term.split(':').collect();
         if parts.len() == 2 && row.p.is_some_and(|p| p <= a.alpha) {
             interactions.push(InteractionTable {
+                term: row.term.clone(),
+                p: row.p,
+                cells: cell_means(&dataset, &parts).map_err(stats)?,
+            });
+        }
+    }
+    let mut interaction_means = Vec::new();
+    for row in &full.rows {
+        let parts: Vec<&str> = row.term.split(':').collect();
+        if parts.len() == 2 {
+            interaction_means.push(InteractionTable {
                 term: row.term.clone(),
                 p: row.p,
                 cells: cell_means(&dataset, &parts).map_err(stats)?,
@@ -343,6 +357,7 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
             final_adj_r_squared: final_table.adj_r_squared,
             level_means: level_tables,
             significant_interactions: interactions,
+            interaction_means,
             goal: if goal == Goal::Maximize { "maximize".into() } else { "minimize".into() },
             recommendations,
         };

@@ -170,6 +170,7 @@ fn make_results(env: &Env) -> Vec<(&'static str, PathBuf)> {
     let (run_json, repeat_json) = (json("run"), json("repeat"));
     add("compare", &["compare", s(&run_json), s(&repeat_json)], json("compare"));
     results.push(("trace", trace_json));
+    results.push(("beff", beff_result(env)));
 
     // A failed command's error document is a result too.
     let failed = json("failed");
@@ -178,6 +179,77 @@ fn make_results(env: &Env) -> Vec<(&'static str, PathBuf)> {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     results.push(("failed command", failed));
     results
+}
+
+/// `iolens beff` under `mpirun -np 2 --quick`, with an iolens built with MPI.
+#[cfg(feature = "mpi")]
+fn beff_result(env: &Env) -> PathBuf {
+    let file = env.path("beff.json");
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2", env!("CARGO_BIN_EXE_iolens")])
+        .args(["beff", "--quick", "-q", "--json", s(&file)])
+        .env("IOLENS_STATE_DIR", &env.state)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun (install openmpi-bin)");
+    assert!(out.status.success(), "mpirun iolens beff: {}", String::from_utf8_lossy(&out.stderr));
+    file
+}
+
+/// Without MPI `iolens beff` cannot measure: the b_eff JSON is made the way `iolens beff` makes
+/// it, by iolens-mpi's own reduction (per-pattern results and Table 1's columns) over a protocol
+/// of every pattern, size, method and repetition, with bandwidths from a latency-plus-bandwidth
+/// model of a network instead of measurements.
+#[cfg(not(feature = "mpi"))]
+fn beff_result(env: &Env) -> PathBuf {
+    use iolens_mpi::beff::{
+        message_sizes, pattern_results, patterns, summarize, BeffOutput, Measurement, FORMULA, METHODS, REPS,
+    };
+    let (processes, lmax) = (4, 64 << 10);
+    let sizes = message_sizes(lmax);
+    let patterns = patterns(processes, 1);
+    let mut protocol = Vec::new();
+    for p in &patterns {
+        for &size in &sizes {
+            for (m, &method) in METHODS.iter().enumerate() {
+                for rep in 0..REPS {
+                    let latency_s = 2e-6 * (1.0 + m as f64 * 0.3) * (1.0 + p.number as f64 * 0.1);
+                    let time_s = 100.0 * (latency_s + size as f64 / 2e9) * (1.0 + rep as f64 * 0.05);
+                    let messages = p.messages();
+                    let bandwidth = iolens_mpi::beff::bandwidth(size, messages, 100, time_s);
+                    let (pattern, kind) = (p.name.clone(), p.kind);
+                    protocol.push(Measurement {
+                        pattern,
+                        kind,
+                        size,
+                        method,
+                        rep,
+                        loops: 100,
+                        time_s,
+                        messages,
+                        bandwidth,
+                    });
+                }
+            }
+        }
+    }
+    let results = pattern_results(&patterns, &sizes, &protocol);
+    let summary = summarize(&results, processes, lmax, None);
+    let out = BeffOutput {
+        benchmark: "b_eff".into(),
+        mpi_library: "none (modelled network: this iolens has no MPI)".into(),
+        units: "bytes/s".into(),
+        formula: FORMULA.into(),
+        summary,
+        sizes,
+        patterns,
+        results,
+        ping_pong: Vec::new(),
+        protocol,
+    };
+    let file = env.path("beff.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&out).unwrap()).unwrap();
+    file
 }
 
 /// A page that fetches nothing: no scheme other than the SVG namespace, no `src=`, and links
@@ -206,6 +278,16 @@ fn every_result_kind_renders_in_headless_chromium() {
         if kind == "run" && logs_intervals(&env) {
             assert!(html.contains("IOPS per interval"), "the run's series are drawn");
         }
+        if kind == "analyze" || kind == "trace" {
+            assert!(html.contains("I/O timeline per process"), "{kind}: a lane per process");
+            assert!(html.contains(" busy from "), "{kind}: the lanes show the processes' busy periods");
+        }
+        if kind == "doe analyze" {
+            assert!(html.contains("Interaction bs:threads (p = "), "every two-factor interaction is plotted");
+        }
+        if kind == "beff" {
+            assert!(html.contains("Bandwidth vs message size per pattern"), "b_eff per pattern and size");
+        }
         if kind != "failed command" {
             assert!(html.contains("<svg") || html.contains("<table"), "{kind}: drawn");
             assert!(!html.contains("no data to plot"), "{kind}: every chart finds its data");
@@ -227,6 +309,7 @@ fn every_result_kind_renders_in_headless_chromium() {
     for part in ["quick.json", "sweep.json", "saturate.json", "write-modes.json", "beff-io.json"] {
         assert!(html.contains(&format!("<h2>{part} ")), "quick's page has {part}");
     }
+    assert!(html.contains("Time per part"), "quick's own section has a chart too");
     pages.push(("quick", quick_page));
 
     let Some(browser) = chromium() else { return };

@@ -5,6 +5,7 @@
 //! kind is read from the document's shape, so results from before and after the output
 //! contract's key renames both render.
 
+mod network;
 mod results;
 mod stats;
 mod suites;
@@ -26,6 +27,8 @@ pub enum Kind {
     Saturate,
     WriteModes,
     BeffIo,
+    /// b_eff, the network benchmark (`iolens beff` under mpirun).
+    Beff,
     Validate,
     Correlate,
     Doe,
@@ -46,6 +49,7 @@ impl Kind {
             Kind::Saturate => "saturate",
             Kind::WriteModes => "write-modes",
             Kind::BeffIo => "beff-io",
+            Kind::Beff => "beff",
             Kind::Validate => "validate",
             Kind::Correlate => "correlate",
             Kind::Doe => "doe analyze",
@@ -67,6 +71,10 @@ pub fn kind_of(doc: &Value) -> Result<Kind, String> {
     let suite = o.get("suite").and_then(Value::as_str).unwrap_or("");
     let kind = if let Some(kind) = suite_kind(suite) {
         kind
+    } else if o.get("benchmark").and_then(Value::as_str) == Some("b_eff")
+        || (has("sizes_bytes") && has("results") && o.get("summary").is_some_and(Value::is_object))
+    {
+        Kind::Beff
     } else if has("curves") {
         let first_point = at(doc, &["curves", "0", "points", "0"]);
         if suite == "saturate" || first_point.is_some_and(|p| p.get("concurrency").is_some()) {
@@ -104,7 +112,7 @@ pub fn kind_of(doc: &Value) -> Result<Kind, String> {
         Kind::Failed
     } else {
         return Err("not an iolens result `iolens report` knows: none of the keys of run, sweep, saturate, \
-             write-modes, beff-io, validate, correlate, doe analyze, trace, analyze, quick, compare or \
+             write-modes, beff-io, beff, validate, correlate, doe analyze, trace, analyze, quick, compare or \
              monitor results\n  hint: pass the files iolens wrote with --json"
             .into());
     };
@@ -326,6 +334,7 @@ pub fn render(sources: &[Source<'_>], generator: &str) -> Result<String, String>
             Kind::Saturate => suites::saturate(&mut page, source.doc),
             Kind::WriteModes => suites::write_modes(&mut page, source.doc),
             Kind::BeffIo => suites::beff_io(&mut page, source.doc),
+            Kind::Beff => network::beff(&mut page, source.doc),
             Kind::Validate => stats::validate(&mut page, source.doc),
             Kind::Correlate => stats::correlate(&mut page, source.doc),
             Kind::Doe => stats::doe(&mut page, source.doc),
@@ -437,6 +446,8 @@ mod tests {
             (json!({"b_eff_io": 1.0}), Kind::BeffIo),
             (json!({"b_eff_io_mb_s": 1.0}), Kind::BeffIo),
             (json!({"suite": "beff-io"}), Kind::BeffIo),
+            (json!({"benchmark": "b_eff", "summary": {}, "results": []}), Kind::Beff),
+            (json!({"sizes_bytes": [1], "results": [], "summary": {"processes": 2}}), Kind::Beff),
             (json!({"sets": []}), Kind::Validate),
             (json!({"metrics": [{"name": "iops", "normalized_cc": 0.5}]}), Kind::Correlate),
             (json!({"anova": []}), Kind::Doe),
@@ -571,6 +582,23 @@ mod tests {
         "host",
         "suite",
         "util_pct",
+        "benchmark",
+        "sizes_bytes",
+        "results",
+        "by_size_bytes_s",
+        "protocol",
+        "size_bytes",
+        "kind",
+        "pattern",
+        "busy_periods_s",
+        "busy_periods_resolution_s",
+        "layer",
+        "interaction_means",
+        "seconds",
+        "part",
+        "interval_s",
+        "read_bw_bytes_s",
+        "write_bw_bytes_s",
     ];
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {

@@ -336,7 +336,22 @@ pub(crate) fn quick(page: &mut Page, doc: &Value) {
         })
         .collect();
     page.heading("Parts");
+    let timed: Vec<&Value> =
+        array(doc, "parts").iter().filter(|p| num(p, &[&["seconds"]]).is_some()).collect();
+    if !timed.is_empty() {
+        let mut chart = BarChart::new(
+            "Time per part",
+            timed.iter().map(|p| text(p, "part").unwrap_or_default()).collect(),
+            Axis::new("seconds", Scale::Linear, Unit::Seconds),
+        );
+        chart.groups.push(BarGroup {
+            name: "time".into(),
+            values: timed.iter().filter_map(|p| num(p, &[&["seconds"]])).collect(),
+        });
+        chart.render(page.out());
+    }
     page.table(&["part", "time", "result", "status"], &parts);
+    page.note("Each part's full result has a section of its own below: its charts are there.");
 }
 
 pub(crate) fn compare(page: &mut Page, doc: &Value) {
@@ -384,7 +399,15 @@ pub(crate) fn monitor(page: &mut Page, doc: &Value) {
             devices.push(d);
         }
     }
-    let time = || Axis::new("sample", Scale::Linear, Unit::Count);
+    // Samples tell their interval: the time axis is the end of each, counted per device.
+    let timed = samples.iter().all(|s| num(s, &[&["interval_s"]]).is_some());
+    let time = || {
+        if timed {
+            Axis::new("seconds since monitoring started", Scale::Linear, Unit::Plain)
+        } else {
+            Axis::new("sample", Scale::Linear, Unit::Count)
+        }
+    };
     let mut util =
         LineChart::new("Device utilization", time(), Axis::new("utilization", Scale::Linear, Unit::Fraction));
     let mut bw = LineChart::new(
@@ -394,11 +417,16 @@ pub(crate) fn monitor(page: &mut Page, doc: &Value) {
     );
     for d in devices.iter().take(MAX_CURVES) {
         let mine: Vec<&Value> = samples.iter().filter(|s| text(s, "device").as_deref() == Some(d)).collect();
+        let at: Vec<f64> = mine
+            .iter()
+            .enumerate()
+            .scan(0.0, |t, (i, s)| {
+                *t += num(s, &[&["interval_s"]]).unwrap_or(0.0);
+                Some(if timed { *t } else { i as f64 + 1.0 })
+            })
+            .collect();
         let series = |f: &dyn Fn(&Value) -> Option<f64>| {
-            Series::new(
-                d.clone(),
-                mine.iter().enumerate().filter_map(|(i, s)| Some((i as f64 + 1.0, f(s)?))).collect(),
-            )
+            Series::new(d.clone(), mine.iter().zip(&at).filter_map(|(s, t)| Some((*t, f(s)?))).collect())
         };
         util.series
             .push(series(&|s| num(s, &[&["util_pct"]]).map(|p| p / 100.0).or_else(|| num(s, &[&["util"]]))));
@@ -415,6 +443,36 @@ pub(crate) fn monitor(page: &mut Page, doc: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn page_of(doc: &Value) -> String {
+        super::super::render(&[super::super::Source { name: "r.json", doc }], "t").unwrap()
+    }
+
+    #[test]
+    fn quick_draws_the_time_of_each_part() {
+        let doc = json!({"headlines": [], "parts": [
+            {"part": "sweep", "seconds": 3.5, "json": "sweep.json"},
+            {"part": "beff-io", "seconds": 30.0, "json": "beff-io.json"}
+        ]});
+        let html = page_of(&doc);
+        assert!(
+            html.contains("Time per part") && html.contains("<title>beff-io time: 30 s</title>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn monitor_samples_are_drawn_against_seconds() {
+        let sample = |d: &str, util: f64| {
+            json!({"device": d, "interval_s": 2.0, "util": util,
+            "read_bw_bytes_s": 1.0, "write_bw_bytes_s": 2.0})
+        };
+        let doc = json!({"samples": [sample("vda", 0.1), sample("vdb", 0.2), sample("vda", 0.3)]});
+        let html = page_of(&doc);
+        assert!(html.contains("seconds since monitoring started"), "{html}");
+        // vda's second sample ends 4 s after the start.
+        assert!(html.contains("<title>vda: 4, 30%</title>"), "{html}");
+    }
 
     #[test]
     fn series_are_found_for_the_aggregate_and_each_agent() {

@@ -114,6 +114,38 @@ pub(crate) fn correlate(page: &mut Page, doc: &Value) {
 }
 
 /// Levels in the order they first appear.
+/// Mean response per level of a term's first factor, one line per level of the others: lines
+/// far from parallel show the factors interacting.
+fn interaction_plot(page: &mut Page, term: &Value, significant: bool, y: &Axis) {
+    let name = text(term, "term").unwrap_or_default();
+    let factors: Vec<&str> = name.split(':').collect();
+    let cells = array(term, "cells");
+    let level = |c: &Value, i: usize| {
+        c.get("levels").and_then(|l| l.get(i)).and_then(Value::as_str).map(str::to_string)
+    };
+    // The first factor along x, one line per combination of the others.
+    let rest = |c: &Value| (1..factors.len()).filter_map(|i| level(c, i)).collect::<Vec<_>>().join(", ");
+    let xs = distinct(cells.iter().filter_map(|c| level(c, 0)));
+    let lines = distinct(cells.iter().map(rest));
+    let verdict = if significant { "significant" } else { "not significant" };
+    let mut chart = LineChart::new(
+        &format!("Interaction {name} (p = {}, {verdict})", cell(num(term, &[&["p"]]), Unit::Plain)),
+        Axis::categorical(factors[0], xs.clone()),
+        y.clone(),
+    );
+    for line in &lines {
+        let points = cells
+            .iter()
+            .filter(|c| &rest(c) == line)
+            .filter_map(|c| {
+                Some((xs.iter().position(|x| Some(x) == level(c, 0).as_ref())? as f64, num(c, &[&["mean"]])?))
+            })
+            .collect();
+        chart.series.push(Series::new(format!("{} = {line}", factors[1..].join(", ")), points));
+    }
+    chart.render(page.out());
+}
+
 fn distinct(values: impl Iterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in values {
@@ -157,40 +189,22 @@ pub(crate) fn doe(page: &mut Page, doc: &Value) {
         ));
         chart.render(page.out());
     }
-    let interactions = array(doc, "significant_interactions");
-    if interactions.is_empty() {
-        page.note("No significant interaction: the main-effect plots tell the whole story.");
+    let significant = array(doc, "significant_interactions");
+    // Every two-factor interaction where the result has them all, else the significant ones.
+    let all = array(doc, "interaction_means");
+    if significant.is_empty() {
+        page.note(if all.is_empty() {
+            "No significant interaction: the main-effect plots tell the whole story."
+        } else {
+            "No significant interaction: the main-effect plots tell the whole story; the lines of \
+             the interaction plots below differ from parallel by no more than the noise."
+        });
     }
-    for term in interactions {
+    let terms = if all.is_empty() { significant } else { all };
+    for term in terms {
         let name = text(term, "term").unwrap_or_default();
-        let factors: Vec<&str> = name.split(':').collect();
-        let cells = array(term, "cells");
-        let level = |c: &Value, i: usize| {
-            c.get("levels").and_then(|l| l.get(i)).and_then(Value::as_str).map(str::to_string)
-        };
-        // The first factor along x, one line per combination of the others.
-        let rest = |c: &Value| (1..factors.len()).filter_map(|i| level(c, i)).collect::<Vec<_>>().join(", ");
-        let xs = distinct(cells.iter().filter_map(|c| level(c, 0)));
-        let lines = distinct(cells.iter().map(rest));
-        let mut chart = LineChart::new(
-            &format!("Interaction {name} (p = {})", cell(num(term, &[&["p"]]), Unit::Plain)),
-            Axis::categorical(factors[0], xs.clone()),
-            y(),
-        );
-        for line in &lines {
-            let points = cells
-                .iter()
-                .filter(|c| &rest(c) == line)
-                .filter_map(|c| {
-                    Some((
-                        xs.iter().position(|x| Some(x) == level(c, 0).as_ref())? as f64,
-                        num(c, &[&["mean"]])?,
-                    ))
-                })
-                .collect();
-            chart.series.push(Series::new(format!("{} = {line}", factors[1..].join(", ")), points));
-        }
-        chart.render(page.out());
+        let is_significant = significant.iter().any(|s| text(s, "term").as_deref() == Some(&name));
+        interaction_plot(page, term, is_significant, &y());
     }
     let anova_key = if doc.get("final_anova").is_some_and(Value::is_array) { "final_anova" } else { "anova" };
     let rows: Vec<Vec<String>> = array(doc, anova_key)
@@ -224,5 +238,29 @@ pub(crate) fn doe(page: &mut Page, doc: &Value) {
     if !recommendations.is_empty() {
         page.heading("Recommendations");
         page.table(&["factor", "choice", "p"], &recommendations);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn every_two_factor_interaction_is_plotted_and_says_whether_it_is_significant() {
+        let cell = |bs: &str, t: &str, mean: f64| json!({"levels": [bs, t], "mean": mean, "n": 2});
+        let doc = json!({
+            "response": "bw_bytes_s", "anova": [], "level_means": [],
+            "significant_interactions": [],
+            "interaction_means": [{"term": "bs:threads", "p": 0.46, "cells": [
+                cell("4k", "1", 1.0e9), cell("4k", "2", 1.2e9), cell("16k", "1", 3.0e9), cell("16k", "2", 3.3e9)
+            ]}]
+        });
+        let html = super::super::render(&[super::super::Source { name: "d.json", doc: &doc }], "t").unwrap();
+        assert!(html.contains("Interaction bs:threads (p = 0.46, not significant)"), "{html}");
+        assert!(
+            html.contains(">threads = 1</text>") && html.contains(">threads = 2</text>"),
+            "a line per level"
+        );
+        assert!(!html.contains("no data to plot"));
     }
 }

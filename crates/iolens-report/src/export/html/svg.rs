@@ -696,8 +696,14 @@ impl Timeline {
         let left = (self.rows.iter().map(|r| r.chars().count()).max().unwrap_or(4).clamp(4, 24) as f64 * 7.0
             + 12.0)
             .max(LEFT);
-        let names: Vec<Entry<'_>> =
-            self.kinds.iter().enumerate().map(|(i, k)| Entry { name: k, dashed: false, colour: i }).collect();
+        // Only the kinds drawn: a legend entry for nothing would send readers looking for it.
+        let names: Vec<Entry<'_>> = self
+            .kinds
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| spans.iter().any(|s| s.kind == *i))
+            .map(|(i, k)| Entry { name: k, dashed: false, colour: i })
+            .collect();
         let frame = Frame {
             left,
             top: TOP + legend_extra(&names),
