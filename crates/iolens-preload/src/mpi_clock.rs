@@ -161,7 +161,7 @@ unsafe fn every_rank_traced() -> bool {
 }
 
 /// After a successful `MPI_Init`: the rank marker, and the first clock measurement.
-unsafe fn after_init() {
+pub(crate) unsafe fn after_init() {
     if !ENABLED.load(Relaxed) || CLOCK_COMM.load(Relaxed) != 0 {
         return;
     }
@@ -207,7 +207,7 @@ unsafe fn after_init() {
 }
 
 /// Before `MPI_Finalize`: the second clock measurement (the two give the drift in between).
-unsafe fn before_finalize() {
+pub(crate) unsafe fn before_finalize() {
     let mut comm = CLOCK_COMM.swap(0, Relaxed);
     if comm == 0 || !ENABLED.load(Relaxed) {
         return;

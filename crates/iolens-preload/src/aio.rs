@@ -1,0 +1,93 @@
+//! POSIX asynchronous I/O: `aio_read`/`aio_write` (and their `64` names). glibc carries each
+//! request out in a helper thread through its internal `pread`/`pwrite`, which no hook sees,
+//! and MPI-IO libraries use them for nonblocking calls (MPICH's ROMIO, Open MPI's ompio): without
+//! these hooks the POSIX layer beneath an `MPI_File_iwrite` would show nothing.
+//!
+//! A request is recorded from its submission to the `aio_return` that collects its result (the
+//! completion the program observes), with the bytes it moved; until then it waits in a
+//! lock-free table keyed by the address of its control block. Requests submitted through
+//! `lio_listio` are not recorded.
+
+use iolens_record::event::{IoOp, Layer};
+use libc::{aiocb, c_int, ssize_t};
+
+use crate::clock::now_ns;
+use crate::mpiio::{HandleTable, WORDS};
+use crate::record::{count_excluded, path_of, record, NOT_A_FILE};
+use crate::{errno, set_errno, Guard};
+
+/// Requests submitted and not yet collected: control block address → submission.
+static SUBMITTED: HandleTable = HandleTable::new();
+
+/// Notes a request just submitted by `call`.
+unsafe fn submitted(op: IoOp, cb: *mut aiocb, call: impl FnOnce() -> c_int) -> c_int {
+    let Some(_g) = Guard::enter() else { return call() };
+    let start = now_ns();
+    let ret = call();
+    if ret == 0 && !cb.is_null() {
+        let c = &*cb;
+        let words: [u64; WORDS] = [
+            start,
+            c.aio_fildes as u32 as u64 | (op as u64) << 32,
+            c.aio_nbytes as u64,
+            c.aio_offset as u64,
+            0,
+            0,
+        ];
+        if !SUBMITTED.insert(cb as u64, words) {
+            // No room to wait for its completion: recorded now, over its submission, so never lost.
+            collected(words, c.aio_nbytes as i64, now_ns());
+        }
+    }
+    ret
+}
+
+/// Records a request submitted as `words` whose result `ret` was collected at `end`.
+unsafe fn collected(words: [u64; WORDS], ret: i64, end: u64) {
+    let fd = words[1] as u32 as c_int;
+    let op = if (words[1] >> 32) as u8 == IoOp::Read as u8 { IoOp::Read } else { IoOp::Write };
+    let file = path_of(fd);
+    if file == NOT_A_FILE {
+        count_excluded(fd, ret);
+        return;
+    }
+    let result = if ret < 0 { -(libc::EIO as i64) } else { ret };
+    record(op, Layer::Posix, file, words[3], words[2], result, words[0], end);
+}
+
+macro_rules! submit_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *mut aiocb) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*mut aiocb) -> c_int);
+            submitted($op, cb, || real(cb))
+        }
+    };
+}
+submit_hook!(aio_read, "aio_read", IoOp::Read);
+submit_hook!(aio_read64, "aio_read64", IoOp::Read);
+submit_hook!(aio_write, "aio_write", IoOp::Write);
+submit_hook!(aio_write64, "aio_write64", IoOp::Write);
+
+macro_rules! return_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *mut aiocb) -> ssize_t {
+            let real = real!($real as unsafe extern "C" fn(*mut aiocb) -> ssize_t);
+            if SUBMITTED.is_empty() {
+                return real(cb);
+            }
+            let Some(_g) = Guard::enter() else { return real(cb) };
+            let ret = real(cb);
+            let end = now_ns();
+            if let Some(words) = SUBMITTED.take(cb as u64) {
+                let err = errno();
+                collected(words, ret as i64, end);
+                set_errno(err);
+            }
+            ret
+        }
+    };
+}
+return_hook!(aio_return, "aio_return");
+return_hook!(aio_return64, "aio_return64");

@@ -1,0 +1,340 @@
+//! The Fortran bindings of the MPI-IO functions `crate::mpiio` records.
+//!
+//! Open MPI's Fortran wrappers (`libmpi_mpifh`: `mpif.h` and `use mpi`; `libmpi_usempif08`:
+//! `use mpi_f08`, through `ompi_*_f`) call the `PMPI_` functions directly, so a program written
+//! in Fortran never reaches the C hooks: its open, close, sync and blocking reads and writes are
+//! hooked here under every name the libraries export (`mpi_x_`, `mpi_x__`, `mpi_x`, `MPI_X`,
+//! Open MPI's `ompi_x_f`). MPICH's wrappers (`libmpichfort`) call the C functions, whose hooks
+//! see that a Fortran hook is already recording (the MPI-IO nesting mark) and stay out, except
+//! its `use mpi_f08` open, close and sync (`mpi_file_x_f08_`), which call `PMPI_` and are hooked.
+//!
+//! `MPI_Init`, `MPI_Init_thread` and `MPI_Finalize` are hooked in Fortran too (MPICH's
+//! `use mpi_f08` ones, `mpi_x_f08_`, call `PMPI_` as well): they mark the rank's stream and
+//! measure its clock (`crate::mpi_clock`), once however the bindings nest.
+//!
+//! A Fortran hook forwards to the library's function of the same name and converts the
+//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A read's status is a
+//! Fortran array here: its bytes are the bytes asked for.
+
+use libc::{c_char, c_int, c_void};
+
+use crate::clock::now_ns;
+use crate::mpiio::{abi, blocking, closed, opened, synced, Abi, At, Handle, MpiNest, MpiOffset};
+use iolens_record::event::IoOp;
+
+/// A Fortran `INTEGER` as MPI passes it (`MPI_Fint`).
+type Fint = c_int;
+
+/// The library's Fortran function `$name`, resolved once and cached.
+macro_rules! fortran_real {
+    ($name:ident as $ty:ty) => {{
+        static PTR: std::sync::atomic::AtomicPtr<libc::c_void> =
+            std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+        let mut p = PTR.load(std::sync::atomic::Ordering::Relaxed);
+        if p.is_null() {
+            p = crate::mpiio::pmpi_symbol(concat!(stringify!($name), "\0"));
+            PTR.store(p, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::mem::transmute::<*mut libc::c_void, $ty>(p)
+    }};
+}
+
+/// The C handle of a Fortran file handle.
+unsafe fn c_file(fh: *const Fint) -> Handle {
+    if fh.is_null() {
+        return 0;
+    }
+    let f2c = crate::mpiio::pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+    f2c(*fh)
+}
+
+/// The C handle of a Fortran datatype.
+unsafe fn c_datatype(datatype: *const Fint) -> Handle {
+    if datatype.is_null() {
+        return 0;
+    }
+    match abi() {
+        Abi::OpenMpi => {
+            let f2c = crate::mpiio::pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            f2c(*datatype)
+        }
+        // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
+        Abi::Mpich => *datatype as u32 as Handle,
+    }
+}
+
+/// The error code a Fortran call returned in its last argument.
+unsafe fn ierror(ierr: *const Fint) -> c_int {
+    if ierr.is_null() {
+        0
+    } else {
+        *ierr
+    }
+}
+
+unsafe fn value(p: *const Fint) -> i64 {
+    if p.is_null() {
+        0
+    } else {
+        i64::from(*p)
+    }
+}
+
+/// A Fortran string (`len` bytes, blank-padded, no NUL) as a NUL-terminated C string in `out`,
+/// cut to fit.
+unsafe fn c_string(s: *const c_char, len: usize, out: &mut [c_char; 4096]) {
+    // The hidden length is a size_t from gfortran 8 on, an int before: only its low half counts.
+    let mut n = (len as u32 as usize).min(out.len() - 1);
+    if s.is_null() {
+        n = 0;
+    }
+    while n > 0 && *s.add(n - 1) == b' ' as c_char {
+        n -= 1;
+    }
+    std::ptr::copy_nonoverlapping(s, out.as_mut_ptr(), n);
+    out[n] = 0;
+}
+
+macro_rules! fortran_init {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+            real(ierr);
+            if ierror(ierr) == 0 {
+                crate::mpi_clock::after_init();
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_init_thread {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint));
+            real(required, provided, ierr);
+            if ierror(ierr) == 0 {
+                crate::mpi_clock::after_init();
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_finalize {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+            crate::mpi_clock::before_finalize();
+            real(ierr)
+        }
+    )+};
+}
+
+macro_rules! fortran_open {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            comm: *const Fint,
+            filename: *const c_char,
+            amode: *const Fint,
+            info: *const Fint,
+            fh: *mut Fint,
+            ierr: *mut Fint,
+            filename_len: usize,
+        ) {
+            let real = fortran_real!(
+                $name as unsafe extern "C" fn(*const Fint, *const c_char, *const Fint, *const Fint, *mut Fint, *mut Fint, usize)
+            );
+            let Some(_nest) = MpiNest::enter() else {
+                return real(comm, filename, amode, info, fh, ierr, filename_len);
+            };
+            let t0 = now_ns();
+            real(comm, filename, amode, info, fh, ierr, filename_len);
+            let t1 = now_ns();
+            if filename.is_null() || fh.is_null() {
+                return;
+            }
+            let mut name = [0 as c_char; 4096];
+            c_string(filename, filename_len, &mut name);
+            opened(name.as_ptr(), ierror(ierr), c_file(fh), t0, t1);
+        }
+    )+};
+}
+
+macro_rules! fortran_close {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+            closed(c_file(fh), || {
+                real(fh, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_sync {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+            synced(c_file(fh), || {
+                real(fh, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_blocking {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint)
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, status, ierr);
+            }
+            blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
+                real(fh, buf, count, datatype, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_blocking_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as unsafe extern "C" fn(*mut Fint, *const MpiOffset, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint)
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, status, ierr);
+            }
+            let at = At::Explicit(*offset);
+            blocking($op, c_file(fh), at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
+                real(fh, offset, buf, count, datatype, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+fortran_init!(mpi_init_, mpi_init__, mpi_init, MPI_INIT, ompi_init_f, mpi_init_f08_);
+fortran_init_thread!(
+    mpi_init_thread_,
+    mpi_init_thread__,
+    mpi_init_thread,
+    MPI_INIT_THREAD,
+    ompi_init_thread_f,
+    mpi_init_thread_f08_
+);
+fortran_finalize!(
+    mpi_finalize_,
+    mpi_finalize__,
+    mpi_finalize,
+    MPI_FINALIZE,
+    ompi_finalize_f,
+    mpi_finalize_f08_
+);
+fortran_open!(
+    mpi_file_open_,
+    mpi_file_open__,
+    mpi_file_open,
+    MPI_FILE_OPEN,
+    ompi_file_open_f,
+    mpi_file_open_f08_
+);
+fortran_close!(
+    mpi_file_close_,
+    mpi_file_close__,
+    mpi_file_close,
+    MPI_FILE_CLOSE,
+    ompi_file_close_f,
+    mpi_file_close_f08_
+);
+fortran_sync!(
+    mpi_file_sync_,
+    mpi_file_sync__,
+    mpi_file_sync,
+    MPI_FILE_SYNC,
+    ompi_file_sync_f,
+    mpi_file_sync_f08_
+);
+fortran_blocking!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_, mpi_file_read__, mpi_file_read, MPI_FILE_READ, ompi_file_read_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_all_, mpi_file_read_all__, mpi_file_read_all, MPI_FILE_READ_ALL, ompi_file_read_all_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_, mpi_file_write__, mpi_file_write, MPI_FILE_WRITE, ompi_file_write_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_all_, mpi_file_write_all__, mpi_file_write_all, MPI_FILE_WRITE_ALL, ompi_file_write_all_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_shared_, mpi_file_read_shared__, mpi_file_read_shared,
+    MPI_FILE_READ_SHARED, ompi_file_read_shared_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_shared_, mpi_file_write_shared__, mpi_file_write_shared,
+    MPI_FILE_WRITE_SHARED, ompi_file_write_shared_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_ordered_, mpi_file_read_ordered__, mpi_file_read_ordered,
+    MPI_FILE_READ_ORDERED, ompi_file_read_ordered_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_ordered_, mpi_file_write_ordered__, mpi_file_write_ordered,
+    MPI_FILE_WRITE_ORDERED, ompi_file_write_ordered_f
+);
+fortran_blocking_at!(
+    IoOp::Read;
+    mpi_file_read_at_, mpi_file_read_at__, mpi_file_read_at, MPI_FILE_READ_AT, ompi_file_read_at_f
+);
+fortran_blocking_at!(
+    IoOp::Read;
+    mpi_file_read_at_all_, mpi_file_read_at_all__, mpi_file_read_at_all,
+    MPI_FILE_READ_AT_ALL, ompi_file_read_at_all_f
+);
+fortran_blocking_at!(
+    IoOp::Write;
+    mpi_file_write_at_, mpi_file_write_at__, mpi_file_write_at, MPI_FILE_WRITE_AT, ompi_file_write_at_f
+);
+fortran_blocking_at!(
+    IoOp::Write;
+    mpi_file_write_at_all_, mpi_file_write_at_all__, mpi_file_write_at_all,
+    MPI_FILE_WRITE_AT_ALL, ompi_file_write_at_all_f
+);

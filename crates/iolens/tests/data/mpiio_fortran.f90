@@ -1,0 +1,60 @@
+! MPI-IO through the Fortran bindings (mpif.h), calls and bytes known exactly (per rank), on
+! fortran.dat: 2 x mpi_file_write_at and 1 x mpi_file_write_at_all of 1024 integers (4 KiB),
+! 1 x mpi_file_write and 1 x mpi_file_write_all of 512 double precision (4 KiB) after a seek;
+! one sync; 1 x mpi_file_read_at and 1 x mpi_file_read_at_all of 1024 integers.
+program mpiio_fortran
+    implicit none
+    include 'mpif.h'
+    integer, parameter :: n = 1024
+    integer :: ierr, rank, fh, i
+    integer :: status(MPI_STATUS_SIZE)
+    integer :: ints(n)
+    double precision :: reals(n / 2)
+    integer(kind=MPI_OFFSET_KIND) :: region, four_kib
+    character(len=4096) :: dir
+
+    call mpi_init(ierr)
+    call mpi_comm_rank(MPI_COMM_WORLD, rank, ierr)
+    call get_command_argument(1, dir)
+    ints = rank
+    reals = rank
+    four_kib = 4096
+    region = rank * 8 * four_kib
+    call mpi_file_open(MPI_COMM_WORLD, trim(dir) // '/fortran.dat', MPI_MODE_CREATE + MPI_MODE_RDWR, &
+                       MPI_INFO_NULL, fh, ierr)
+    call check(ierr, 'open')
+    do i = 0, 1
+        call mpi_file_write_at(fh, region + i * four_kib, ints, n, MPI_INTEGER, status, ierr)
+        call check(ierr, 'write_at')
+    end do
+    call mpi_file_write_at_all(fh, region + 2 * four_kib, ints, n, MPI_INTEGER, status, ierr)
+    call check(ierr, 'write_at_all')
+    call mpi_file_seek(fh, region + 3 * four_kib, MPI_SEEK_SET, ierr)
+    call mpi_file_write(fh, reals, n / 2, MPI_DOUBLE_PRECISION, status, ierr)
+    call check(ierr, 'write')
+    call mpi_file_write_all(fh, reals, n / 2, MPI_DOUBLE_PRECISION, status, ierr)
+    call check(ierr, 'write_all')
+    call mpi_file_sync(fh, ierr)
+    call check(ierr, 'sync')
+    ints = -1
+    call mpi_file_read_at(fh, region, ints, n, MPI_INTEGER, status, ierr)
+    call check(ierr, 'read_at')
+    if (ints(n) /= rank) call check(1, 'read_at data')
+    call mpi_file_read_at_all(fh, region + four_kib, ints, n, MPI_INTEGER, status, ierr)
+    call check(ierr, 'read_at_all')
+    call mpi_file_close(fh, ierr)
+    call check(ierr, 'close')
+    call mpi_finalize(ierr)
+
+contains
+
+    subroutine check(code, what)
+        integer, intent(in) :: code
+        character(len=*), intent(in) :: what
+        integer :: ignored
+        if (code /= MPI_SUCCESS) then
+            print *, what, ' failed: ', code
+            call mpi_abort(MPI_COMM_WORLD, 1, ignored)
+        end if
+    end subroutine check
+end program mpiio_fortran
