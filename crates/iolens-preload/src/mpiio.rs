@@ -425,14 +425,15 @@ pub(crate) unsafe fn blocking(
     ret
 }
 
-/// A nonblocking read or write: its post time kept under its request until it completes.
-unsafe fn posted(
+/// A nonblocking read or write: its post time kept under its request (`request_key()`, read
+/// once the call has set it) until it completes.
+pub(crate) unsafe fn posted(
     op: IoOp,
     fh: Handle,
     at: At,
     count: i64,
     datatype: Handle,
-    request: *mut c_void,
+    request_key: impl FnOnce() -> u64,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(_nest) = MpiNest::enter() else { return call() };
@@ -446,15 +447,20 @@ unsafe fn posted(
         return ret;
     }
     let posted = Posted { start, file, op, bytes, offset };
-    if !PENDING.insert(request_at(request, 0), posted.words()) {
+    if !PENDING.insert(request_key(), posted.words()) {
         // No room to wait for its completion: recorded now, over its post, so never lost.
         posted.completed(now_ns());
     }
     ret
 }
 
+/// Whether no nonblocking call waits for its completion (the common case, one relaxed load).
+pub(crate) fn nothing_pending() -> bool {
+    PENDING.is_empty()
+}
+
 /// The nonblocking call behind `request` completed (now).
-unsafe fn complete(request: u64) {
+pub(crate) unsafe fn complete(request: u64) {
     if let Some(words) = PENDING.take(request) {
         Posted::from_words(words).completed(now_ns());
     }
@@ -463,13 +469,18 @@ unsafe fn complete(request: u64) {
 /// Tags the pending calls among `count` requests with a fresh token and their positions;
 /// the token, or 0 when none of them is an MPI-IO call.
 unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
+    tag_keys(count, |i| request_at(requests, i))
+}
+
+/// [`tag_requests`] of the requests `key_at(0..count)`.
+pub(crate) unsafe fn tag_keys(count: c_int, key_at: impl Fn(usize) -> u64) -> u64 {
     if PENDING.is_empty() || count <= 0 {
         return 0;
     }
     let token = NEXT_TOKEN.fetch_add(1, Relaxed);
     let mut any = false;
     for i in 0..count as usize {
-        if let Some(slot) = PENDING.find(request_at(requests, i)) {
+        if let Some(slot) = PENDING.find(key_at(i)) {
             PENDING.words[slot][4].store(token, Relaxed);
             PENDING.words[slot][5].store(i as u64, Relaxed);
             any = true;
@@ -483,7 +494,7 @@ unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
 }
 
 /// Completes the pending calls tagged with `token` (at `position` only, if given).
-unsafe fn complete_tagged(token: u64, position: Option<usize>) {
+pub(crate) unsafe fn complete_tagged(token: u64, position: Option<usize>) {
     if token == 0 {
         return;
     }
@@ -689,9 +700,15 @@ macro_rules! posted_hook {
             let real = pmpi!(
                 $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
             );
-            posted($op, fh, $at, i64::from(count), datatype, request, || {
-                real(fh, buf, count, datatype, request)
-            })
+            posted(
+                $op,
+                fh,
+                $at,
+                i64::from(count),
+                datatype,
+                || request_at(request, 0),
+                || real(fh, buf, count, datatype, request),
+            )
         }
     };
 }
@@ -730,9 +747,15 @@ macro_rules! posted_at_hook {
                         *mut c_void,
                     ) -> c_int
             );
-            posted($op, fh, At::Explicit(offset), i64::from(count), datatype, request, || {
-                real(fh, offset, buf, count, datatype, request)
-            })
+            posted(
+                $op,
+                fh,
+                At::Explicit(offset),
+                i64::from(count),
+                datatype,
+                || request_at(request, 0),
+                || real(fh, offset, buf, count, datatype, request),
+            )
         }
     };
 }
@@ -747,7 +770,7 @@ posted_at_hook!(MPI_File_iwrite_at_all_c, "PMPI_File_iwrite_at_all_c", IoOp::Wri
 
 // ---- split collectives: from _begin to _end ----
 
-unsafe fn split_begin(
+pub(crate) unsafe fn split_begin(
     op: IoOp,
     fh: Handle,
     at: At,
@@ -770,7 +793,7 @@ unsafe fn split_begin(
     ret
 }
 
-unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
+pub(crate) unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
     let Some(_nest) = MpiNest::enter() else { return call() };
     let ret = call();
     if let Some(words) = SPLIT.take(fh as u64) {

@@ -2,11 +2,13 @@
 //!
 //! Open MPI's Fortran wrappers (`libmpi_mpifh`: `mpif.h` and `use mpi`; `libmpi_usempif08`:
 //! `use mpi_f08`, through `ompi_*_f`) call the `PMPI_` functions directly, so a program written
-//! in Fortran never reaches the C hooks: its open, close, sync and blocking reads and writes are
-//! hooked here under every name the libraries export (`mpi_x_`, `mpi_x__`, `mpi_x`, `MPI_X`,
-//! Open MPI's `ompi_x_f`). MPICH's wrappers (`libmpichfort`) call the C functions, whose hooks
+//! in Fortran never reaches the C hooks: its open, close, sync, reads and writes (blocking,
+//! nonblocking and split collective) and the completions of nonblocking ones (`MPI_WAIT`,
+//! `MPI_TEST` and their `ALL`/`ANY`/`SOME` forms, `MPI_REQUEST_FREE`) are hooked here under
+//! every name the libraries export (`mpi_x_`, `mpi_x__`, `mpi_x`, `MPI_X`, Open MPI's `ompi_x_f`). MPICH's wrappers (`libmpichfort`) call the C functions, whose hooks
 //! see that a Fortran hook is already recording (the MPI-IO nesting mark) and stay out, except
-//! its `use mpi_f08` open, close and sync (`mpi_file_x_f08_`), which call `PMPI_` and are hooked.
+//! its `use mpi_f08` open, close, sync and completions (`mpi_file_x_f08_`, `mpi_wait_f08_`, …),
+//! which call `PMPI_` and are hooked (Open MPI's `MPI_Test` in `mpi_f08` calls `pmpi_test_`).
 //!
 //! `MPI_Init`, `MPI_Init_thread` and `MPI_Finalize` are hooked in Fortran too (MPICH's
 //! `use mpi_f08` ones, `mpi_x_f08_`, call `PMPI_` as well): they mark the rank's stream and
@@ -19,11 +21,47 @@
 use libc::{c_char, c_int, c_void};
 
 use crate::clock::now_ns;
-use crate::mpiio::{abi, blocking, closed, opened, synced, Abi, At, Handle, MpiNest, MpiOffset};
+use crate::mpiio::{
+    abi, blocking, closed, complete, complete_tagged, nothing_pending, opened, posted, split_begin,
+    split_end, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset,
+};
 use iolens_record::event::IoOp;
 
 /// A Fortran `INTEGER` as MPI passes it (`MPI_Fint`).
 type Fint = c_int;
+
+/// `MPI_FILE_OPEN(comm, filename, amode, info, fh, ierror)` and the filename's hidden length.
+type OpenFn =
+    unsafe extern "C" fn(*const Fint, *const c_char, *const Fint, *const Fint, *mut Fint, *mut Fint, usize);
+/// `(fh, buf, count, datatype, status or request, ierror)`: reads and writes at a file pointer.
+type IoFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint);
+/// `(fh, offset, buf, count, datatype, status or request, ierror)`: reads and writes at an offset.
+type IoAtFn = unsafe extern "C" fn(
+    *mut Fint,
+    *const MpiOffset,
+    *mut c_void,
+    *const Fint,
+    *const Fint,
+    *mut Fint,
+    *mut Fint,
+);
+/// `(fh, buf, count, datatype, ierror)`: split collectives begun at a file pointer.
+type BeginFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint);
+/// `(fh, offset, buf, count, datatype, ierror)`: split collectives begun at an offset.
+type BeginAtFn =
+    unsafe extern "C" fn(*mut Fint, *const MpiOffset, *mut c_void, *const Fint, *const Fint, *mut Fint);
+/// `(fh, buf, status, ierror)`: split collectives ended.
+type EndFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *mut Fint, *mut Fint);
+/// `MPI_TEST(request, flag, status, ierror)`.
+type TestFn = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_WAITALL(count, requests, statuses, ierror)`.
+type WaitallFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_TESTALL(count, requests, flag, statuses, ierror)`,
+/// `MPI_WAITANY(count, requests, index, status, ierror)`.
+type CountFlagFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_TESTANY(count, requests, index, flag, status, ierror)`,
+/// `MPI_WAITSOME`/`MPI_TESTSOME(incount, requests, outcount, indices, statuses, ierror)`.
+type CountIndexFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
 
 /// The library's Fortran function `$name`, resolved once and cached.
 macro_rules! fortran_real {
@@ -60,6 +98,35 @@ unsafe fn c_datatype(datatype: *const Fint) -> Handle {
         }
         // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
         Abi::Mpich => *datatype as u32 as Handle,
+    }
+}
+
+/// The C handle of a Fortran request, as the pending table keys it.
+unsafe fn c_request(request: *const Fint) -> u64 {
+    if request.is_null() {
+        return 0;
+    }
+    match abi() {
+        Abi::OpenMpi => {
+            let f2c = crate::mpiio::pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            f2c(*request) as u64
+        }
+        // MPICH's requests are integers, the same in C and Fortran.
+        Abi::Mpich => *request as u32 as u64,
+    }
+}
+
+/// Completes the pending calls tagged `token` at the 1-based Fortran positions
+/// `indices[..outcount]` (a `…SOME` call's answer).
+unsafe fn complete_fortran_some(token: u64, outcount: *const Fint, indices: *const Fint) {
+    if token == 0 || outcount.is_null() || indices.is_null() {
+        return;
+    }
+    for j in 0..(*outcount).max(0) as usize {
+        let i = *indices.add(j);
+        if i >= 1 {
+            complete_tagged(token, Some(i as usize - 1));
+        }
     }
 }
 
@@ -145,7 +212,7 @@ macro_rules! fortran_open {
             filename_len: usize,
         ) {
             let real = fortran_real!(
-                $name as unsafe extern "C" fn(*const Fint, *const c_char, *const Fint, *const Fint, *mut Fint, *mut Fint, usize)
+                $name as OpenFn
             );
             let Some(_nest) = MpiNest::enter() else {
                 return real(comm, filename, amode, info, fh, ierr, filename_len);
@@ -203,7 +270,7 @@ macro_rules! fortran_blocking {
             ierr: *mut Fint,
         ) {
             let real = fortran_real!(
-                $name as unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint)
+                $name as IoFn
             );
             if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, count, datatype, status, ierr);
@@ -229,7 +296,7 @@ macro_rules! fortran_blocking_at {
             ierr: *mut Fint,
         ) {
             let real = fortran_real!(
-                $name as unsafe extern "C" fn(*mut Fint, *const MpiOffset, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint)
+                $name as IoAtFn
             );
             if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
                 return real(fh, offset, buf, count, datatype, status, ierr);
@@ -239,6 +306,299 @@ macro_rules! fortran_blocking_at {
                 real(fh, offset, buf, count, datatype, status, ierr);
                 ierror(ierr)
             });
+        }
+    )+};
+}
+
+macro_rules! fortran_posted {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            request: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, request, ierr);
+            }
+            posted($op, c_file(fh), $at, value(count), c_datatype(datatype), || c_request(request), || {
+                real(fh, buf, count, datatype, request, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_posted_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            request: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoAtFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, request, ierr);
+            }
+            let at = At::Explicit(*offset);
+            posted($op, c_file(fh), at, value(count), c_datatype(datatype), || c_request(request), || {
+                real(fh, offset, buf, count, datatype, request, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_begin {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as BeginFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, ierr);
+            }
+            split_begin($op, c_file(fh), $at, value(count), c_datatype(datatype), || {
+                real(fh, buf, count, datatype, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_begin_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as BeginAtFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, ierr);
+            }
+            let at = At::Explicit(*offset);
+            split_begin($op, c_file(fh), at, value(count), c_datatype(datatype), || {
+                real(fh, offset, buf, count, datatype, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_end {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, buf: *mut c_void, status: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as EndFn);
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, status, ierr);
+            }
+            split_end(c_file(fh), || {
+                real(fh, buf, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+// Completions: called for every request the program completes, its messages included; with no
+// MPI-IO call in flight they cost one relaxed load. The request is read before the call, which
+// sets it to MPI_REQUEST_NULL.
+
+macro_rules! fortran_wait {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(request: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint));
+            if nothing_pending() {
+                return real(request, status, ierr);
+            }
+            let key = c_request(request);
+            real(request, status, ierr);
+            if ierror(ierr) == 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_test {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            request: *mut Fint,
+            flag: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as TestFn);
+            if nothing_pending() {
+                return real(request, flag, status, ierr);
+            }
+            let key = c_request(request);
+            real(request, flag, status, ierr);
+            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_request_free {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(request: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            if nothing_pending() {
+                return real(request, ierr);
+            }
+            let key = c_request(request);
+            real(request, ierr);
+            if ierror(ierr) == 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+/// Tags the pending calls among the Fortran requests `requests[..*count]`.
+unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> u64 {
+    if count.is_null() || requests.is_null() {
+        return 0;
+    }
+    tag_keys(*count, |i| c_request(requests.add(i)))
+}
+
+macro_rules! fortran_waitall {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as WaitallFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, statuses, ierr);
+            if ierror(ierr) == 0 {
+                complete_tagged(token, None);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_testall {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            flag: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as CountFlagFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, flag, statuses, ierr);
+            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                complete_tagged(token, None);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_waitany {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            index: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as CountFlagFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, index, status, ierr);
+            // Fortran positions start at 1.
+            if ierror(ierr) == 0 && token != 0 && !index.is_null() && *index >= 1 {
+                complete_tagged(token, Some(*index as usize - 1));
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_testany {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            index: *mut Fint,
+            flag: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as CountIndexFn
+            );
+            let token = tag_fortran(count, requests);
+            real(count, requests, index, flag, status, ierr);
+            let done = !flag.is_null() && *flag != 0;
+            if ierror(ierr) == 0 && token != 0 && done && !index.is_null() && *index >= 1 {
+                complete_tagged(token, Some(*index as usize - 1));
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_some {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            incount: *const Fint,
+            requests: *mut Fint,
+            outcount: *mut Fint,
+            indices: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as CountIndexFn
+            );
+            let token = tag_fortran(incount, requests);
+            real(incount, requests, outcount, indices, statuses, ierr);
+            if ierror(ierr) == 0 {
+                complete_fortran_some(token, outcount, indices);
+            }
         }
     )+};
 }
@@ -338,3 +698,138 @@ fortran_blocking_at!(
     mpi_file_write_at_all_, mpi_file_write_at_all__, mpi_file_write_at_all,
     MPI_FILE_WRITE_AT_ALL, ompi_file_write_at_all_f
 );
+fortran_posted!(
+    IoOp::Read, At::Individual;
+    mpi_file_iread_, mpi_file_iread__, mpi_file_iread, MPI_FILE_IREAD, ompi_file_iread_f
+);
+fortran_posted!(
+    IoOp::Read, At::Individual;
+    mpi_file_iread_all_, mpi_file_iread_all__, mpi_file_iread_all, MPI_FILE_IREAD_ALL,
+    ompi_file_iread_all_f
+);
+fortran_posted!(
+    IoOp::Write, At::Individual;
+    mpi_file_iwrite_, mpi_file_iwrite__, mpi_file_iwrite, MPI_FILE_IWRITE, ompi_file_iwrite_f
+);
+fortran_posted!(
+    IoOp::Write, At::Individual;
+    mpi_file_iwrite_all_, mpi_file_iwrite_all__, mpi_file_iwrite_all, MPI_FILE_IWRITE_ALL,
+    ompi_file_iwrite_all_f
+);
+fortran_posted!(
+    IoOp::Read, At::Shared;
+    mpi_file_iread_shared_, mpi_file_iread_shared__, mpi_file_iread_shared, MPI_FILE_IREAD_SHARED,
+    ompi_file_iread_shared_f
+);
+fortran_posted!(
+    IoOp::Write, At::Shared;
+    mpi_file_iwrite_shared_, mpi_file_iwrite_shared__, mpi_file_iwrite_shared, MPI_FILE_IWRITE_SHARED,
+    ompi_file_iwrite_shared_f
+);
+fortran_posted_at!(
+    IoOp::Read;
+    mpi_file_iread_at_, mpi_file_iread_at__, mpi_file_iread_at, MPI_FILE_IREAD_AT, ompi_file_iread_at_f
+);
+fortran_posted_at!(
+    IoOp::Read;
+    mpi_file_iread_at_all_, mpi_file_iread_at_all__, mpi_file_iread_at_all, MPI_FILE_IREAD_AT_ALL,
+    ompi_file_iread_at_all_f
+);
+fortran_posted_at!(
+    IoOp::Write;
+    mpi_file_iwrite_at_, mpi_file_iwrite_at__, mpi_file_iwrite_at, MPI_FILE_IWRITE_AT,
+    ompi_file_iwrite_at_f
+);
+fortran_posted_at!(
+    IoOp::Write;
+    mpi_file_iwrite_at_all_, mpi_file_iwrite_at_all__, mpi_file_iwrite_at_all, MPI_FILE_IWRITE_AT_ALL,
+    ompi_file_iwrite_at_all_f
+);
+fortran_split_begin!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_all_begin_, mpi_file_read_all_begin__, mpi_file_read_all_begin, MPI_FILE_READ_ALL_BEGIN,
+    ompi_file_read_all_begin_f
+);
+fortran_split_begin!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_all_begin_, mpi_file_write_all_begin__, mpi_file_write_all_begin,
+    MPI_FILE_WRITE_ALL_BEGIN, ompi_file_write_all_begin_f
+);
+fortran_split_begin!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_ordered_begin_, mpi_file_read_ordered_begin__, mpi_file_read_ordered_begin,
+    MPI_FILE_READ_ORDERED_BEGIN, ompi_file_read_ordered_begin_f
+);
+fortran_split_begin!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_ordered_begin_, mpi_file_write_ordered_begin__, mpi_file_write_ordered_begin,
+    MPI_FILE_WRITE_ORDERED_BEGIN, ompi_file_write_ordered_begin_f
+);
+fortran_split_begin_at!(
+    IoOp::Read;
+    mpi_file_read_at_all_begin_, mpi_file_read_at_all_begin__, mpi_file_read_at_all_begin,
+    MPI_FILE_READ_AT_ALL_BEGIN, ompi_file_read_at_all_begin_f
+);
+fortran_split_begin_at!(
+    IoOp::Write;
+    mpi_file_write_at_all_begin_, mpi_file_write_at_all_begin__, mpi_file_write_at_all_begin,
+    MPI_FILE_WRITE_AT_ALL_BEGIN, ompi_file_write_at_all_begin_f
+);
+fortran_split_end!(
+    mpi_file_read_all_end_,
+    mpi_file_read_all_end__,
+    mpi_file_read_all_end,
+    MPI_FILE_READ_ALL_END,
+    ompi_file_read_all_end_f
+);
+fortran_split_end!(
+    mpi_file_write_all_end_,
+    mpi_file_write_all_end__,
+    mpi_file_write_all_end,
+    MPI_FILE_WRITE_ALL_END,
+    ompi_file_write_all_end_f
+);
+fortran_split_end!(
+    mpi_file_read_at_all_end_,
+    mpi_file_read_at_all_end__,
+    mpi_file_read_at_all_end,
+    MPI_FILE_READ_AT_ALL_END,
+    ompi_file_read_at_all_end_f
+);
+fortran_split_end!(
+    mpi_file_write_at_all_end_,
+    mpi_file_write_at_all_end__,
+    mpi_file_write_at_all_end,
+    MPI_FILE_WRITE_AT_ALL_END,
+    ompi_file_write_at_all_end_f
+);
+fortran_split_end!(
+    mpi_file_read_ordered_end_,
+    mpi_file_read_ordered_end__,
+    mpi_file_read_ordered_end,
+    MPI_FILE_READ_ORDERED_END,
+    ompi_file_read_ordered_end_f
+);
+fortran_split_end!(
+    mpi_file_write_ordered_end_,
+    mpi_file_write_ordered_end__,
+    mpi_file_write_ordered_end,
+    MPI_FILE_WRITE_ORDERED_END,
+    ompi_file_write_ordered_end_f
+);
+fortran_wait!(mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT, ompi_wait_f, mpi_wait_f08_);
+fortran_test!(mpi_test_, mpi_test__, mpi_test, MPI_TEST, ompi_test_f, mpi_test_f08_);
+fortran_request_free!(
+    mpi_request_free_,
+    mpi_request_free__,
+    mpi_request_free,
+    MPI_REQUEST_FREE,
+    ompi_request_free_f,
+    mpi_request_free_f08_
+);
+fortran_waitall!(mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL, ompi_waitall_f, mpi_waitall_f08_);
+fortran_testall!(mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL, ompi_testall_f, mpi_testall_f08_);
+fortran_waitany!(mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY, ompi_waitany_f, mpi_waitany_f08_);
+fortran_testany!(mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
+fortran_some!(mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME, ompi_waitsome_f, mpi_waitsome_f08_);
+fortran_some!(mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);

@@ -1,13 +1,16 @@
 ! MPI-IO through the Fortran bindings (mpif.h), calls and bytes known exactly (per rank), on
 ! fortran.dat: 2 x mpi_file_write_at and 1 x mpi_file_write_at_all of 1024 integers (4 KiB),
-! 1 x mpi_file_write and 1 x mpi_file_write_all of 512 double precision (4 KiB) after a seek;
-! one sync; 1 x mpi_file_read_at and 1 x mpi_file_read_at_all of 1024 integers.
+! 1 x mpi_file_write and 1 x mpi_file_write_all of 512 double precision (4 KiB) after a seek,
+! 2 x mpi_file_iwrite_at (mpi_waitall), 1 x mpi_file_iwrite_at (mpi_wait) and a split collective
+! mpi_file_write_at_all_begin/end of 1024 integers; one sync; 1 x mpi_file_read_at and
+! 1 x mpi_file_read_at_all of 1024 integers, 1 x mpi_file_iread_at polled by mpi_test.
 program mpiio_fortran
     implicit none
     include 'mpif.h'
     integer, parameter :: n = 1024
-    integer :: ierr, rank, fh, i
-    integer :: status(MPI_STATUS_SIZE)
+    integer :: ierr, rank, fh, i, one
+    integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 2), requests(2)
+    logical :: done
     integer :: ints(n)
     double precision :: reals(n / 2)
     integer(kind=MPI_OFFSET_KIND) :: region, four_kib
@@ -19,7 +22,7 @@ program mpiio_fortran
     ints = rank
     reals = rank
     four_kib = 4096
-    region = rank * 8 * four_kib
+    region = rank * 16 * four_kib
     call mpi_file_open(MPI_COMM_WORLD, trim(dir) // '/fortran.dat', MPI_MODE_CREATE + MPI_MODE_RDWR, &
                        MPI_INFO_NULL, fh, ierr)
     call check(ierr, 'open')
@@ -34,6 +37,20 @@ program mpiio_fortran
     call check(ierr, 'write')
     call mpi_file_write_all(fh, reals, n / 2, MPI_DOUBLE_PRECISION, status, ierr)
     call check(ierr, 'write_all')
+    do i = 1, 2
+        call mpi_file_iwrite_at(fh, region + (4 + i) * four_kib, ints, n, MPI_INTEGER, requests(i), ierr)
+        call check(ierr, 'iwrite_at')
+    end do
+    call mpi_waitall(2, requests, statuses, ierr)
+    call check(ierr, 'waitall')
+    call mpi_file_iwrite_at(fh, region + 7 * four_kib, ints, n, MPI_INTEGER, one, ierr)
+    call check(ierr, 'iwrite_at')
+    call mpi_wait(one, status, ierr)
+    call check(ierr, 'wait')
+    call mpi_file_write_at_all_begin(fh, region + 8 * four_kib, ints, n, MPI_INTEGER, ierr)
+    call check(ierr, 'write_at_all_begin')
+    call mpi_file_write_at_all_end(fh, ints, status, ierr)
+    call check(ierr, 'write_at_all_end')
     call mpi_file_sync(fh, ierr)
     call check(ierr, 'sync')
     ints = -1
@@ -42,6 +59,13 @@ program mpiio_fortran
     if (ints(n) /= rank) call check(1, 'read_at data')
     call mpi_file_read_at_all(fh, region + four_kib, ints, n, MPI_INTEGER, status, ierr)
     call check(ierr, 'read_at_all')
+    call mpi_file_iread_at(fh, region + 2 * four_kib, ints, n, MPI_INTEGER, one, ierr)
+    call check(ierr, 'iread_at')
+    done = .false.
+    do while (.not. done)
+        call mpi_test(one, done, status, ierr)
+        call check(ierr, 'test')
+    end do
     call mpi_file_close(fh, ierr)
     call check(ierr, 'close')
     call mpi_finalize(ierr)
