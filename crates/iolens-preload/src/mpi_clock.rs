@@ -210,8 +210,10 @@ pub(crate) unsafe fn after_init() {
     set_errno(saved);
 }
 
-/// Before `MPI_Finalize`: the second clock measurement (the two give the drift in between).
+/// Before `MPI_Finalize`: the MPI-IO calls whose completion went unseen, and the second clock
+/// measurement (the two give the drift in between).
 pub(crate) unsafe fn before_finalize() {
+    crate::mpiio::complete_unseen();
     let mut comm = CLOCK_COMM.swap(0, Relaxed);
     if comm == 0 || !ENABLED.load(Relaxed) {
         return;

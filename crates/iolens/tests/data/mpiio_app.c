@@ -1,8 +1,11 @@
 /* MPI-IO workload whose calls and bytes are known exactly (per rank):
  * writes: 4 x write_at_all 64 KiB, 2 x write_at 16 KiB, 3 x iwrite_at 8 KiB (Waitall),
- *         1 x iwrite 8 KiB (Wait), 1 x split collective write_at_all_begin/end 2 KiB; one sync;
+ *         1 x iwrite 8 KiB (Wait), 1 x split collective write_at_all_begin/end 2 KiB,
+ *         1 x iwrite_at 8 KiB completed by PMPI_Wait, past the tools (its handle reused after);
+ *         one sync;
  * reads:  1 x iread_at 1 KiB (completed by MPI_Test), 1 x read_at of 16 KiB through a strided
- *         view (data sieving), 1 x read_at_all 4 KiB.
+ *         view (data sieving), 1 x read_at_all 4 KiB, the last nonblocking call of the program
+ *         under MPI 3: 1 x iread_at 1 KiB completed by PMPI_Wait (counted at MPI_Finalize).
  * With MPI 4 (MPICH 4; Open MPI 4.1 is MPI 3.1), every large-count (_c) read and write once more,
  * 1 KiB each, on large_count.dat; rank 0 prints how many calls that is per rank. */
 #include <mpi.h>
@@ -133,6 +136,9 @@ int main(int argc, char **argv) {
     MPI_Offset beyond = (MPI_Offset)5 * size * BLOCK + (MPI_Offset)rank * BLOCK;
     check(MPI_File_write_at_all_begin(fh, beyond, buf, 2048, MPI_BYTE), "write_at_all_begin");
     check(MPI_File_write_at_all_end(fh, buf, MPI_STATUS_IGNORE), "write_at_all_end");
+    MPI_Request unseen;
+    check(MPI_File_iwrite_at(fh, beyond + 4096, buf, 8192, MPI_BYTE, &unseen), "iwrite_at");
+    check(PMPI_Wait(&unseen, MPI_STATUS_IGNORE), "PMPI_Wait");
     char small[1024];
     MPI_Request polled;
     check(MPI_File_iread_at(fh, tail, small, 1024, MPI_BYTE, &polled), "iread_at");
@@ -161,6 +167,9 @@ int main(int argc, char **argv) {
     if (buf[0] != 'a' + rank) { fprintf(stderr, "read wrong data\n"); MPI_Abort(MPI_COMM_WORLD, 4); }
     check(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), "set_view");
     check(MPI_File_read_at_all(fh, (MPI_Offset)rank * 4096, buf, 4096, MPI_BYTE, MPI_STATUS_IGNORE), "read_at_all");
+    MPI_Request last;
+    check(MPI_File_iread_at(fh, (MPI_Offset)rank * 4096, buf, 1024, MPI_BYTE, &last), "iread_at");
+    check(PMPI_Wait(&last, MPI_STATUS_IGNORE), "PMPI_Wait");
     check(MPI_File_close(&fh), "close");
     MPI_Type_free(&strided);
     MPI_Info_free(&info);
