@@ -5,11 +5,11 @@
 //!
 //! A request is recorded from its submission to the `aio_return` that collects its result (the
 //! completion the program observes), with the bytes it moved; until then it waits in a
-//! lock-free table keyed by the address of its control block. Requests submitted through
-//! `lio_listio` are not recorded.
+//! lock-free table keyed by the address of its control block. `lio_listio` submits a list of
+//! them at once.
 
 use iolens_record::event::{IoOp, Layer};
-use libc::{aiocb, c_int, ssize_t};
+use libc::{aiocb, c_int, sigevent, ssize_t};
 
 use crate::clock::now_ns;
 use crate::mpiio::{HandleTable, WORDS};
@@ -24,22 +24,30 @@ unsafe fn submitted(op: IoOp, cb: *mut aiocb, call: impl FnOnce() -> c_int) -> c
     let Some(_g) = Guard::enter() else { return call() };
     let start = now_ns();
     let ret = call();
-    if ret == 0 && !cb.is_null() {
-        let c = &*cb;
-        let words: [u64; WORDS] = [
-            start,
-            c.aio_fildes as u32 as u64 | (op as u64) << 32,
-            c.aio_nbytes as u64,
-            c.aio_offset as u64,
-            0,
-            0,
-        ];
-        if !SUBMITTED.insert(cb as u64, words) {
-            // No room to wait for its completion: recorded now, over its submission, so never lost.
-            collected(words, c.aio_nbytes as i64, now_ns());
-        }
+    if ret == 0 {
+        wait_for(op, cb, start);
     }
     ret
+}
+
+/// Keeps the request `cb`, submitted at `start`, until its result is collected.
+unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
+    if cb.is_null() {
+        return;
+    }
+    let c = &*cb;
+    let words: [u64; WORDS] = [
+        start,
+        c.aio_fildes as u32 as u64 | (op as u64) << 32,
+        c.aio_nbytes as u64,
+        c.aio_offset as u64,
+        0,
+        0,
+    ];
+    if !SUBMITTED.insert(cb as u64, words) {
+        // No room to wait for its completion: recorded now, over its submission, so never lost.
+        collected(words, c.aio_nbytes as i64, now_ns());
+    }
 }
 
 /// Records a request submitted as `words` whose result `ret` was collected at `end`.
@@ -68,6 +76,48 @@ submit_hook!(aio_read, "aio_read", IoOp::Read);
 submit_hook!(aio_read64, "aio_read64", IoOp::Read);
 submit_hook!(aio_write, "aio_write", IoOp::Write);
 submit_hook!(aio_write64, "aio_write64", IoOp::Write);
+
+macro_rules! list_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            mode: c_int,
+            list: *const *mut aiocb,
+            count: c_int,
+            sig: *mut sigevent,
+        ) -> c_int {
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *const *mut aiocb, c_int, *mut sigevent) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(mode, list, count, sig) };
+            let start = now_ns();
+            let ret = real(mode, list, count, sig);
+            // On failure some requests may have been queued all the same, and are collected
+            // by aio_return like any other.
+            if !list.is_null() {
+                for i in 0..count.max(0) as usize {
+                    let cb = *list.add(i);
+                    if cb.is_null() || (ret != 0 && !was_queued(cb)) {
+                        continue;
+                    }
+                    match (*cb).aio_lio_opcode {
+                        libc::LIO_READ => wait_for(IoOp::Read, cb, start),
+                        libc::LIO_WRITE => wait_for(IoOp::Write, cb, start),
+                        _ => {}
+                    }
+                }
+            }
+            ret
+        }
+    };
+}
+list_hook!(lio_listio, "lio_listio");
+list_hook!(lio_listio64, "lio_listio64");
+
+/// Whether a request of a failed `lio_listio` was queued all the same: in flight, or done
+/// (a request refused has an error status of its own, EAGAIN or EINVAL).
+unsafe fn was_queued(cb: *mut aiocb) -> bool {
+    matches!(libc::aio_error(cb), 0 | libc::EINPROGRESS)
+}
 
 macro_rules! return_hook {
     ($name:ident, $real:literal) => {

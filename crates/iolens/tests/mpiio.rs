@@ -266,6 +266,15 @@ fn mpirun_iolens_trace_gives_one_summary_with_exact_mpiio_figures() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.matches("data ops (").count(), 1, "one summary, by rank 0:\n{stdout}");
     assert!(stdout.contains("mpiio calls"), "{stdout}");
+    // The printed per-file table too: one row per layer for the file all ranks share.
+    let shared = dir.path().join("shared.dat");
+    for layer in ["mpiio", "posix"] {
+        let rows = stdout
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(layer) && l.ends_with(shared.to_str().unwrap()))
+            .count();
+        assert_eq!(rows, 1, "{layer} rows of {}:\n{stdout}", shared.display());
+    }
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     check_summary(&summary, dir.path(), large_count_calls(&out.stdout));
     let leftovers: Vec<String> = job_dirs().difference(&before).cloned().collect();

@@ -1,6 +1,7 @@
 /* POSIX aio, as MPI-IO libraries use it for nonblocking calls: 8 aio_write of 64 KiB less 1000
  * bytes per request, then 4 aio_read of 64 KiB, the last one past the end of the file (a short
- * read); each collected by aio_return. glibc carries them out in helper threads. */
+ * read), then 2 writes of 4 KiB submitted together by lio_listio; each collected by aio_return.
+ * glibc carries them out in helper threads. */
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,14 @@ int main(void) {
     }
     long read_bytes = 0;
     for (int i = 0; i < 4; i++) { finish(&cbs[i], "aio_read"); read_bytes += aio_return(&cbs[i]); }
+    struct aiocb *list[2] = {&cbs[0], &cbs[1]};
+    for (int i = 0; i < 2; i++) {
+        cbs[i].aio_nbytes = 4096;
+        cbs[i].aio_offset = (off_t)(N + i) * BLOCK;
+        cbs[i].aio_lio_opcode = LIO_WRITE;
+    }
+    if (lio_listio(LIO_WAIT, list, 2, NULL) != 0) { perror("lio_listio"); return 1; }
+    for (int i = 0; i < 2; i++) written += aio_return(&cbs[i]);
     printf("aio wrote %ld read %ld\n", written, read_bytes);
     return close(fd);
 }
