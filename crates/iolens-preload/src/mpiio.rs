@@ -14,9 +14,11 @@
 //!
 //! A nonblocking call is recorded from its post to the completion the program observes (the
 //! `MPI_Wait`/`MPI_Test` family); until then it waits in a lock-free table keyed by its
-//! request. The POSIX calls the middleware makes beneath (data sieving, collective buffering)
-//! are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the recursion guard
-//! while the real function runs.
+//! request. One whose completion the program did not show (through `PMPI_Wait`) ends when the
+//! library reuses its request handle, or at `MPI_Finalize`. The POSIX calls the middleware makes
+//! beneath (data sieving, collective buffering; nonblocking calls through POSIX aio, see
+//! [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the
+//! recursion guard while the real function runs.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};

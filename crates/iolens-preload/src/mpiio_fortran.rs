@@ -833,3 +833,27 @@ fortran_waitany!(mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY, ompi_wai
 fortran_testany!(mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
 fortran_some!(mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME, ompi_waitsome_f, mpi_waitsome_f08_);
 fortran_some!(mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn converted(s: &[u8], len: usize) -> String {
+        let mut out = [0 as c_char; 4096];
+        // SAFETY: `s` holds at least `len` bytes wherever `len` is read in full.
+        unsafe { c_string(s.as_ptr().cast(), len, &mut out) };
+        // SAFETY: c_string NUL-terminates `out`.
+        unsafe { std::ffi::CStr::from_ptr(out.as_ptr()) }.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn fortran_strings_lose_their_padding_and_fit_the_buffer() {
+        assert_eq!(converted(b"/tmp/a.dat     ", 15), "/tmp/a.dat");
+        assert_eq!(converted(b"/tmp/a.datXYZ", 10), "/tmp/a.dat", "the length, not a NUL, ends it");
+        assert_eq!(converted(b"    ", 4), "");
+        let long = vec![b'x'; 5000];
+        assert_eq!(converted(&long, long.len()).len(), 4095, "cut to the buffer");
+        // gfortran before 8 passed the length as an int: the upper half of the word is noise.
+        assert_eq!(converted(b"/f  ", 0xdead_beef_0000_0004), "/f");
+    }
+}
