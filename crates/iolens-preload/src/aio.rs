@@ -3,9 +3,10 @@
 //! and MPI-IO libraries use them for nonblocking calls (MPICH's ROMIO, Open MPI's ompio): without
 //! these hooks the POSIX layer beneath an `MPI_File_iwrite` would show nothing.
 //!
-//! A request is recorded from its submission to the `aio_return` that collects its result (the
-//! completion the program observes), with the bytes it moved; until then it waits in a
-//! lock-free table keyed by the address of its control block. `lio_listio` submits a list of
+//! A request is recorded from its submission to the completion the program observes (the first
+//! `aio_error` that no longer says `EINPROGRESS`, else the `aio_return` that collects its
+//! result), with the bytes it moved (`aio_return`'s answer); until then it waits in a lock-free
+//! table keyed by the address of its control block. `lio_listio` submits a list of
 //! them at once.
 
 use iolens_record::event::{IoOp, Layer};
@@ -50,8 +51,12 @@ unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
     }
 }
 
+/// Where the time the program saw a request done is kept among its words (0: not yet).
+const SEEN_DONE: usize = 4;
+
 /// Records a request submitted as `words` whose result `ret` was collected at `end`.
 unsafe fn collected(words: [u64; WORDS], ret: i64, end: u64) {
+    let end = if words[SEEN_DONE] != 0 { words[SEEN_DONE] } else { end };
     let fd = words[1] as u32 as c_int;
     let op = if (words[1] >> 32) as u8 == IoOp::Read as u8 { IoOp::Read } else { IoOp::Write };
     let file = path_of(fd);
@@ -118,6 +123,22 @@ list_hook!(lio_listio64, "lio_listio64");
 unsafe fn was_queued(cb: *mut aiocb) -> bool {
     matches!(libc::aio_error(cb), 0 | libc::EINPROGRESS)
 }
+
+macro_rules! error_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *const aiocb) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const aiocb) -> c_int);
+            let ret = real(cb);
+            if ret != libc::EINPROGRESS && !SUBMITTED.is_empty() {
+                SUBMITTED.set_once(cb as u64, SEEN_DONE, now_ns());
+            }
+            ret
+        }
+    };
+}
+error_hook!(aio_error, "aio_error");
+error_hook!(aio_error64, "aio_error64");
 
 macro_rules! return_hook {
     ($name:ident, $real:literal) => {

@@ -282,6 +282,13 @@ impl HandleTable {
         self.take_slot(self.find(key)?, key)
     }
 
+    /// Sets word `i` of `key`'s entry to `value` unless it was set already (non-zero).
+    pub(crate) fn set_once(&self, key: u64, i: usize, value: u64) {
+        if let Some(s) = self.find(key) {
+            let _ = self.words[s][i].compare_exchange(0, value, Relaxed, Relaxed);
+        }
+    }
+
     fn get(&self, key: u64) -> Option<[u64; WORDS]> {
         self.find(key).map(|s| self.words_of(s))
     }

@@ -31,6 +31,23 @@ fn strace_calls(text: &str, call: &str, file: &Path) -> (u64, u64) {
         .fold((0, 0), |(n, b), r| (n + 1, b + r.max(0) as u64))
 }
 
+/// (start, end) of each `op` on `file` in `iolens trace --csv` rows, in the order of `order_by`
+/// ("offset" or "start_ns").
+fn iolens_times(csv: &str, op: &str, file: &Path, order_by: &str) -> Vec<(u64, u64)> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("column {name}"));
+    let (path, kind, key, start, end) =
+        (col("path"), col("op"), col(order_by), col("start_ns"), col("end_ns"));
+    let mut rows: Vec<(u64, u64, u64)> = lines
+        .map(|l| l.split(',').collect::<Vec<&str>>())
+        .filter(|f| f[path].trim_matches('"') == file.to_str().unwrap() && f[kind] == op)
+        .map(|f| (f[key].parse().unwrap(), f[start].parse().unwrap(), f[end].parse().unwrap()))
+        .collect();
+    rows.sort();
+    rows.into_iter().map(|(_, s, e)| (s, e)).collect()
+}
+
 /// (calls, requested bytes, moved bytes) of `op` on `file` in `iolens trace --csv` rows.
 fn iolens_calls(csv: &str, op: &str, file: &Path) -> (u64, u64, u64) {
     let mut lines = csv.lines();
@@ -97,4 +114,18 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
     assert_eq!(asked_written, written, "every write moved what it asked");
     assert_eq!(asked_read, 4 * 65536, "the reads asked for 64 KiB each");
     assert!(read < asked_read, "the last read was short: the bytes moved are recorded, not those asked");
+
+    // Each request ends when aio_error first said it was done: before the marker byte written
+    // between that and its aio_return (8 writes then 4 reads, in offset order each).
+    let markers = iolens_times(&rows, "write", &dir.path().join("marker.txt"), "start_ns");
+    let mut requests = iolens_times(&rows, "write", &file, "offset");
+    requests.truncate(8);
+    requests.extend(iolens_times(&rows, "read", &file, "offset"));
+    assert_eq!(markers.len(), requests.len(), "{rows}");
+    for (i, ((_, end), (marker_start, _))) in requests.iter().zip(&markers).enumerate() {
+        assert!(
+            end <= marker_start,
+            "request {i} ends at {end}, after the marker at {marker_start}:\n{rows}"
+        );
+    }
 }

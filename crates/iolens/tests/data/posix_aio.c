@@ -1,7 +1,8 @@
 /* POSIX aio, as MPI-IO libraries use it for nonblocking calls: 8 aio_write of 64 KiB less 1000
  * bytes per request, then 4 aio_read of 64 KiB, the last one past the end of the file (a short
  * read), then 2 writes of 4 KiB submitted together by lio_listio; each collected by aio_return.
- * glibc carries them out in helper threads. */
+ * glibc carries them out in helper threads. Each of the 12 first is seen done by aio_error, and
+ * one byte is written to marker.txt before its aio_return. */
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,16 +12,22 @@
 #include <unistd.h>
 #define N 8
 #define BLOCK 65536
+static int marker_fd;
+
+/* Waits until aio_error says the request is done, then writes one byte to marker.txt before the
+ * caller collects the result: the request ended before that write began. */
 static void finish(struct aiocb *cb, const char *what) {
     const struct aiocb *list[1] = {cb};
     while (aio_error(cb) == EINPROGRESS) aio_suspend(list, 1, NULL);
     if (aio_error(cb) != 0) { perror(what); exit(1); }
+    if (write(marker_fd, "m", 1) != 1) { perror("marker"); exit(1); }
 }
 int main(void) {
     static char buf[N][BLOCK];
     struct aiocb cbs[N];
     int fd = open("aio.dat", O_CREAT | O_RDWR | O_TRUNC, 0644);
-    if (fd < 0) { perror("open"); return 1; }
+    marker_fd = open("marker.txt", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0 || marker_fd < 0) { perror("open"); return 1; }
     for (int i = 0; i < N; i++) {
         memset(buf[i], 'a' + i, BLOCK);
         memset(&cbs[i], 0, sizeof cbs[i]);
