@@ -225,7 +225,9 @@ macro_rules! fortran_open {
             }
             let mut name = [0 as c_char; 4096];
             c_string(filename, filename_len, &mut name);
-            opened(name.as_ptr(), ierror(ierr), c_file(fh), t0, t1);
+            // A failed open leaves the handle undefined: it is not converted.
+            let ret = ierror(ierr);
+            opened(name.as_ptr(), ret, if ret == 0 { c_file(fh) } else { 0 }, t0, t1);
         }
     )+};
 }

@@ -3,12 +3,13 @@
 ! 1 x mpi_file_write and 1 x mpi_file_write_all of 512 double precision (4 KiB) after a seek,
 ! 2 x mpi_file_iwrite_at (mpi_waitall), 1 x mpi_file_iwrite_at (mpi_wait) and a split collective
 ! mpi_file_write_at_all_begin/end of 1024 integers; one sync; 1 x mpi_file_read_at and
-! 1 x mpi_file_read_at_all of 1024 integers, 1 x mpi_file_iread_at polled by mpi_test.
+! 1 x mpi_file_read_at_all of 1024 integers, 1 x mpi_file_iread_at polled by mpi_test; first, an
+! open of a file in a missing directory, which fails.
 program mpiio_fortran
     implicit none
     include 'mpif.h'
     integer, parameter :: n = 1024
-    integer :: ierr, rank, fh, i, one
+    integer :: ierr, rank, fh, i, one, missing
     integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 2), requests(2)
     logical :: done
     integer :: ints(n)
@@ -23,6 +24,9 @@ program mpiio_fortran
     reals = rank
     four_kib = 4096
     region = rank * 16 * four_kib
+    call mpi_file_open(MPI_COMM_WORLD, trim(dir) // '/missing/x.dat', MPI_MODE_RDONLY, MPI_INFO_NULL, &
+                       missing, ierr)
+    if (ierr == MPI_SUCCESS) call check(1, 'open of a missing file')
     call mpi_file_open(MPI_COMM_WORLD, trim(dir) // '/fortran.dat', MPI_MODE_CREATE + MPI_MODE_RDWR, &
                        MPI_INFO_NULL, fh, ierr)
     call check(ierr, 'open')
