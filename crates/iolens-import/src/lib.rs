@@ -17,6 +17,7 @@ mod native;
 pub use native::stream_files;
 mod strace;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -135,6 +136,10 @@ pub(crate) struct Ctx<'a> {
     pub strict: bool,
     pub report: ImportReport,
     next_path: u32,
+    /// The global id of each path name: the streams of several processes (MPI ranks sharing a
+    /// file), and one process opening a file again, define the same name under ids of their
+    /// own, and the per-file table gives a file one row per layer.
+    path_ids: HashMap<String, u32>,
     polls: u32,
 }
 
@@ -157,6 +162,7 @@ impl<'a> Ctx<'a> {
                 darshan: None,
             },
             next_path: 0,
+            path_ids: HashMap::new(),
             polls: 0,
         }
     }
@@ -172,9 +178,13 @@ impl<'a> Ctx<'a> {
         self.report.interrupted
     }
 
-    /// Defines a new path and returns its global id.
+    /// The global id of the path name `path`, defined to the sink when first seen.
     pub fn new_path(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.path_ids.get(path) {
+            return id;
+        }
         let id = self.next_path;
+        self.path_ids.insert(path.to_string(), id);
         self.next_path = self.next_path.saturating_add(1);
         self.sink.path(id, path);
         id

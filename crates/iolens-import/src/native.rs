@@ -304,7 +304,8 @@ mod tests {
         assert_eq!(r.excluded[0], (10, 20), "excluded calls of both streams");
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
         assert_eq!(files, ["/a", "/b", "/c", "/a"]);
-        assert_eq!(c.paths.len(), 4, "ids are per definition, unique over the import");
+        assert_eq!(c.paths.len(), 3, "one id per path name over the import, /a shared by both streams");
+        assert_eq!(c.events[0].file, c.events[3].file);
     }
 
     #[test]

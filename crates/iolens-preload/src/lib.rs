@@ -51,12 +51,14 @@ macro_rules! real {
 mod clock;
 #[macro_use]
 mod record;
+mod aio;
 mod copy;
 mod dup;
 mod io_uring;
 mod mmap;
 mod mpi_clock;
 mod mpiio;
+mod mpiio_fortran;
 mod posix;
 mod process;
 mod stdio;

@@ -21,7 +21,7 @@
 //! iolens there). Without it the file has the rank only, and ranks of one node, which share
 //! `CLOCK_MONOTONIC`, need no correction.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_MPI_RANK, NO_FILE};
 use libc::{c_char, c_int, c_void};
@@ -160,9 +160,13 @@ unsafe fn every_rank_traced() -> bool {
     !v.is_null() && libc::strcmp(v, c"1".as_ptr()) == 0
 }
 
+/// Whether the rank was marked: the Fortran `MPI_INIT` hook and the C one it may reach (MPICH's
+/// Fortran binding calls `MPI_Init`) both call [`after_init`], which must act once.
+static INIT_SEEN: AtomicBool = AtomicBool::new(false);
+
 /// After a successful `MPI_Init`: the rank marker, and the first clock measurement.
-unsafe fn after_init() {
-    if !ENABLED.load(Relaxed) || CLOCK_COMM.load(Relaxed) != 0 {
+pub(crate) unsafe fn after_init() {
+    if !ENABLED.load(Relaxed) || INIT_SEEN.swap(true, Relaxed) {
         return;
     }
     let saved = errno();
@@ -206,8 +210,10 @@ unsafe fn after_init() {
     set_errno(saved);
 }
 
-/// Before `MPI_Finalize`: the second clock measurement (the two give the drift in between).
-unsafe fn before_finalize() {
+/// Before `MPI_Finalize`: the MPI-IO calls whose completion went unseen, and the second clock
+/// measurement (the two give the drift in between).
+pub(crate) unsafe fn before_finalize() {
+    crate::mpiio::complete_unseen();
     let mut comm = CLOCK_COMM.swap(0, Relaxed);
     if comm == 0 || !ENABLED.load(Relaxed) {
         return;

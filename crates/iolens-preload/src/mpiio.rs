@@ -1,7 +1,9 @@
 //! MPI-IO hooks: `MPI_File_open/close/sync`, the blocking reads and writes in all their forms
 //! (explicit offset `_at`, collective `_all`, shared and ordered file pointers), the
-//! nonblocking `MPI_File_iread*/iwrite*`, and split collectives (`_begin`/`_end`), recorded at
-//! layer `mpiio` with bytes = count × datatype size and offsets in bytes.
+//! nonblocking `MPI_File_iread*/iwrite*`, and split collectives (`_begin`/`_end`), each also in
+//! MPI 4's large-count form (`_c`, an `MPI_Count` count; MPICH 4 exports them, Open MPI 4.1
+//! does not), recorded at layer `mpiio` with bytes = count × datatype size and offsets in bytes.
+//! The Fortran bindings are in [`crate::mpiio_fortran`].
 //!
 //! The library is not linked against MPI, so it loads into any program: the real functions are
 //! reached through the profiling interface (`PMPI_*`), looked up when first needed. MPI handles
@@ -12,9 +14,11 @@
 //!
 //! A nonblocking call is recorded from its post to the completion the program observes (the
 //! `MPI_Wait`/`MPI_Test` family); until then it waits in a lock-free table keyed by its
-//! request. The POSIX calls the middleware makes beneath (data sieving, collective buffering)
-//! are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the recursion guard
-//! while the real function runs.
+//! request. One whose completion the program did not show (through `PMPI_Wait`) ends when the
+//! library reuses its request handle, or at `MPI_Finalize`. The POSIX calls the middleware makes
+//! beneath (data sieving, collective buffering; nonblocking calls through POSIX aio, see
+//! [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the
+//! recursion guard while the real function runs.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
@@ -30,6 +34,8 @@ use crate::{Guard, ENABLED};
 pub(crate) type Handle = usize;
 /// `MPI_Offset`: a 64-bit signed integer in every implementation.
 pub(crate) type MpiOffset = i64;
+/// `MPI_Count`, the count of MPI 4's large-count (`_c`) functions: 64-bit signed as well.
+pub(crate) type MpiCount = i64;
 
 const MPI_SUCCESS: c_int = 0;
 const MPI_UNDEFINED: c_int = -32766;
@@ -167,10 +173,10 @@ thread_local! {
 
 /// Marks the thread as inside an MPI-IO hook (but not inside the POSIX recursion guard, so the
 /// POSIX calls beneath are recorded).
-struct MpiNest;
+pub(crate) struct MpiNest;
 
 impl MpiNest {
-    fn enter() -> Option<MpiNest> {
+    pub(crate) fn enter() -> Option<MpiNest> {
         if !ENABLED.load(Relaxed) || IN_MPI_HOOK.with(|h| h.replace(true)) {
             return None;
         }
@@ -195,7 +201,7 @@ pub(crate) struct HandleTable {
 }
 
 const TABLE_SLOTS: usize = 4096;
-const WORDS: usize = 6;
+pub(crate) const WORDS: usize = 6;
 /// How far from its home slot an entry may lie: bounds every lookup of a missing key.
 const PROBES: usize = 64;
 const EMPTY: u64 = 0;
@@ -219,13 +225,13 @@ impl HandleTable {
         (0..PROBES).map(move |i| (home + i) % TABLE_SLOTS)
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.live.load(Relaxed) == 0
     }
 
     /// Stores `words` under `key`, replacing a stale entry of the same key (a request whose
     /// completion was never seen, its handle now reused). False when the neighbourhood is full.
-    fn insert(&self, key: u64, words: [u64; WORDS]) -> bool {
+    pub(crate) fn insert(&self, key: u64, words: [u64; WORDS]) -> bool {
         if key == EMPTY || key == FREED {
             return false;
         }
@@ -272,8 +278,15 @@ impl HandleTable {
         Some(words)
     }
 
-    fn take(&self, key: u64) -> Option<[u64; WORDS]> {
+    pub(crate) fn take(&self, key: u64) -> Option<[u64; WORDS]> {
         self.take_slot(self.find(key)?, key)
+    }
+
+    /// Sets word `i` of `key`'s entry to `value` unless it was set already (non-zero).
+    pub(crate) fn set_once(&self, key: u64, i: usize, value: u64) {
+        if let Some(s) = self.find(key) {
+            let _ = self.words[s][i].compare_exchange(0, value, Relaxed, Relaxed);
+        }
     }
 
     fn get(&self, key: u64) -> Option<[u64; WORDS]> {
@@ -333,8 +346,9 @@ fn file_of(fh: Handle) -> u32 {
     FILES.get(fh as u64).map_or(NO_FILE, |w| w[0] as u32)
 }
 
-/// count × the datatype's size, in bytes (0 when the datatype is invalid).
-unsafe fn bytes_of(count: c_int, datatype: Handle) -> u64 {
+/// count × the datatype's size, in bytes (0 when the datatype is invalid). The count is an
+/// `int`, or an `MPI_Count` in the large-count (`_c`) forms of MPI 4.
+pub(crate) unsafe fn bytes_of(count: i64, datatype: Handle) -> u64 {
     let type_size = pmpi!("PMPI_Type_size_x" as unsafe extern "C" fn(Handle, *mut i64) -> c_int);
     let mut size: i64 = 0;
     if count <= 0 || type_size(datatype, &mut size) != MPI_SUCCESS || size <= 0 {
@@ -345,7 +359,7 @@ unsafe fn bytes_of(count: c_int, datatype: Handle) -> u64 {
 
 /// Where a call reads or writes.
 #[derive(Clone, Copy)]
-enum At {
+pub(crate) enum At {
     /// An explicit offset, in etypes of the view (`_at` forms).
     Explicit(MpiOffset),
     /// The individual file pointer.
@@ -400,11 +414,11 @@ fn result_of(ret: c_int, bytes: u64, moved: Option<u64>) -> i64 {
 }
 
 /// A blocking read or write: timed and recorded.
-unsafe fn blocking(
+pub(crate) unsafe fn blocking(
     op: IoOp,
     fh: Handle,
     at: At,
-    count: c_int,
+    count: i64,
     datatype: Handle,
     status: *mut c_void,
     call: impl FnOnce() -> c_int,
@@ -420,14 +434,15 @@ unsafe fn blocking(
     ret
 }
 
-/// A nonblocking read or write: its post time kept under its request until it completes.
-unsafe fn posted(
+/// A nonblocking read or write: its post time kept under its request (`request_key()`, read
+/// once the call has set it) until it completes.
+pub(crate) unsafe fn posted(
     op: IoOp,
     fh: Handle,
     at: At,
-    count: c_int,
+    count: i64,
     datatype: Handle,
-    request: *mut c_void,
+    request_key: impl FnOnce() -> u64,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(_nest) = MpiNest::enter() else { return call() };
@@ -441,30 +456,67 @@ unsafe fn posted(
         return ret;
     }
     let posted = Posted { start, file, op, bytes, offset };
-    if !PENDING.insert(request_at(request, 0), posted.words()) {
+    let key = request_key();
+    if let Some(stale) = PENDING.take(key) {
+        // The library reused the handle of a call whose completion we did not see (the program
+        // called `PMPI_Wait` itself): that call was done before this one was posted.
+        Posted::from_words(stale).completed(start);
+    }
+    if !PENDING.insert(key, posted.words()) {
         // No room to wait for its completion: recorded now, over its post, so never lost.
         posted.completed(now_ns());
     }
     ret
 }
 
+/// Whether no nonblocking call waits for its completion (the common case, one relaxed load).
+pub(crate) fn nothing_pending() -> bool {
+    PENDING.is_empty()
+}
+
 /// The nonblocking call behind `request` completed (now).
-unsafe fn complete(request: u64) {
+pub(crate) unsafe fn complete(request: u64) {
     if let Some(words) = PENDING.take(request) {
         Posted::from_words(words).completed(now_ns());
+    }
+}
+
+/// At `MPI_Finalize`: the nonblocking calls and split collectives whose completion the program
+/// did not show us (it called `PMPI_Wait` itself, or a binding not hooked) are done by now, as
+/// MPI requires; recorded as ending here rather than lost (their time is then an upper bound).
+pub(crate) unsafe fn complete_unseen() {
+    for table in [&PENDING, &SPLIT] {
+        if table.is_empty() {
+            continue;
+        }
+        let end = now_ns();
+        for slot in 0..TABLE_SLOTS {
+            let key = table.keys[slot].load(Acquire);
+            if key == EMPTY || key == FREED {
+                continue;
+            }
+            if let Some(words) = table.take_slot(slot, key) {
+                Posted::from_words(words).completed(end);
+            }
+        }
     }
 }
 
 /// Tags the pending calls among `count` requests with a fresh token and their positions;
 /// the token, or 0 when none of them is an MPI-IO call.
 unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
+    tag_keys(count, |i| request_at(requests, i))
+}
+
+/// [`tag_requests`] of the requests `key_at(0..count)`.
+pub(crate) unsafe fn tag_keys(count: c_int, key_at: impl Fn(usize) -> u64) -> u64 {
     if PENDING.is_empty() || count <= 0 {
         return 0;
     }
     let token = NEXT_TOKEN.fetch_add(1, Relaxed);
     let mut any = false;
     for i in 0..count as usize {
-        if let Some(slot) = PENDING.find(request_at(requests, i)) {
+        if let Some(slot) = PENDING.find(key_at(i)) {
             PENDING.words[slot][4].store(token, Relaxed);
             PENDING.words[slot][5].store(i as u64, Relaxed);
             any = true;
@@ -478,7 +530,7 @@ unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
 }
 
 /// Completes the pending calls tagged with `token` (at `position` only, if given).
-unsafe fn complete_tagged(token: u64, position: Option<usize>) {
+pub(crate) unsafe fn complete_tagged(token: u64, position: Option<usize>) {
     if token == 0 {
         return;
     }
@@ -538,17 +590,24 @@ pub unsafe extern "C" fn MPI_File_open(
     let t0 = now_ns();
     let ret = real(comm, filename, amode, info, fh);
     let t1 = now_ns();
-    if filename.is_null() || fh.is_null() {
-        return ret;
+    if !fh.is_null() {
+        opened(filename, ret, *fh, t0, t1);
+    }
+    ret
+}
+
+/// Records an open of `filename` (NUL-terminated) that returned `ret` and the handle `fh`.
+pub(crate) unsafe fn opened(filename: *const c_char, ret: c_int, fh: Handle, t0: u64, t1: u64) {
+    if filename.is_null() {
+        return;
     }
     if let Some(_g) = Guard::enter() {
         let id = define_path(without_fs_prefix(filename), libc::AT_FDCWD);
-        if ret == MPI_SUCCESS && !FILES.insert(*fh as u64, [id as u64, 0, 0, 0, 0, 0]) {
+        if ret == MPI_SUCCESS && !FILES.insert(fh as u64, [id as u64, 0, 0, 0, 0, 0]) {
             // More files open at once than the table holds: their calls count under no path.
         }
         record(IoOp::Open, Layer::MpiIo, id, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
     }
-    ret
 }
 
 #[no_mangle]
@@ -556,10 +615,15 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
     let real = pmpi!("PMPI_File_close" as unsafe extern "C" fn(*mut Handle) -> c_int);
     let Some(_nest) = MpiNest::enter() else { return real(fh) };
     let handle = if fh.is_null() { 0 } else { *fh };
+    closed(handle, || real(fh))
+}
+
+/// Closes the file `fh` by `call`, recording the close.
+pub(crate) unsafe fn closed(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
     let t0 = now_ns();
-    let ret = real(fh);
+    let ret = call();
     let t1 = now_ns();
-    let file = FILES.take(handle as u64).map_or(NO_FILE, |w| w[0] as u32);
+    let file = FILES.take(fh as u64).map_or(NO_FILE, |w| w[0] as u32);
     if file != NO_FILE {
         emit(IoOp::Close, file, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
     }
@@ -570,8 +634,13 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
 pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
     let real = pmpi!("PMPI_File_sync" as unsafe extern "C" fn(Handle) -> c_int);
     let Some(_nest) = MpiNest::enter() else { return real(fh) };
+    synced(fh, || real(fh))
+}
+
+/// Syncs the file `fh` by `call`, recording the sync.
+pub(crate) unsafe fn synced(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
     let t0 = now_ns();
-    let ret = real(fh);
+    let ret = call();
     let t1 = now_ns();
     emit(IoOp::Fsync, file_of(fh), UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
     ret
@@ -580,39 +649,49 @@ pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
 // ---- blocking reads and writes ----
 
 macro_rules! blocking_hook {
-    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+    ($name:ident, $real:literal, $op:expr, $at:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
             status: *mut c_void,
         ) -> c_int {
             let real = pmpi!(
-                $real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle, *mut c_void) -> c_int
+                $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
             );
-            blocking($op, fh, $at, count, datatype, status, || real(fh, buf, count, datatype, status))
+            blocking($op, fh, $at, i64::from(count), datatype, status, || {
+                real(fh, buf, count, datatype, status)
+            })
         }
     };
 }
-blocking_hook!(MPI_File_read, "PMPI_File_read", IoOp::Read, At::Individual);
-blocking_hook!(MPI_File_read_all, "PMPI_File_read_all", IoOp::Read, At::Individual);
-blocking_hook!(MPI_File_write, "PMPI_File_write", IoOp::Write, At::Individual);
-blocking_hook!(MPI_File_write_all, "PMPI_File_write_all", IoOp::Write, At::Individual);
-blocking_hook!(MPI_File_read_shared, "PMPI_File_read_shared", IoOp::Read, At::Shared);
-blocking_hook!(MPI_File_write_shared, "PMPI_File_write_shared", IoOp::Write, At::Shared);
-blocking_hook!(MPI_File_read_ordered, "PMPI_File_read_ordered", IoOp::Read, At::Shared);
-blocking_hook!(MPI_File_write_ordered, "PMPI_File_write_ordered", IoOp::Write, At::Shared);
+blocking_hook!(MPI_File_read, "PMPI_File_read", IoOp::Read, At::Individual, c_int);
+blocking_hook!(MPI_File_read_c, "PMPI_File_read_c", IoOp::Read, At::Individual, MpiCount);
+blocking_hook!(MPI_File_read_all, "PMPI_File_read_all", IoOp::Read, At::Individual, c_int);
+blocking_hook!(MPI_File_read_all_c, "PMPI_File_read_all_c", IoOp::Read, At::Individual, MpiCount);
+blocking_hook!(MPI_File_write, "PMPI_File_write", IoOp::Write, At::Individual, c_int);
+blocking_hook!(MPI_File_write_c, "PMPI_File_write_c", IoOp::Write, At::Individual, MpiCount);
+blocking_hook!(MPI_File_write_all, "PMPI_File_write_all", IoOp::Write, At::Individual, c_int);
+blocking_hook!(MPI_File_write_all_c, "PMPI_File_write_all_c", IoOp::Write, At::Individual, MpiCount);
+blocking_hook!(MPI_File_read_shared, "PMPI_File_read_shared", IoOp::Read, At::Shared, c_int);
+blocking_hook!(MPI_File_read_shared_c, "PMPI_File_read_shared_c", IoOp::Read, At::Shared, MpiCount);
+blocking_hook!(MPI_File_write_shared, "PMPI_File_write_shared", IoOp::Write, At::Shared, c_int);
+blocking_hook!(MPI_File_write_shared_c, "PMPI_File_write_shared_c", IoOp::Write, At::Shared, MpiCount);
+blocking_hook!(MPI_File_read_ordered, "PMPI_File_read_ordered", IoOp::Read, At::Shared, c_int);
+blocking_hook!(MPI_File_read_ordered_c, "PMPI_File_read_ordered_c", IoOp::Read, At::Shared, MpiCount);
+blocking_hook!(MPI_File_write_ordered, "PMPI_File_write_ordered", IoOp::Write, At::Shared, c_int);
+blocking_hook!(MPI_File_write_ordered_c, "PMPI_File_write_ordered_c", IoOp::Write, At::Shared, MpiCount);
 
 macro_rules! blocking_at_hook {
-    ($name:ident, $real:literal, $op:expr) => {
+    ($name:ident, $real:literal, $op:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             offset: MpiOffset,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
             status: *mut c_void,
         ) -> c_int {
@@ -622,56 +701,74 @@ macro_rules! blocking_at_hook {
                         Handle,
                         MpiOffset,
                         *mut c_void,
-                        c_int,
+                        $count,
                         Handle,
                         *mut c_void,
                     ) -> c_int
             );
-            blocking($op, fh, At::Explicit(offset), count, datatype, status, || {
+            blocking($op, fh, At::Explicit(offset), i64::from(count), datatype, status, || {
                 real(fh, offset, buf, count, datatype, status)
             })
         }
     };
 }
-blocking_at_hook!(MPI_File_read_at, "PMPI_File_read_at", IoOp::Read);
-blocking_at_hook!(MPI_File_read_at_all, "PMPI_File_read_at_all", IoOp::Read);
-blocking_at_hook!(MPI_File_write_at, "PMPI_File_write_at", IoOp::Write);
-blocking_at_hook!(MPI_File_write_at_all, "PMPI_File_write_at_all", IoOp::Write);
+blocking_at_hook!(MPI_File_read_at, "PMPI_File_read_at", IoOp::Read, c_int);
+blocking_at_hook!(MPI_File_read_at_c, "PMPI_File_read_at_c", IoOp::Read, MpiCount);
+blocking_at_hook!(MPI_File_read_at_all, "PMPI_File_read_at_all", IoOp::Read, c_int);
+blocking_at_hook!(MPI_File_read_at_all_c, "PMPI_File_read_at_all_c", IoOp::Read, MpiCount);
+blocking_at_hook!(MPI_File_write_at, "PMPI_File_write_at", IoOp::Write, c_int);
+blocking_at_hook!(MPI_File_write_at_c, "PMPI_File_write_at_c", IoOp::Write, MpiCount);
+blocking_at_hook!(MPI_File_write_at_all, "PMPI_File_write_at_all", IoOp::Write, c_int);
+blocking_at_hook!(MPI_File_write_at_all_c, "PMPI_File_write_at_all_c", IoOp::Write, MpiCount);
 
 // ---- nonblocking reads and writes ----
 
 macro_rules! posted_hook {
-    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+    ($name:ident, $real:literal, $op:expr, $at:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
             request: *mut c_void,
         ) -> c_int {
             let real = pmpi!(
-                $real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle, *mut c_void) -> c_int
+                $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
             );
-            posted($op, fh, $at, count, datatype, request, || real(fh, buf, count, datatype, request))
+            posted(
+                $op,
+                fh,
+                $at,
+                i64::from(count),
+                datatype,
+                || request_at(request, 0),
+                || real(fh, buf, count, datatype, request),
+            )
         }
     };
 }
-posted_hook!(MPI_File_iread, "PMPI_File_iread", IoOp::Read, At::Individual);
-posted_hook!(MPI_File_iread_all, "PMPI_File_iread_all", IoOp::Read, At::Individual);
-posted_hook!(MPI_File_iwrite, "PMPI_File_iwrite", IoOp::Write, At::Individual);
-posted_hook!(MPI_File_iwrite_all, "PMPI_File_iwrite_all", IoOp::Write, At::Individual);
-posted_hook!(MPI_File_iread_shared, "PMPI_File_iread_shared", IoOp::Read, At::Shared);
-posted_hook!(MPI_File_iwrite_shared, "PMPI_File_iwrite_shared", IoOp::Write, At::Shared);
+posted_hook!(MPI_File_iread, "PMPI_File_iread", IoOp::Read, At::Individual, c_int);
+posted_hook!(MPI_File_iread_c, "PMPI_File_iread_c", IoOp::Read, At::Individual, MpiCount);
+posted_hook!(MPI_File_iread_all, "PMPI_File_iread_all", IoOp::Read, At::Individual, c_int);
+posted_hook!(MPI_File_iread_all_c, "PMPI_File_iread_all_c", IoOp::Read, At::Individual, MpiCount);
+posted_hook!(MPI_File_iwrite, "PMPI_File_iwrite", IoOp::Write, At::Individual, c_int);
+posted_hook!(MPI_File_iwrite_c, "PMPI_File_iwrite_c", IoOp::Write, At::Individual, MpiCount);
+posted_hook!(MPI_File_iwrite_all, "PMPI_File_iwrite_all", IoOp::Write, At::Individual, c_int);
+posted_hook!(MPI_File_iwrite_all_c, "PMPI_File_iwrite_all_c", IoOp::Write, At::Individual, MpiCount);
+posted_hook!(MPI_File_iread_shared, "PMPI_File_iread_shared", IoOp::Read, At::Shared, c_int);
+posted_hook!(MPI_File_iread_shared_c, "PMPI_File_iread_shared_c", IoOp::Read, At::Shared, MpiCount);
+posted_hook!(MPI_File_iwrite_shared, "PMPI_File_iwrite_shared", IoOp::Write, At::Shared, c_int);
+posted_hook!(MPI_File_iwrite_shared_c, "PMPI_File_iwrite_shared_c", IoOp::Write, At::Shared, MpiCount);
 
 macro_rules! posted_at_hook {
-    ($name:ident, $real:literal, $op:expr) => {
+    ($name:ident, $real:literal, $op:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             offset: MpiOffset,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
             request: *mut c_void,
         ) -> c_int {
@@ -681,29 +778,39 @@ macro_rules! posted_at_hook {
                         Handle,
                         MpiOffset,
                         *mut c_void,
-                        c_int,
+                        $count,
                         Handle,
                         *mut c_void,
                     ) -> c_int
             );
-            posted($op, fh, At::Explicit(offset), count, datatype, request, || {
-                real(fh, offset, buf, count, datatype, request)
-            })
+            posted(
+                $op,
+                fh,
+                At::Explicit(offset),
+                i64::from(count),
+                datatype,
+                || request_at(request, 0),
+                || real(fh, offset, buf, count, datatype, request),
+            )
         }
     };
 }
-posted_at_hook!(MPI_File_iread_at, "PMPI_File_iread_at", IoOp::Read);
-posted_at_hook!(MPI_File_iread_at_all, "PMPI_File_iread_at_all", IoOp::Read);
-posted_at_hook!(MPI_File_iwrite_at, "PMPI_File_iwrite_at", IoOp::Write);
-posted_at_hook!(MPI_File_iwrite_at_all, "PMPI_File_iwrite_at_all", IoOp::Write);
+posted_at_hook!(MPI_File_iread_at, "PMPI_File_iread_at", IoOp::Read, c_int);
+posted_at_hook!(MPI_File_iread_at_c, "PMPI_File_iread_at_c", IoOp::Read, MpiCount);
+posted_at_hook!(MPI_File_iread_at_all, "PMPI_File_iread_at_all", IoOp::Read, c_int);
+posted_at_hook!(MPI_File_iread_at_all_c, "PMPI_File_iread_at_all_c", IoOp::Read, MpiCount);
+posted_at_hook!(MPI_File_iwrite_at, "PMPI_File_iwrite_at", IoOp::Write, c_int);
+posted_at_hook!(MPI_File_iwrite_at_c, "PMPI_File_iwrite_at_c", IoOp::Write, MpiCount);
+posted_at_hook!(MPI_File_iwrite_at_all, "PMPI_File_iwrite_at_all", IoOp::Write, c_int);
+posted_at_hook!(MPI_File_iwrite_at_all_c, "PMPI_File_iwrite_at_all_c", IoOp::Write, MpiCount);
 
 // ---- split collectives: from _begin to _end ----
 
-unsafe fn split_begin(
+pub(crate) unsafe fn split_begin(
     op: IoOp,
     fh: Handle,
     at: At,
-    count: c_int,
+    count: i64,
     datatype: Handle,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
@@ -722,7 +829,7 @@ unsafe fn split_begin(
     ret
 }
 
-unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
+pub(crate) unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
     let Some(_nest) = MpiNest::enter() else { return call() };
     let ret = call();
     if let Some(words) = SPLIT.take(fh as u64) {
@@ -742,44 +849,80 @@ unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
 }
 
 macro_rules! split_begin_hook {
-    ($name:ident, $real:literal, $op:expr, $at:expr) => {
+    ($name:ident, $real:literal, $op:expr, $at:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
         ) -> c_int {
-            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, c_int, Handle) -> c_int);
-            split_begin($op, fh, $at, count, datatype, || real(fh, buf, count, datatype))
+            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle) -> c_int);
+            split_begin($op, fh, $at, i64::from(count), datatype, || real(fh, buf, count, datatype))
         }
     };
 }
-split_begin_hook!(MPI_File_read_all_begin, "PMPI_File_read_all_begin", IoOp::Read, At::Individual);
-split_begin_hook!(MPI_File_write_all_begin, "PMPI_File_write_all_begin", IoOp::Write, At::Individual);
-split_begin_hook!(MPI_File_read_ordered_begin, "PMPI_File_read_ordered_begin", IoOp::Read, At::Shared);
-split_begin_hook!(MPI_File_write_ordered_begin, "PMPI_File_write_ordered_begin", IoOp::Write, At::Shared);
+split_begin_hook!(MPI_File_read_all_begin, "PMPI_File_read_all_begin", IoOp::Read, At::Individual, c_int);
+split_begin_hook!(
+    MPI_File_read_all_begin_c,
+    "PMPI_File_read_all_begin_c",
+    IoOp::Read,
+    At::Individual,
+    MpiCount
+);
+split_begin_hook!(MPI_File_write_all_begin, "PMPI_File_write_all_begin", IoOp::Write, At::Individual, c_int);
+split_begin_hook!(
+    MPI_File_write_all_begin_c,
+    "PMPI_File_write_all_begin_c",
+    IoOp::Write,
+    At::Individual,
+    MpiCount
+);
+split_begin_hook!(MPI_File_read_ordered_begin, "PMPI_File_read_ordered_begin", IoOp::Read, At::Shared, c_int);
+split_begin_hook!(
+    MPI_File_read_ordered_begin_c,
+    "PMPI_File_read_ordered_begin_c",
+    IoOp::Read,
+    At::Shared,
+    MpiCount
+);
+split_begin_hook!(
+    MPI_File_write_ordered_begin,
+    "PMPI_File_write_ordered_begin",
+    IoOp::Write,
+    At::Shared,
+    c_int
+);
+split_begin_hook!(
+    MPI_File_write_ordered_begin_c,
+    "PMPI_File_write_ordered_begin_c",
+    IoOp::Write,
+    At::Shared,
+    MpiCount
+);
 
 macro_rules! split_begin_at_hook {
-    ($name:ident, $real:literal, $op:expr) => {
+    ($name:ident, $real:literal, $op:expr, $count:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             fh: Handle,
             offset: MpiOffset,
             buf: *mut c_void,
-            count: c_int,
+            count: $count,
             datatype: Handle,
         ) -> c_int {
             let real =
-                pmpi!($real as unsafe extern "C" fn(Handle, MpiOffset, *mut c_void, c_int, Handle) -> c_int);
-            split_begin($op, fh, At::Explicit(offset), count, datatype, || {
+                pmpi!($real as unsafe extern "C" fn(Handle, MpiOffset, *mut c_void, $count, Handle) -> c_int);
+            split_begin($op, fh, At::Explicit(offset), i64::from(count), datatype, || {
                 real(fh, offset, buf, count, datatype)
             })
         }
     };
 }
-split_begin_at_hook!(MPI_File_read_at_all_begin, "PMPI_File_read_at_all_begin", IoOp::Read);
-split_begin_at_hook!(MPI_File_write_at_all_begin, "PMPI_File_write_at_all_begin", IoOp::Write);
+split_begin_at_hook!(MPI_File_read_at_all_begin, "PMPI_File_read_at_all_begin", IoOp::Read, c_int);
+split_begin_at_hook!(MPI_File_read_at_all_begin_c, "PMPI_File_read_at_all_begin_c", IoOp::Read, MpiCount);
+split_begin_at_hook!(MPI_File_write_at_all_begin, "PMPI_File_write_at_all_begin", IoOp::Write, c_int);
+split_begin_at_hook!(MPI_File_write_at_all_begin_c, "PMPI_File_write_at_all_begin_c", IoOp::Write, MpiCount);
 
 macro_rules! split_end_hook {
     ($name:ident, $real:literal) => {

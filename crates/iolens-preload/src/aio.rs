@@ -1,0 +1,164 @@
+//! POSIX asynchronous I/O: `aio_read`/`aio_write` (and their `64` names). glibc carries each
+//! request out in a helper thread through its internal `pread`/`pwrite`, which no hook sees,
+//! and MPI-IO libraries use them for nonblocking calls (MPICH's ROMIO, Open MPI's ompio): without
+//! these hooks the POSIX layer beneath an `MPI_File_iwrite` would show nothing.
+//!
+//! A request is recorded from its submission to the completion the program observes (the first
+//! `aio_error` that no longer says `EINPROGRESS`, else the `aio_return` that collects its
+//! result), with the bytes it moved (`aio_return`'s answer); until then it waits in a lock-free
+//! table keyed by the address of its control block. `lio_listio` submits a list of
+//! them at once.
+
+use iolens_record::event::{IoOp, Layer};
+use libc::{aiocb, c_int, sigevent, ssize_t};
+
+use crate::clock::now_ns;
+use crate::mpiio::{HandleTable, WORDS};
+use crate::record::{count_excluded, path_of, record, NOT_A_FILE};
+use crate::{errno, set_errno, Guard};
+
+/// Requests submitted and not yet collected: control block address → submission.
+static SUBMITTED: HandleTable = HandleTable::new();
+
+/// Notes a request just submitted by `call`.
+unsafe fn submitted(op: IoOp, cb: *mut aiocb, call: impl FnOnce() -> c_int) -> c_int {
+    let Some(_g) = Guard::enter() else { return call() };
+    let start = now_ns();
+    let ret = call();
+    if ret == 0 {
+        wait_for(op, cb, start);
+    }
+    ret
+}
+
+/// Keeps the request `cb`, submitted at `start`, until its result is collected.
+unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
+    if cb.is_null() {
+        return;
+    }
+    let c = &*cb;
+    let words: [u64; WORDS] = [
+        start,
+        c.aio_fildes as u32 as u64 | (op as u64) << 32,
+        c.aio_nbytes as u64,
+        c.aio_offset as u64,
+        0,
+        0,
+    ];
+    if !SUBMITTED.insert(cb as u64, words) {
+        // No room to wait for its completion: recorded now, over its submission, so never lost.
+        collected(words, c.aio_nbytes as i64, now_ns());
+    }
+}
+
+/// Where the time the program saw a request done is kept among its words (0: not yet).
+const SEEN_DONE: usize = 4;
+
+/// Records a request submitted as `words` whose result `ret` was collected at `end`.
+unsafe fn collected(words: [u64; WORDS], ret: i64, end: u64) {
+    let end = if words[SEEN_DONE] != 0 { words[SEEN_DONE] } else { end };
+    let fd = words[1] as u32 as c_int;
+    let op = if (words[1] >> 32) as u8 == IoOp::Read as u8 { IoOp::Read } else { IoOp::Write };
+    let file = path_of(fd);
+    if file == NOT_A_FILE {
+        count_excluded(fd, ret);
+        return;
+    }
+    let result = if ret < 0 { -(libc::EIO as i64) } else { ret };
+    record(op, Layer::Posix, file, words[3], words[2], result, words[0], end);
+}
+
+macro_rules! submit_hook {
+    ($name:ident, $real:literal, $op:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *mut aiocb) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*mut aiocb) -> c_int);
+            submitted($op, cb, || real(cb))
+        }
+    };
+}
+submit_hook!(aio_read, "aio_read", IoOp::Read);
+submit_hook!(aio_read64, "aio_read64", IoOp::Read);
+submit_hook!(aio_write, "aio_write", IoOp::Write);
+submit_hook!(aio_write64, "aio_write64", IoOp::Write);
+
+macro_rules! list_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            mode: c_int,
+            list: *const *mut aiocb,
+            count: c_int,
+            sig: *mut sigevent,
+        ) -> c_int {
+            let real =
+                real!($real as unsafe extern "C" fn(c_int, *const *mut aiocb, c_int, *mut sigevent) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(mode, list, count, sig) };
+            let start = now_ns();
+            let ret = real(mode, list, count, sig);
+            // On failure some requests may have been queued all the same, and are collected
+            // by aio_return like any other.
+            if !list.is_null() {
+                for i in 0..count.max(0) as usize {
+                    let cb = *list.add(i);
+                    if cb.is_null() || (ret != 0 && !was_queued(cb)) {
+                        continue;
+                    }
+                    match (*cb).aio_lio_opcode {
+                        libc::LIO_READ => wait_for(IoOp::Read, cb, start),
+                        libc::LIO_WRITE => wait_for(IoOp::Write, cb, start),
+                        _ => {}
+                    }
+                }
+            }
+            ret
+        }
+    };
+}
+list_hook!(lio_listio, "lio_listio");
+list_hook!(lio_listio64, "lio_listio64");
+
+/// Whether a request of a failed `lio_listio` was queued all the same: in flight, or done
+/// (a request refused has an error status of its own, EAGAIN or EINVAL).
+unsafe fn was_queued(cb: *mut aiocb) -> bool {
+    matches!(libc::aio_error(cb), 0 | libc::EINPROGRESS)
+}
+
+macro_rules! error_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *const aiocb) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const aiocb) -> c_int);
+            let ret = real(cb);
+            if ret != libc::EINPROGRESS && !SUBMITTED.is_empty() {
+                SUBMITTED.set_once(cb as u64, SEEN_DONE, now_ns());
+            }
+            ret
+        }
+    };
+}
+error_hook!(aio_error, "aio_error");
+error_hook!(aio_error64, "aio_error64");
+
+macro_rules! return_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(cb: *mut aiocb) -> ssize_t {
+            let real = real!($real as unsafe extern "C" fn(*mut aiocb) -> ssize_t);
+            if SUBMITTED.is_empty() {
+                return real(cb);
+            }
+            let Some(_g) = Guard::enter() else { return real(cb) };
+            let ret = real(cb);
+            let end = now_ns();
+            if let Some(words) = SUBMITTED.take(cb as u64) {
+                let err = errno();
+                collected(words, ret as i64, end);
+                set_errno(err);
+            }
+            ret
+        }
+    };
+}
+return_hook!(aio_return, "aio_return");
+return_hook!(aio_return64, "aio_return64");

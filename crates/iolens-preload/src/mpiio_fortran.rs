@@ -1,0 +1,861 @@
+//! The Fortran bindings of the MPI-IO functions `crate::mpiio` records.
+//!
+//! Open MPI's Fortran wrappers (`libmpi_mpifh`: `mpif.h` and `use mpi`; `libmpi_usempif08`:
+//! `use mpi_f08`, through `ompi_*_f`) call the `PMPI_` functions directly, so a program written
+//! in Fortran never reaches the C hooks: its open, close, sync, reads and writes (blocking,
+//! nonblocking and split collective) and the completions of nonblocking ones (`MPI_WAIT`,
+//! `MPI_TEST` and their `ALL`/`ANY`/`SOME` forms, `MPI_REQUEST_FREE`) are hooked here under
+//! every name the libraries export (`mpi_x_`, `mpi_x__`, `mpi_x`, `MPI_X`, Open MPI's `ompi_x_f`). MPICH's wrappers (`libmpichfort`) call the C functions, whose hooks
+//! see that a Fortran hook is already recording (the MPI-IO nesting mark) and stay out, except
+//! its `use mpi_f08` open, close, sync and completions (`mpi_file_x_f08_`, `mpi_wait_f08_`, …),
+//! which call `PMPI_` and are hooked (Open MPI's `MPI_Test` in `mpi_f08` calls `pmpi_test_`).
+//!
+//! `MPI_Init`, `MPI_Init_thread` and `MPI_Finalize` are hooked in Fortran too (MPICH's
+//! `use mpi_f08` ones, `mpi_x_f08_`, call `PMPI_` as well): they mark the rank's stream and
+//! measure its clock (`crate::mpi_clock`), once however the bindings nest.
+//!
+//! A Fortran hook forwards to the library's function of the same name and converts the
+//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A read's status is a
+//! Fortran array here: its bytes are the bytes asked for.
+
+use libc::{c_char, c_int, c_void};
+
+use crate::clock::now_ns;
+use crate::mpiio::{
+    abi, blocking, closed, complete, complete_tagged, nothing_pending, opened, posted, split_begin,
+    split_end, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset,
+};
+use iolens_record::event::IoOp;
+
+/// A Fortran `INTEGER` as MPI passes it (`MPI_Fint`).
+type Fint = c_int;
+
+/// `MPI_FILE_OPEN(comm, filename, amode, info, fh, ierror)` and the filename's hidden length.
+type OpenFn =
+    unsafe extern "C" fn(*const Fint, *const c_char, *const Fint, *const Fint, *mut Fint, *mut Fint, usize);
+/// `(fh, buf, count, datatype, status or request, ierror)`: reads and writes at a file pointer.
+type IoFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint, *mut Fint);
+/// `(fh, offset, buf, count, datatype, status or request, ierror)`: reads and writes at an offset.
+type IoAtFn = unsafe extern "C" fn(
+    *mut Fint,
+    *const MpiOffset,
+    *mut c_void,
+    *const Fint,
+    *const Fint,
+    *mut Fint,
+    *mut Fint,
+);
+/// `(fh, buf, count, datatype, ierror)`: split collectives begun at a file pointer.
+type BeginFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *const Fint, *const Fint, *mut Fint);
+/// `(fh, offset, buf, count, datatype, ierror)`: split collectives begun at an offset.
+type BeginAtFn =
+    unsafe extern "C" fn(*mut Fint, *const MpiOffset, *mut c_void, *const Fint, *const Fint, *mut Fint);
+/// `(fh, buf, status, ierror)`: split collectives ended.
+type EndFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *mut Fint, *mut Fint);
+/// `MPI_TEST(request, flag, status, ierror)`.
+type TestFn = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_WAITALL(count, requests, statuses, ierror)`.
+type WaitallFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_TESTALL(count, requests, flag, statuses, ierror)`,
+/// `MPI_WAITANY(count, requests, index, status, ierror)`.
+type CountFlagFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+/// `MPI_TESTANY(count, requests, index, flag, status, ierror)`,
+/// `MPI_WAITSOME`/`MPI_TESTSOME(incount, requests, outcount, indices, statuses, ierror)`.
+type CountIndexFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+
+/// The library's Fortran function `$name`, resolved once and cached.
+macro_rules! fortran_real {
+    ($name:ident as $ty:ty) => {{
+        static PTR: std::sync::atomic::AtomicPtr<libc::c_void> =
+            std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+        let mut p = PTR.load(std::sync::atomic::Ordering::Relaxed);
+        if p.is_null() {
+            p = crate::mpiio::pmpi_symbol(concat!(stringify!($name), "\0"));
+            PTR.store(p, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::mem::transmute::<*mut libc::c_void, $ty>(p)
+    }};
+}
+
+/// The C handle of a Fortran file handle.
+unsafe fn c_file(fh: *const Fint) -> Handle {
+    if fh.is_null() {
+        return 0;
+    }
+    let f2c = crate::mpiio::pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+    f2c(*fh)
+}
+
+/// The C handle of a Fortran datatype.
+unsafe fn c_datatype(datatype: *const Fint) -> Handle {
+    if datatype.is_null() {
+        return 0;
+    }
+    match abi() {
+        Abi::OpenMpi => {
+            let f2c = crate::mpiio::pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            f2c(*datatype)
+        }
+        // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
+        Abi::Mpich => *datatype as u32 as Handle,
+    }
+}
+
+/// The C handle of a Fortran request, as the pending table keys it.
+unsafe fn c_request(request: *const Fint) -> u64 {
+    if request.is_null() {
+        return 0;
+    }
+    match abi() {
+        Abi::OpenMpi => {
+            let f2c = crate::mpiio::pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            f2c(*request) as u64
+        }
+        // MPICH's requests are integers, the same in C and Fortran.
+        Abi::Mpich => *request as u32 as u64,
+    }
+}
+
+/// Completes the pending calls tagged `token` at the 1-based Fortran positions
+/// `indices[..outcount]` (a `…SOME` call's answer).
+unsafe fn complete_fortran_some(token: u64, outcount: *const Fint, indices: *const Fint) {
+    if token == 0 || outcount.is_null() || indices.is_null() {
+        return;
+    }
+    for j in 0..(*outcount).max(0) as usize {
+        let i = *indices.add(j);
+        if i >= 1 {
+            complete_tagged(token, Some(i as usize - 1));
+        }
+    }
+}
+
+/// The error code a Fortran call returned in its last argument.
+unsafe fn ierror(ierr: *const Fint) -> c_int {
+    if ierr.is_null() {
+        0
+    } else {
+        *ierr
+    }
+}
+
+unsafe fn value(p: *const Fint) -> i64 {
+    if p.is_null() {
+        0
+    } else {
+        i64::from(*p)
+    }
+}
+
+/// A Fortran string (`len` bytes, blank-padded, no NUL) as a NUL-terminated C string in `out`,
+/// cut to fit.
+unsafe fn c_string(s: *const c_char, len: usize, out: &mut [c_char; 4096]) {
+    // The hidden length is a size_t from gfortran 8 on, an int before: only its low half counts.
+    let mut n = (len as u32 as usize).min(out.len() - 1);
+    if s.is_null() {
+        n = 0;
+    }
+    while n > 0 && *s.add(n - 1) == b' ' as c_char {
+        n -= 1;
+    }
+    std::ptr::copy_nonoverlapping(s, out.as_mut_ptr(), n);
+    out[n] = 0;
+}
+
+macro_rules! fortran_init {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+            real(ierr);
+            if ierror(ierr) == 0 {
+                crate::mpi_clock::after_init();
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_init_thread {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint));
+            real(required, provided, ierr);
+            if ierror(ierr) == 0 {
+                crate::mpi_clock::after_init();
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_finalize {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+            crate::mpi_clock::before_finalize();
+            real(ierr)
+        }
+    )+};
+}
+
+macro_rules! fortran_open {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            comm: *const Fint,
+            filename: *const c_char,
+            amode: *const Fint,
+            info: *const Fint,
+            fh: *mut Fint,
+            ierr: *mut Fint,
+            filename_len: usize,
+        ) {
+            let real = fortran_real!(
+                $name as OpenFn
+            );
+            let Some(_nest) = MpiNest::enter() else {
+                return real(comm, filename, amode, info, fh, ierr, filename_len);
+            };
+            let t0 = now_ns();
+            real(comm, filename, amode, info, fh, ierr, filename_len);
+            let t1 = now_ns();
+            if filename.is_null() || fh.is_null() {
+                return;
+            }
+            let mut name = [0 as c_char; 4096];
+            c_string(filename, filename_len, &mut name);
+            // A failed open leaves the handle undefined: it is not converted.
+            let ret = ierror(ierr);
+            opened(name.as_ptr(), ret, if ret == 0 { c_file(fh) } else { 0 }, t0, t1);
+        }
+    )+};
+}
+
+macro_rules! fortran_close {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+            closed(c_file(fh), || {
+                real(fh, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_sync {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+            synced(c_file(fh), || {
+                real(fh, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_blocking {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, status, ierr);
+            }
+            blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
+                real(fh, buf, count, datatype, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_blocking_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoAtFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, status, ierr);
+            }
+            let at = At::Explicit(*offset);
+            blocking($op, c_file(fh), at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
+                real(fh, offset, buf, count, datatype, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_posted {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            request: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, request, ierr);
+            }
+            posted($op, c_file(fh), $at, value(count), c_datatype(datatype), || c_request(request), || {
+                real(fh, buf, count, datatype, request, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_posted_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            request: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as IoAtFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, request, ierr);
+            }
+            let at = At::Explicit(*offset);
+            posted($op, c_file(fh), at, value(count), c_datatype(datatype), || c_request(request), || {
+                real(fh, offset, buf, count, datatype, request, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_begin {
+    ($op:expr, $at:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as BeginFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, count, datatype, ierr);
+            }
+            split_begin($op, c_file(fh), $at, value(count), c_datatype(datatype), || {
+                real(fh, buf, count, datatype, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_begin_at {
+    ($op:expr; $($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fh: *mut Fint,
+            offset: *const MpiOffset,
+            buf: *mut c_void,
+            count: *const Fint,
+            datatype: *const Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as BeginAtFn
+            );
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                return real(fh, offset, buf, count, datatype, ierr);
+            }
+            let at = At::Explicit(*offset);
+            split_begin($op, c_file(fh), at, value(count), c_datatype(datatype), || {
+                real(fh, offset, buf, count, datatype, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_split_end {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: *mut Fint, buf: *mut c_void, status: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as EndFn);
+            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                return real(fh, buf, status, ierr);
+            }
+            split_end(c_file(fh), || {
+                real(fh, buf, status, ierr);
+                ierror(ierr)
+            });
+        }
+    )+};
+}
+
+// Completions: called for every request the program completes, its messages included; with no
+// MPI-IO call in flight they cost one relaxed load. The request is read before the call, which
+// sets it to MPI_REQUEST_NULL.
+
+macro_rules! fortran_wait {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(request: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint));
+            if nothing_pending() {
+                return real(request, status, ierr);
+            }
+            let key = c_request(request);
+            real(request, status, ierr);
+            if ierror(ierr) == 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_test {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            request: *mut Fint,
+            flag: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as TestFn);
+            if nothing_pending() {
+                return real(request, flag, status, ierr);
+            }
+            let key = c_request(request);
+            real(request, flag, status, ierr);
+            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_request_free {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(request: *mut Fint, ierr: *mut Fint) {
+            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+            if nothing_pending() {
+                return real(request, ierr);
+            }
+            let key = c_request(request);
+            real(request, ierr);
+            if ierror(ierr) == 0 {
+                complete(key);
+            }
+        }
+    )+};
+}
+
+/// Tags the pending calls among the Fortran requests `requests[..*count]`.
+unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> u64 {
+    if count.is_null() || requests.is_null() {
+        return 0;
+    }
+    tag_keys(*count, |i| c_request(requests.add(i)))
+}
+
+macro_rules! fortran_waitall {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as WaitallFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, statuses, ierr);
+            if ierror(ierr) == 0 {
+                complete_tagged(token, None);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_testall {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            flag: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as CountFlagFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, flag, statuses, ierr);
+            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                complete_tagged(token, None);
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_waitany {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            index: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!($name as CountFlagFn);
+            let token = tag_fortran(count, requests);
+            real(count, requests, index, status, ierr);
+            // Fortran positions start at 1.
+            if ierror(ierr) == 0 && token != 0 && !index.is_null() && *index >= 1 {
+                complete_tagged(token, Some(*index as usize - 1));
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_testany {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            count: *const Fint,
+            requests: *mut Fint,
+            index: *mut Fint,
+            flag: *mut Fint,
+            status: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as CountIndexFn
+            );
+            let token = tag_fortran(count, requests);
+            real(count, requests, index, flag, status, ierr);
+            let done = !flag.is_null() && *flag != 0;
+            if ierror(ierr) == 0 && token != 0 && done && !index.is_null() && *index >= 1 {
+                complete_tagged(token, Some(*index as usize - 1));
+            }
+        }
+    )+};
+}
+
+macro_rules! fortran_some {
+    ($($name:ident),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            incount: *const Fint,
+            requests: *mut Fint,
+            outcount: *mut Fint,
+            indices: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let real = fortran_real!(
+                $name as CountIndexFn
+            );
+            let token = tag_fortran(incount, requests);
+            real(incount, requests, outcount, indices, statuses, ierr);
+            if ierror(ierr) == 0 {
+                complete_fortran_some(token, outcount, indices);
+            }
+        }
+    )+};
+}
+
+fortran_init!(mpi_init_, mpi_init__, mpi_init, MPI_INIT, ompi_init_f, mpi_init_f08_);
+fortran_init_thread!(
+    mpi_init_thread_,
+    mpi_init_thread__,
+    mpi_init_thread,
+    MPI_INIT_THREAD,
+    ompi_init_thread_f,
+    mpi_init_thread_f08_
+);
+fortran_finalize!(
+    mpi_finalize_,
+    mpi_finalize__,
+    mpi_finalize,
+    MPI_FINALIZE,
+    ompi_finalize_f,
+    mpi_finalize_f08_
+);
+fortran_open!(
+    mpi_file_open_,
+    mpi_file_open__,
+    mpi_file_open,
+    MPI_FILE_OPEN,
+    ompi_file_open_f,
+    mpi_file_open_f08_
+);
+fortran_close!(
+    mpi_file_close_,
+    mpi_file_close__,
+    mpi_file_close,
+    MPI_FILE_CLOSE,
+    ompi_file_close_f,
+    mpi_file_close_f08_
+);
+fortran_sync!(
+    mpi_file_sync_,
+    mpi_file_sync__,
+    mpi_file_sync,
+    MPI_FILE_SYNC,
+    ompi_file_sync_f,
+    mpi_file_sync_f08_
+);
+fortran_blocking!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_, mpi_file_read__, mpi_file_read, MPI_FILE_READ, ompi_file_read_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_all_, mpi_file_read_all__, mpi_file_read_all, MPI_FILE_READ_ALL, ompi_file_read_all_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_, mpi_file_write__, mpi_file_write, MPI_FILE_WRITE, ompi_file_write_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_all_, mpi_file_write_all__, mpi_file_write_all, MPI_FILE_WRITE_ALL, ompi_file_write_all_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_shared_, mpi_file_read_shared__, mpi_file_read_shared,
+    MPI_FILE_READ_SHARED, ompi_file_read_shared_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_shared_, mpi_file_write_shared__, mpi_file_write_shared,
+    MPI_FILE_WRITE_SHARED, ompi_file_write_shared_f
+);
+fortran_blocking!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_ordered_, mpi_file_read_ordered__, mpi_file_read_ordered,
+    MPI_FILE_READ_ORDERED, ompi_file_read_ordered_f
+);
+fortran_blocking!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_ordered_, mpi_file_write_ordered__, mpi_file_write_ordered,
+    MPI_FILE_WRITE_ORDERED, ompi_file_write_ordered_f
+);
+fortran_blocking_at!(
+    IoOp::Read;
+    mpi_file_read_at_, mpi_file_read_at__, mpi_file_read_at, MPI_FILE_READ_AT, ompi_file_read_at_f
+);
+fortran_blocking_at!(
+    IoOp::Read;
+    mpi_file_read_at_all_, mpi_file_read_at_all__, mpi_file_read_at_all,
+    MPI_FILE_READ_AT_ALL, ompi_file_read_at_all_f
+);
+fortran_blocking_at!(
+    IoOp::Write;
+    mpi_file_write_at_, mpi_file_write_at__, mpi_file_write_at, MPI_FILE_WRITE_AT, ompi_file_write_at_f
+);
+fortran_blocking_at!(
+    IoOp::Write;
+    mpi_file_write_at_all_, mpi_file_write_at_all__, mpi_file_write_at_all,
+    MPI_FILE_WRITE_AT_ALL, ompi_file_write_at_all_f
+);
+fortran_posted!(
+    IoOp::Read, At::Individual;
+    mpi_file_iread_, mpi_file_iread__, mpi_file_iread, MPI_FILE_IREAD, ompi_file_iread_f
+);
+fortran_posted!(
+    IoOp::Read, At::Individual;
+    mpi_file_iread_all_, mpi_file_iread_all__, mpi_file_iread_all, MPI_FILE_IREAD_ALL,
+    ompi_file_iread_all_f
+);
+fortran_posted!(
+    IoOp::Write, At::Individual;
+    mpi_file_iwrite_, mpi_file_iwrite__, mpi_file_iwrite, MPI_FILE_IWRITE, ompi_file_iwrite_f
+);
+fortran_posted!(
+    IoOp::Write, At::Individual;
+    mpi_file_iwrite_all_, mpi_file_iwrite_all__, mpi_file_iwrite_all, MPI_FILE_IWRITE_ALL,
+    ompi_file_iwrite_all_f
+);
+fortran_posted!(
+    IoOp::Read, At::Shared;
+    mpi_file_iread_shared_, mpi_file_iread_shared__, mpi_file_iread_shared, MPI_FILE_IREAD_SHARED,
+    ompi_file_iread_shared_f
+);
+fortran_posted!(
+    IoOp::Write, At::Shared;
+    mpi_file_iwrite_shared_, mpi_file_iwrite_shared__, mpi_file_iwrite_shared, MPI_FILE_IWRITE_SHARED,
+    ompi_file_iwrite_shared_f
+);
+fortran_posted_at!(
+    IoOp::Read;
+    mpi_file_iread_at_, mpi_file_iread_at__, mpi_file_iread_at, MPI_FILE_IREAD_AT, ompi_file_iread_at_f
+);
+fortran_posted_at!(
+    IoOp::Read;
+    mpi_file_iread_at_all_, mpi_file_iread_at_all__, mpi_file_iread_at_all, MPI_FILE_IREAD_AT_ALL,
+    ompi_file_iread_at_all_f
+);
+fortran_posted_at!(
+    IoOp::Write;
+    mpi_file_iwrite_at_, mpi_file_iwrite_at__, mpi_file_iwrite_at, MPI_FILE_IWRITE_AT,
+    ompi_file_iwrite_at_f
+);
+fortran_posted_at!(
+    IoOp::Write;
+    mpi_file_iwrite_at_all_, mpi_file_iwrite_at_all__, mpi_file_iwrite_at_all, MPI_FILE_IWRITE_AT_ALL,
+    ompi_file_iwrite_at_all_f
+);
+fortran_split_begin!(
+    IoOp::Read, At::Individual;
+    mpi_file_read_all_begin_, mpi_file_read_all_begin__, mpi_file_read_all_begin, MPI_FILE_READ_ALL_BEGIN,
+    ompi_file_read_all_begin_f
+);
+fortran_split_begin!(
+    IoOp::Write, At::Individual;
+    mpi_file_write_all_begin_, mpi_file_write_all_begin__, mpi_file_write_all_begin,
+    MPI_FILE_WRITE_ALL_BEGIN, ompi_file_write_all_begin_f
+);
+fortran_split_begin!(
+    IoOp::Read, At::Shared;
+    mpi_file_read_ordered_begin_, mpi_file_read_ordered_begin__, mpi_file_read_ordered_begin,
+    MPI_FILE_READ_ORDERED_BEGIN, ompi_file_read_ordered_begin_f
+);
+fortran_split_begin!(
+    IoOp::Write, At::Shared;
+    mpi_file_write_ordered_begin_, mpi_file_write_ordered_begin__, mpi_file_write_ordered_begin,
+    MPI_FILE_WRITE_ORDERED_BEGIN, ompi_file_write_ordered_begin_f
+);
+fortran_split_begin_at!(
+    IoOp::Read;
+    mpi_file_read_at_all_begin_, mpi_file_read_at_all_begin__, mpi_file_read_at_all_begin,
+    MPI_FILE_READ_AT_ALL_BEGIN, ompi_file_read_at_all_begin_f
+);
+fortran_split_begin_at!(
+    IoOp::Write;
+    mpi_file_write_at_all_begin_, mpi_file_write_at_all_begin__, mpi_file_write_at_all_begin,
+    MPI_FILE_WRITE_AT_ALL_BEGIN, ompi_file_write_at_all_begin_f
+);
+fortran_split_end!(
+    mpi_file_read_all_end_,
+    mpi_file_read_all_end__,
+    mpi_file_read_all_end,
+    MPI_FILE_READ_ALL_END,
+    ompi_file_read_all_end_f
+);
+fortran_split_end!(
+    mpi_file_write_all_end_,
+    mpi_file_write_all_end__,
+    mpi_file_write_all_end,
+    MPI_FILE_WRITE_ALL_END,
+    ompi_file_write_all_end_f
+);
+fortran_split_end!(
+    mpi_file_read_at_all_end_,
+    mpi_file_read_at_all_end__,
+    mpi_file_read_at_all_end,
+    MPI_FILE_READ_AT_ALL_END,
+    ompi_file_read_at_all_end_f
+);
+fortran_split_end!(
+    mpi_file_write_at_all_end_,
+    mpi_file_write_at_all_end__,
+    mpi_file_write_at_all_end,
+    MPI_FILE_WRITE_AT_ALL_END,
+    ompi_file_write_at_all_end_f
+);
+fortran_split_end!(
+    mpi_file_read_ordered_end_,
+    mpi_file_read_ordered_end__,
+    mpi_file_read_ordered_end,
+    MPI_FILE_READ_ORDERED_END,
+    ompi_file_read_ordered_end_f
+);
+fortran_split_end!(
+    mpi_file_write_ordered_end_,
+    mpi_file_write_ordered_end__,
+    mpi_file_write_ordered_end,
+    MPI_FILE_WRITE_ORDERED_END,
+    ompi_file_write_ordered_end_f
+);
+fortran_wait!(mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT, ompi_wait_f, mpi_wait_f08_);
+fortran_test!(mpi_test_, mpi_test__, mpi_test, MPI_TEST, ompi_test_f, mpi_test_f08_);
+fortran_request_free!(
+    mpi_request_free_,
+    mpi_request_free__,
+    mpi_request_free,
+    MPI_REQUEST_FREE,
+    ompi_request_free_f,
+    mpi_request_free_f08_
+);
+fortran_waitall!(mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL, ompi_waitall_f, mpi_waitall_f08_);
+fortran_testall!(mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL, ompi_testall_f, mpi_testall_f08_);
+fortran_waitany!(mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY, ompi_waitany_f, mpi_waitany_f08_);
+fortran_testany!(mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
+fortran_some!(mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME, ompi_waitsome_f, mpi_waitsome_f08_);
+fortran_some!(mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn converted(s: &[u8], len: usize) -> String {
+        let mut out = [0 as c_char; 4096];
+        // SAFETY: `s` holds at least `len` bytes wherever `len` is read in full.
+        unsafe { c_string(s.as_ptr().cast(), len, &mut out) };
+        // SAFETY: c_string NUL-terminates `out`.
+        unsafe { std::ffi::CStr::from_ptr(out.as_ptr()) }.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn fortran_strings_lose_their_padding_and_fit_the_buffer() {
+        assert_eq!(converted(b"/tmp/a.dat     ", 15), "/tmp/a.dat");
+        assert_eq!(converted(b"/tmp/a.datXYZ", 10), "/tmp/a.dat", "the length, not a NUL, ends it");
+        assert_eq!(converted(b"    ", 4), "");
+        let long = vec![b'x'; 5000];
+        assert_eq!(converted(&long, long.len()).len(), 4095, "cut to the buffer");
+        // gfortran before 8 passed the length as an int: the upper half of the word is noise.
+        assert_eq!(converted(b"/f  ", 0xdead_beef_0000_0004), "/f");
+    }
+}
