@@ -40,7 +40,7 @@ pub use filter::{FilterError, FilterReport, PathFilter};
 pub use render::render_summary;
 pub use workload::emit_workload;
 
-use union::{CompactUnion, ExternalUnion};
+use union::{CompactUnion, ExternalUnion, SweepUnion};
 
 /// How to summarize.
 #[derive(Debug, Clone)]
@@ -67,6 +67,11 @@ pub struct AnalyzeOptions {
     /// `--include`/`--exclude`: calls on the files it rejects are left out of every figure,
     /// table and export (counted in [`TraceSummary::filters`]). Calls naming no file are kept.
     pub filter: PathFilter,
+    /// The calls come in start order (a run trace of one stream, one thread's calls): busy
+    /// time is swept as they arrive, nothing stored. When they turn out not to be,
+    /// [`Analyzer::in_order`] says so and [`Analyzer::finish`] fails with
+    /// [`AnalyzeError::OutOfOrder`]: read the trace again without this.
+    pub in_order: bool,
 }
 
 impl Default for AnalyzeOptions {
@@ -83,6 +88,7 @@ impl Default for AnalyzeOptions {
             union_buffer: 4 << 20,
             stop: None,
             filter: PathFilter::default(),
+            in_order: false,
         }
     }
 }
@@ -93,6 +99,8 @@ pub enum AnalyzeError {
     Output { path: PathBuf, source: std::io::Error },
     #[error("busy-time union: {0}")]
     Spill(std::io::Error),
+    #[error("the calls are not in start order: analyze the trace without `in_order`")]
+    OutOfOrder,
 }
 
 /// Which calls the aggregate counts (see the crate docs).
@@ -117,10 +125,60 @@ fn is_sync(op: IoOp) -> bool {
 
 const SIZE_BUCKETS: usize = 64;
 
+/// Latencies below this many nanoseconds are counted by exact value before they reach the
+/// HDR histograms (see [`ShortLatencies`]).
+const SHORT_LATENCY_NS: usize = 4096;
+
+/// Exact counts of short latencies, by value and direction: one increment per call instead of
+/// two histogram records (all and per direction), moved into the histograms in bulk. The
+/// histograms hold the same values either way, so every percentile is the same.
+struct ShortLatencies(Box<[[u64; 2]; SHORT_LATENCY_NS]>);
+
+impl ShortLatencies {
+    fn new() -> ShortLatencies {
+        ShortLatencies(vec![[0; 2]; SHORT_LATENCY_NS].into_boxed_slice().try_into().expect("sized above"))
+    }
+
+    #[inline]
+    fn record(&mut self, raw: &mut AgentRaw, write: bool, ns: u64) {
+        match self.0.get_mut(ns as usize) {
+            Some(counts) => counts[write as usize] += 1,
+            None => raw.record_latency(write, ns),
+        }
+    }
+
+    /// Moves the counts into `raw`'s histograms (as many `record_latency` calls would).
+    fn flush_into(&mut self, raw: &mut AgentRaw) {
+        for (ns, counts) in self.0.iter_mut().enumerate() {
+            for (direction, count) in counts.iter_mut().enumerate() {
+                let n = std::mem::take(count);
+                if n == 0 {
+                    continue;
+                }
+                let ns = ns as u64;
+                raw.latency.record_n(ns, n);
+                if let Some(d) = &mut raw.by_direction {
+                    let (hist, sum) = if direction == 1 {
+                        (&mut d.write, &mut d.write_sum_ns)
+                    } else {
+                        (&mut d.read, &mut d.read_sum_ns)
+                    };
+                    hist.record_n(ns, n);
+                    *sum = sum.saturating_add(ns.saturating_mul(n));
+                }
+            }
+        }
+    }
+}
+
 /// The aggregate of one class of calls.
 struct ClassAcc {
     raw: AgentRaw,
+    /// Latencies not yet in `raw`'s histograms.
+    short_latencies: ShortLatencies,
     union: ExternalUnion,
+    /// The union when the calls come in order ([`AnalyzeOptions::in_order`]).
+    sweep: SweepUnion,
     sizes: [[u64; 2]; SIZE_BUCKETS],
     seq_known: u64,
     seq_hits: u64,
@@ -187,6 +245,7 @@ struct FileAcc {
     write_bytes: u64,
     latency_sum_ns: u64,
     union: CompactUnion,
+    sweep: SweepUnion,
 }
 
 /// Ids below this index a dense table; importers number paths from 0.
@@ -240,6 +299,7 @@ struct ProcAcc {
     /// The thread of the last call, already in `threads`.
     last_tid: Option<u32>,
     union: CompactUnion,
+    sweep: SweepUnion,
 }
 
 /// An operation ranked by duration (ties by arrival) for the slowest-operations table.
@@ -274,6 +334,8 @@ pub struct Analyzer {
     layers: BTreeMap<Layer, LayerRow>,
     /// Busy time of each layer on its own.
     layer_unions: BTreeMap<Layer, CompactUnion>,
+    /// The same, swept, when the calls come in order (indexed by layer).
+    layer_sweeps: [SweepUnion; LAYERS],
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
     files: FileTable,
@@ -447,6 +509,7 @@ impl Analyzer {
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
             layer_unions: BTreeMap::new(),
+            layer_sweeps: Default::default(),
             files: FileTable::default(),
             processes: HashMap::new(),
             current_process: None,
@@ -561,6 +624,8 @@ impl Analyzer {
                 self.opts.union_buffer,
                 self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
             ),
+            sweep: SweepUnion::with_peak(self.opts.union_buffer),
+            short_latencies: ShortLatencies::new(),
             sizes: [[0; 2]; SIZE_BUCKETS],
             seq_known: 0,
             seq_hits: 0,
@@ -568,14 +633,17 @@ impl Analyzer {
             duration_sum_ns: 0,
             max_extent: 0,
         });
+        let in_order = self.opts.in_order;
         if timed {
-            if let Err(err) = acc.union.push(iv) {
+            if in_order {
+                acc.sweep.push(iv);
+            } else if let Err(err) = acc.union.push(iv) {
                 self.spill_error.get_or_insert(err);
             }
         }
         acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
         if data && timed {
-            acc.raw.record_latency(write, dur);
+            acc.short_latencies.record(&mut acc.raw, write, dur);
         }
         let c = &mut acc.raw.counters;
         // Traces are input: their sums saturate rather than overflow. Read and write totals are
@@ -624,12 +692,20 @@ impl Analyzer {
         }
 
         if timed {
-            self.layer_unions.entry(e.layer).or_default().push(iv);
+            if in_order {
+                self.layer_sweeps[e.layer as usize].push(iv);
+            } else {
+                self.layer_unions.entry(e.layer).or_default().push(iv);
+            }
         }
         if self.opts.top_files > 0 {
             let f = self.files.get_or_default((e.file, e.layer));
             if timed {
-                f.union.push(iv);
+                if in_order {
+                    f.sweep.push(iv);
+                } else {
+                    f.union.push(iv);
+                }
             }
             if data {
                 f.ops = f.ops.saturating_add(1);
@@ -651,7 +727,11 @@ impl Analyzer {
         }
         let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
-            p.union.push(iv);
+            if in_order {
+                p.sweep.push(iv);
+            } else {
+                p.union.push(iv);
+            }
         }
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
@@ -691,10 +771,31 @@ impl Analyzer {
         }
         for acc in self.classes.values_mut() {
             acc.seq.flush();
+            acc.short_latencies.flush_into(&mut acc.raw);
         }
     }
 
+    /// Whether every union saw its calls in start order (always true without
+    /// [`AnalyzeOptions::in_order`]): when false, [`Analyzer::finish`] fails.
+    pub fn in_order(&self) -> bool {
+        if !self.opts.in_order {
+            return true;
+        }
+        self.classes.values().all(|c| c.sweep.ordered())
+            && self.layer_sweeps.iter().all(SweepUnion::ordered)
+            && self.files.accs.iter().all(|(_, f)| f.sweep.ordered())
+            && self
+                .processes
+                .values()
+                .chain(self.current_process.as_ref().map(|(_, p)| p))
+                .all(|p| p.sweep.ordered())
+    }
+
     pub fn finish(mut self) -> Result<TraceSummary, AnalyzeError> {
+        if !self.in_order() {
+            return Err(AnalyzeError::OutOfOrder);
+        }
+        let in_order = self.opts.in_order;
         self.flush_caches();
         let mut notes = Vec::new();
         if let Some(err) = self.spill_error {
@@ -725,8 +826,11 @@ impl Analyzer {
             .and_then(|c| classes.remove(&c))
         {
             Some(acc) => {
-                let peak = acc.union.peak_overlap();
-                let totals = acc.union.finish().map_err(AnalyzeError::Spill)?;
+                let (peak, totals) = if in_order {
+                    (acc.sweep.peak_overlap(), acc.sweep.totals())
+                } else {
+                    (acc.union.peak_overlap(), acc.union.finish().map_err(AnalyzeError::Spill)?)
+                };
                 let seq = (acc.seq_known > 0).then(|| acc.seq_hits as f64 / acc.seq_known as f64);
                 (acc.raw, totals, acc.sizes, seq, acc.duration_sum_ns, peak, acc.max_extent)
             }
@@ -789,7 +893,12 @@ impl Analyzer {
                     bytes: f.read_bytes.saturating_add(f.write_bytes),
                     read_bytes: f.read_bytes,
                     write_bytes: f.write_bytes,
-                    busy_s: f.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    busy_s: if in_order {
+                        f.sweep.totals().busy_ns
+                    } else {
+                        f.union.busy_ns().map_err(AnalyzeError::Spill)?
+                    } as f64
+                        / 1e9,
                     mean_latency_s: if f.ops > 0 {
                         f.latency_sum_ns as f64 / f.ops as f64 / 1e9
                     } else {
@@ -811,7 +920,12 @@ impl Analyzer {
                     layer: layer.name().into(),
                     ops: p.ops,
                     bytes: p.bytes,
-                    busy_s: p.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    busy_s: if in_order {
+                        p.sweep.totals().busy_ns
+                    } else {
+                        p.union.busy_ns().map_err(AnalyzeError::Spill)?
+                    } as f64
+                        / 1e9,
                     threads: p.threads.len(),
                 })
             })
@@ -842,6 +956,7 @@ impl Analyzer {
         let mut layers = Vec::with_capacity(self.layers.len());
         for (layer, row) in self.layers {
             let busy_ns = match layer_unions.get_mut(&layer) {
+                _ if in_order => self.layer_sweeps[layer as usize].totals().busy_ns,
                 Some(union) => union.busy_ns().map_err(AnalyzeError::Spill)?,
                 None => 0,
             };

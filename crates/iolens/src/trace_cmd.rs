@@ -291,12 +291,27 @@ impl EventSink for ChunkSink {
 }
 
 /// Reads a run trace in chunks on as many threads as there are cores, each chunk into an
-/// analyzer of its own, merged into `analyzer` in file order (the same summary as one pass).
+/// analyzer of its own, merged in file order into `analyzer` (the same summary as one pass).
+/// The first reading sweeps busy time as the calls arrive, storing nothing, which is exact when
+/// they come in start order (a run trace of one stream does); if they do not, the trace is read
+/// again with unions that take any order.
 fn import_in_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     analyzer: &mut Analyzer,
 ) -> Result<ImportReport, String> {
+    let (report, swept) = read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() })?;
+    if swept.in_order() {
+        *analyzer = swept;
+        return Ok(report);
+    }
+    let (report, stored) = read_chunks(path, AnalyzeOptions { in_order: false, ..opts })?;
+    *analyzer = stored;
+    Ok(report)
+}
+
+/// One reading of a run trace in chunks, merged.
+fn read_chunks(path: &Path, opts: AnalyzeOptions) -> Result<(ImportReport, Analyzer), String> {
     let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
         / iolens_record::trace::RECORD_SIZE as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -309,10 +324,12 @@ fn import_in_chunks(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
-    for ChunkSink(part) in parts {
-        analyzer.merge(part);
+    let mut parts = parts.into_iter().map(|ChunkSink(part)| part);
+    let mut merged = parts.next().expect("at least one chunk");
+    for part in parts {
+        merged.merge(part);
     }
-    Ok(report)
+    Ok((report, merged))
 }
 
 /// Which processes `--only-exe` counted, and which it left out.
