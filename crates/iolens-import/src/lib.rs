@@ -208,39 +208,69 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Reads lines of a text trace, 1-based, tolerating invalid UTF-8.
+/// Reads lines of a text trace, 1-based, tolerating invalid UTF-8. Lines are handed out of the
+/// read buffer where they lie whole (only a line cut by the buffer's end is copied), and checked
+/// as UTF-8 in place: a line costs no allocation unless it is invalid UTF-8.
 pub(crate) fn for_each_line(
     ctx: &mut Ctx,
     input: impl Read,
     mut f: impl FnMut(&mut Ctx, u64, &str) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut reader = BufReader::with_capacity(1 << 20, input);
-    let mut buf = Vec::new();
+    // The start of a line the buffer cut, and whether it is already too long (then skipped).
+    let mut carry: Vec<u8> = Vec::new();
+    let mut overlong = false;
     let mut line_no = 0u64;
+    let mut line = |ctx: &mut Ctx, line_no: u64, bytes: &[u8], overlong: bool| {
+        if overlong || bytes.len() > MAX_LINE {
+            return ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20));
+        }
+        let end = bytes.iter().rposition(|b| !matches!(b, b'\n' | b'\r')).map_or(0, |i| i + 1);
+        match std::str::from_utf8(&bytes[..end]) {
+            Ok(text) => f(ctx, line_no, text),
+            Err(_) => f(ctx, line_no, &String::from_utf8_lossy(&bytes[..end])),
+        }
+    };
     loop {
         if ctx.should_stop() {
             return Ok(());
         }
-        buf.clear();
-        let n =
-            reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
-        if n == 0 {
+        let buf = reader.fill_buf().map_err(|e| ctx.io(e))?;
+        if buf.is_empty() {
+            if !carry.is_empty() || overlong {
+                line_no += 1;
+                line(ctx, line_no, &carry, overlong)?;
+            }
             return Ok(());
         }
-        line_no += 1;
-        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
-            loop {
-                buf.clear();
-                let m = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
-                if m == 0 || buf.last() == Some(&b'\n') {
-                    break;
-                }
+        let mut pos = 0;
+        while let Some(newline) = buf[pos..].iter().position(|&b| b == b'\n') {
+            let end = pos + newline;
+            line_no += 1;
+            if carry.is_empty() {
+                line(ctx, line_no, &buf[pos..end], overlong)?;
+            } else {
+                carry.extend_from_slice(&buf[pos..end.min(pos + MAX_LINE + 1)]);
+                line(ctx, line_no, &carry, overlong)?;
+                carry.clear();
             }
-            ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20))?;
-            continue;
+            overlong = false;
+            pos = end + 1;
+            if ctx.should_stop() {
+                return Ok(());
+            }
         }
-        let text = String::from_utf8_lossy(&buf);
-        f(ctx, line_no, text.trim_end_matches(['\n', '\r']))?;
+        let rest = &buf[pos..];
+        if !overlong {
+            if carry.len() + rest.len() > MAX_LINE {
+                overlong = true;
+                carry.clear();
+            } else {
+                carry.extend_from_slice(rest);
+            }
+        }
+        let used = buf.len();
+        reader.consume(used);
     }
 }
 
@@ -385,6 +415,48 @@ mod tests {
         assert_eq!(r.events, 1, "the line after the long one is read");
         assert_eq!((r.malformed_count, r.malformed[0].line), (1, 2));
         assert!(r.malformed[0].message.contains("longer than"), "{:?}", r.malformed);
+    }
+
+    /// Gives at most `self.1` bytes per read, so lines are cut by the reader's buffer.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    struct Nothing;
+    impl super::EventSink for Nothing {
+        fn path(&mut self, _: u32, _: &str) {}
+        fn event(&mut self, _: &super::IoEvent) {}
+    }
+
+    #[test]
+    fn lines_cut_by_reads_crlf_invalid_utf8_and_a_missing_last_newline() {
+        let long = "y".repeat(super::MAX_LINE + 1);
+        let mut text = b"first\r\nsecond\n\nbad \xff byte\n".to_vec();
+        text.extend_from_slice(long.as_bytes());
+        text.extend_from_slice(b"\nafter the long one\nno newline at the end");
+        let expected =
+            ["first", "second", "", "bad \u{fffd} byte", "after the long one", "no newline at the end"];
+        for step in [1, 3, 7, 1 << 20, usize::MAX] {
+            let mut sink = Nothing;
+            let mut ctx = super::Ctx::new(&mut sink, std::path::Path::new("t"), Format::Strace, false);
+            let mut lines = Vec::new();
+            super::for_each_line(&mut ctx, Trickle(&text, step), |_, no, line| {
+                lines.push((no, line.to_string()));
+                Ok(())
+            })
+            .unwrap();
+            let numbers: Vec<u64> = lines.iter().map(|(no, _)| *no).collect();
+            assert_eq!(numbers, [1, 2, 3, 4, 6, 7], "reads of {step} bytes");
+            let texts: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+            assert_eq!(texts, expected, "reads of {step} bytes");
+            assert_eq!((ctx.report.malformed_count, ctx.report.malformed[0].line), (1, 5));
+        }
     }
 
     /// Stops after the first poll.
