@@ -277,6 +277,39 @@ pub(crate) fn for_each_line(
 /// Decimal seconds (`1700000000.000123`) as nanoseconds, exactly (no floating point, which
 /// loses microseconds at epoch-sized values).
 pub(crate) fn seconds_to_ns(text: &str) -> Option<u64> {
+    plain_seconds_to_ns(text.as_bytes()).or_else(|| seconds_to_ns_general(text))
+}
+
+/// [`seconds_to_ns`] of digits with at most one dot and at most 19 digits before it, as traces
+/// write times, in one pass over the bytes; None for anything else (left to the general parser,
+/// which gives the same value for these).
+#[inline]
+fn plain_seconds_to_ns(text: &[u8]) -> Option<u64> {
+    let (mut whole, mut whole_digits) = (0u64, 0u32);
+    let (mut frac, mut frac_digits, mut dot) = (0u64, 0u32, false);
+    for &c in text {
+        match c {
+            b'0'..=b'9' if dot => {
+                if frac_digits < 9 {
+                    frac = frac * 10 + u64::from(c - b'0');
+                    frac_digits += 1;
+                }
+            }
+            b'0'..=b'9' if whole_digits < 19 => {
+                whole = whole * 10 + u64::from(c - b'0');
+                whole_digits += 1;
+            }
+            b'.' if !dot => dot = true,
+            _ => return None,
+        }
+    }
+    if whole_digits == 0 && frac_digits == 0 {
+        return None;
+    }
+    whole.checked_mul(1_000_000_000)?.checked_add(frac * 10u64.pow(9 - frac_digits))
+}
+
+fn seconds_to_ns_general(text: &str) -> Option<u64> {
     let (whole, frac) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
     if whole.is_empty() && frac.is_empty() {
         return None;
@@ -369,6 +402,35 @@ pub fn import_reader(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_plain_seconds_parser_agrees_with_the_general_one() {
+        let mut state = 7u64;
+        let alphabet = b"0123456789.+- x";
+        for _ in 0..200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (state >> 59) as usize + 1;
+            let text: String = (0..len)
+                .map(|i| {
+                    let pick =
+                        (state >> (3 * i % 48)) as usize % if i % 5 == 4 { alphabet.len() } else { 11 };
+                    alphabet[pick] as char
+                })
+                .collect();
+            if let Some(fast) = super::plain_seconds_to_ns(text.as_bytes()) {
+                assert_eq!(Some(fast), super::seconds_to_ns_general(&text), "{text:?}");
+            }
+            assert_eq!(super::seconds_to_ns(&text), super::seconds_to_ns_general(&text), "{text:?}");
+        }
+        for text in [
+            "18446744073.709551615",
+            "18446744073.709551616",
+            "9999999999999999999",
+            "0000000000000000000001.5",
+        ] {
+            assert_eq!(super::seconds_to_ns(text), super::seconds_to_ns_general(text), "{text:?}");
+        }
+    }
+
     #[test]
     fn exact_seconds() {
         assert_eq!(super::seconds_to_ns("1700000000.000300"), Some(1_700_000_000_000_300_000));
