@@ -244,7 +244,7 @@ pub(crate) fn for_each_line(
             return Ok(());
         }
         let mut pos = 0;
-        while let Some(newline) = buf[pos..].iter().position(|&b| b == b'\n') {
+        while let Some(newline) = find_newline(&buf[pos..]) {
             let end = pos + newline;
             line_no += 1;
             if carry.is_empty() {
@@ -272,6 +272,24 @@ pub(crate) fn for_each_line(
         let used = buf.len();
         reader.consume(used);
     }
+}
+
+/// The first `\n` in `bytes`, eight bytes at a time (a word has one where `word ^ 0x0a0a…`
+/// has a zero byte).
+#[inline]
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
 }
 
 /// Decimal seconds (`1700000000.000123`) as nanoseconds, exactly (no floating point, which
@@ -428,6 +446,21 @@ mod tests {
             "0000000000000000000001.5",
         ] {
             assert_eq!(super::seconds_to_ns(text), super::seconds_to_ns_general(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn newlines_are_found_wherever_they_are() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'\n' ^ 0x80; len];
+                if at < len {
+                    bytes[at] = b'\n';
+                    bytes.iter_mut().skip(at + 1).step_by(3).for_each(|b| *b = b'\n');
+                }
+                let expected = bytes.iter().position(|&b| b == b'\n');
+                assert_eq!(super::find_newline(&bytes), expected, "len {len}, at {at}");
+            }
         }
     }
 
