@@ -142,7 +142,8 @@ def main():
         row = {"file": path.name, "segments": segments, "analyze_s": analyze_s, "analyze_cpu_s": cpu_s,
                "segments_per_s": segments / analyze_s, "peak_rss_bytes": rss, "wc_s": wc_s}
         line = (f"{path.name}: {segments} segments, analyze {analyze_s:.3f} s = "
-                f"{segments / analyze_s / 1e6:.2f}M segments/s, peak RSS {rss / 2**20:.0f} MiB")
+                f"{segments / analyze_s / 1e6:.2f}M segments/s ({cpu_s * 1e3:.1f} ms CPU), "
+                f"peak RSS {rss / 2**20:.0f} MiB")
         log = DARSHAN / path.name.replace(".dxt.txt", ".darshan")
         if py and log.exists():
             load_s, loaded = pydarshan_load(py, log, args.repeat)
@@ -157,6 +158,9 @@ def main():
         print(line)
         results["dxt"].append(row)
 
+    results["load_average_at_end"] = os.getloadavg()[0]
+    print(f"load average (1 min): {results['load_average_at_start']:.2f} at the start, "
+          f"{results['load_average_at_end']:.2f} at the end, on {os.cpu_count()} cores")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "analyze_speed.json").write_text(json.dumps(results, indent=2) + "\n")
