@@ -5,7 +5,8 @@
 //! the slowest operations, and the load profile as a job file ([`emit_workload`]).
 //!
 //! Events stream through [`Analyzer::event`]; memory stays bounded by the number of files and
-//! processes, not of events (the busy-time union spills sorted runs to disk when large).
+//! processes, not of events (the busy-time union spills sorted runs to disk when large; with
+//! [`AnalyzeOptions::in_order`] it is swept as the calls arrive and stores nothing).
 //!
 //! Definitions: data operations are reads, writes and in-kernel copies; their `bytes` are what
 //! the application requested. Busy time is the union of data and sync (fsync, fdatasync,

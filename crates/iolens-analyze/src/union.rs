@@ -1,6 +1,7 @@
 //! The busy-time union of intervals that arrive in any order, with bounded memory: a buffer that
 //! is sorted and compacted when full, and spilled as a sorted run to a file when compaction does
-//! not free enough; the runs are merged at the end.
+//! not free enough; the runs are merged at the end. Intervals known to arrive in start order
+//! take a [`SweepUnion`] instead, which stores none of them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
