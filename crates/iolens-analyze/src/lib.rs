@@ -73,6 +73,10 @@ pub struct AnalyzeOptions {
     /// [`Analyzer::in_order`] says so and [`Analyzer::finish`] fails with
     /// [`AnalyzeError::OutOfOrder`]: read the trace again without this.
     pub in_order: bool,
+    /// With `in_order`: calls may arrive up to about this many out of start order (the
+    /// interleaved blocks of several agents' records); each union then holds at most twice
+    /// this many intervals. 0: none.
+    pub reorder_window: usize,
 }
 
 impl Default for AnalyzeOptions {
@@ -90,6 +94,7 @@ impl Default for AnalyzeOptions {
             stop: None,
             filter: PathFilter::default(),
             in_order: false,
+            reorder_window: 0,
         }
     }
 }
@@ -637,6 +642,7 @@ impl Analyzer {
         let in_order = self.opts.in_order;
         if timed {
             if in_order {
+                acc.sweep.allow_reorder(self.opts.reorder_window);
                 acc.sweep.push(iv);
             } else if let Err(err) = acc.union.push(iv) {
                 self.spill_error.get_or_insert(err);
@@ -694,7 +700,9 @@ impl Analyzer {
 
         if timed {
             if in_order {
-                self.layer_sweeps[e.layer as usize].push(iv);
+                let sweep = &mut self.layer_sweeps[e.layer as usize];
+                sweep.allow_reorder(self.opts.reorder_window);
+                sweep.push(iv);
             } else {
                 self.layer_unions.entry(e.layer).or_default().push(iv);
             }
@@ -703,6 +711,7 @@ impl Analyzer {
             let f = self.files.get_or_default((e.file, e.layer));
             if timed {
                 if in_order {
+                    f.sweep.allow_reorder(self.opts.reorder_window);
                     f.sweep.push(iv);
                 } else {
                     f.union.push(iv);
@@ -729,6 +738,7 @@ impl Analyzer {
         let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
             if in_order {
+                p.sweep.allow_reorder(self.opts.reorder_window);
                 p.sweep.push(iv);
             } else {
                 p.union.push(iv);
@@ -826,7 +836,7 @@ impl Analyzer {
         let (mut raw, union_totals, sizes, seq, duration_sum, peak, max_extent) = match chosen
             .and_then(|c| classes.remove(&c))
         {
-            Some(acc) => {
+            Some(mut acc) => {
                 let (peak, totals) = if in_order {
                     (acc.sweep.peak_overlap(), acc.sweep.totals())
                 } else {

@@ -291,32 +291,49 @@ impl EventSink for ChunkSink {
     }
 }
 
+/// Calls a run trace's sweep lets arrive out of start order (8 MiB per union at most): agents
+/// write their records in blocks of 4096, and one agent may run ahead of another.
+const REORDER_WINDOW: usize = 1 << 18;
+
 /// Reads a run trace in chunks on as many threads as there are cores, each chunk into an
 /// analyzer of its own, merged in file order into `analyzer` (the same summary as one pass).
 /// The first reading sweeps busy time as the calls arrive, storing nothing, which is exact when
-/// they come in start order (a run trace of one stream does); if they do not, the trace is read
-/// again with unions that take any order.
+/// they come in start order (a run trace of one agent does). If they do not, a second reading,
+/// on one thread (chunks of interleaved agents would not merge exactly), sorts them within a
+/// window of [`REORDER_WINDOW`] calls; if even that fails, the trace is read again with unions
+/// that take any order. A reading stops at its first call out of order.
 fn import_in_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     analyzer: &mut Analyzer,
 ) -> Result<ImportReport, String> {
-    let (report, swept) = read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() })?;
+    let (report, swept) = read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() }, None)?;
     if swept.in_order() {
         *analyzer = swept;
         return Ok(report);
     }
-    let (report, stored) = read_chunks(path, AnalyzeOptions { in_order: false, ..opts })?;
+    let reordering = AnalyzeOptions { in_order: true, reorder_window: REORDER_WINDOW, ..opts.clone() };
+    let (report, swept) = read_chunks(path, reordering, Some(1))?;
+    if swept.in_order() {
+        *analyzer = swept;
+        return Ok(report);
+    }
+    let (report, stored) = read_chunks(path, AnalyzeOptions { in_order: false, ..opts }, None)?;
     *analyzer = stored;
     Ok(report)
 }
 
 /// One reading of a run trace in chunks, merged.
-fn read_chunks(path: &Path, opts: AnalyzeOptions) -> Result<(ImportReport, Analyzer), String> {
+fn read_chunks(
+    path: &Path,
+    opts: AnalyzeOptions,
+    threads: Option<usize>,
+) -> Result<(ImportReport, Analyzer), String> {
     let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
         / iolens_record::trace::RECORD_SIZE as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize);
+    let threads = threads
+        .unwrap_or_else(|| cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize));
     // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
     // every interval is still held (and the peak in flight can be counted): memory is bounded
     // by the number of threads, not by the trace.

@@ -782,6 +782,39 @@ fn analyze_of_a_run_trace_whose_agents_overlap_in_time() {
     assert_eq!(files, ["agent0", "agent1"], "the agents name the rows");
 }
 
+/// A run trace whose last record starts before every other, more than the sweep's reorder
+/// window (2^18 calls) behind: both sweeps give up and the stored unions give the figures.
+#[test]
+fn analyze_of_a_run_trace_out_of_order_beyond_the_sweep_window() {
+    use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceWriter};
+    let dir = scratch();
+    let (trace, json) = (dir.path().join("late.iolt"), dir.path().join("a.json"));
+    let writer = TraceWriter::create(&trace, &["agent0".into()]).unwrap();
+    let mut buf = writer.buffer();
+    let calls = 600_000u64;
+    for i in 0..=calls {
+        let start = if i == calls { 0 } else { 1_000 + i * 100 };
+        buf.push(&OpRecord {
+            start_ns: start,
+            end_ns: start + 50,
+            offset: i * 512,
+            bytes: 512,
+            stream: 0,
+            kind: OpKind::Write,
+            status: OpStatus::Complete,
+        });
+    }
+    buf.finish().unwrap();
+    writer.finish().unwrap();
+    let out = iolens().arg("analyze").arg(&trace).arg("--json").arg(&json).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["ops"], calls + 1);
+    assert_eq!(v["busy_periods"], calls + 1);
+    assert_eq!(v["busy_s"], (calls + 1) as f64 * 50.0 / 1e9);
+    assert_eq!(v["first_start_ns"], 0, "the late call is counted");
+}
+
 /// Appends 100 writes of 10 bytes to out.txt, then, while the count in argv[1] is above zero,
 /// replaces itself through execl, execlp or execle (in turn) with the count one lower.
 const EXEC_CHAIN_PROGRAM: &str = r#"
