@@ -128,6 +128,27 @@ def main():
                              "records_per_cpu_s": args.ops / cpu_s, "peak_rss_bytes": rss,
                              "cat_s": cat_s}
 
+        # Two agents: their records are written in interleaved blocks, not in start order.
+        os.remove(trace)
+        agents_dir = os.path.join(tmp, "agents")
+        os.mkdir(agents_dir)
+        subprocess.run(
+            [iolens, "run", "--engine", "null", "--threads", "2", "--target", agents_dir, "--rw",
+             "randread", "--bs", "4k", "--size", "1g", "--bytes", str(args.ops // 2 * 4096),
+             "--trace", trace, "--quiet"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+        records = (os.path.getsize(trace) - 128) // 32
+        subprocess.run(["sh", "-c", f"cat {trace} > /dev/null"], check=True)
+        analyze_s, cpu_s, rss = measure([iolens, "analyze", trace], args.repeat)
+        print(f"iolens run trace of two agents, {records} records: analyze {analyze_s:.3f} s = "
+              f"{records / analyze_s / 1e6:.1f}M records/s ({records / cpu_s / 1e6:.1f}M records "
+              f"per CPU-second), peak RSS {rss / 2**20:.0f} MiB")
+        results["native_two_agents"] = {"records": records, "analyze_s": analyze_s,
+                                        "analyze_cpu_s": cpu_s, "records_per_s": records / analyze_s,
+                                        "records_per_cpu_s": records / cpu_s,
+                                        "peak_rss_bytes": rss}
+
     py = pydarshan_python()
     results["pydarshan"] = py is not None
     if py is None:
@@ -142,7 +163,8 @@ def main():
         row = {"file": path.name, "segments": segments, "analyze_s": analyze_s, "analyze_cpu_s": cpu_s,
                "segments_per_s": segments / analyze_s, "peak_rss_bytes": rss, "wc_s": wc_s}
         line = (f"{path.name}: {segments} segments, analyze {analyze_s:.3f} s = "
-                f"{segments / analyze_s / 1e6:.2f}M segments/s, peak RSS {rss / 2**20:.0f} MiB")
+                f"{segments / analyze_s / 1e6:.2f}M segments/s ({cpu_s * 1e3:.1f} ms CPU), "
+                f"peak RSS {rss / 2**20:.0f} MiB")
         log = DARSHAN / path.name.replace(".dxt.txt", ".darshan")
         if py and log.exists():
             load_s, loaded = pydarshan_load(py, log, args.repeat)
@@ -157,6 +179,9 @@ def main():
         print(line)
         results["dxt"].append(row)
 
+    results["load_average_at_end"] = os.getloadavg()[0]
+    print(f"load average (1 min): {results['load_average_at_start']:.2f} at the start, "
+          f"{results['load_average_at_end']:.2f} at the end, on {os.cpu_count()} cores")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "analyze_speed.json").write_text(json.dumps(results, indent=2) + "\n")

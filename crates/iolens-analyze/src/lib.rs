@@ -5,7 +5,8 @@
 //! the slowest operations, and the load profile as a job file ([`emit_workload`]).
 //!
 //! Events stream through [`Analyzer::event`]; memory stays bounded by the number of files and
-//! processes, not of events (the busy-time union spills sorted runs to disk when large).
+//! processes, not of events (the busy-time union spills sorted runs to disk when large; with
+//! [`AnalyzeOptions::in_order`] it is swept as the calls arrive and stores nothing).
 //!
 //! Definitions: data operations are reads, writes and in-kernel copies; their `bytes` are what
 //! the application requested. Busy time is the union of data and sync (fsync, fdatasync,
@@ -41,7 +42,7 @@ pub use filter::{FilterError, FilterReport, PathFilter};
 pub use render::render_summary;
 pub use workload::emit_workload;
 
-use union::{CompactUnion, ExternalUnion};
+use union::{CompactUnion, ExternalUnion, SweepUnion};
 
 /// How to summarize.
 #[derive(Debug, Clone)]
@@ -68,6 +69,15 @@ pub struct AnalyzeOptions {
     /// `--include`/`--exclude`: calls on the files it rejects are left out of every figure,
     /// table and export (counted in [`TraceSummary::filters`]). Calls naming no file are kept.
     pub filter: PathFilter,
+    /// The calls come in start order (a run trace of one stream, one thread's calls): busy
+    /// time is swept as they arrive, nothing stored. When they turn out not to be,
+    /// [`Analyzer::in_order`] says so and [`Analyzer::finish`] fails with
+    /// [`AnalyzeError::OutOfOrder`]: read the trace again without this.
+    pub in_order: bool,
+    /// With `in_order`: calls may arrive up to about this many out of start order (the
+    /// interleaved blocks of several agents' records); each union then holds at most twice
+    /// this many intervals. 0: none.
+    pub reorder_window: usize,
 }
 
 impl Default for AnalyzeOptions {
@@ -84,6 +94,8 @@ impl Default for AnalyzeOptions {
             union_buffer: 4 << 20,
             stop: None,
             filter: PathFilter::default(),
+            in_order: false,
+            reorder_window: 0,
         }
     }
 }
@@ -94,6 +106,8 @@ pub enum AnalyzeError {
     Output { path: PathBuf, source: std::io::Error },
     #[error("busy-time union: {0}")]
     Spill(std::io::Error),
+    #[error("the calls are not in start order: analyze the trace without `in_order`")]
+    OutOfOrder,
 }
 
 /// Which calls the aggregate counts (see the crate docs).
@@ -118,10 +132,60 @@ fn is_sync(op: IoOp) -> bool {
 
 const SIZE_BUCKETS: usize = 64;
 
+/// Latencies below this many nanoseconds are counted by exact value before they reach the
+/// HDR histograms (see [`ShortLatencies`]).
+const SHORT_LATENCY_NS: usize = 4096;
+
+/// Exact counts of short latencies, by value and direction: one increment per call instead of
+/// two histogram records (all and per direction), moved into the histograms in bulk. The
+/// histograms hold the same values either way, so every percentile is the same.
+struct ShortLatencies(Box<[[u64; 2]; SHORT_LATENCY_NS]>);
+
+impl ShortLatencies {
+    fn new() -> ShortLatencies {
+        ShortLatencies(vec![[0; 2]; SHORT_LATENCY_NS].into_boxed_slice().try_into().expect("sized above"))
+    }
+
+    #[inline]
+    fn record(&mut self, raw: &mut AgentRaw, write: bool, ns: u64) {
+        match self.0.get_mut(ns as usize) {
+            Some(counts) => counts[write as usize] += 1,
+            None => raw.record_latency(write, ns),
+        }
+    }
+
+    /// Moves the counts into `raw`'s histograms (as many `record_latency` calls would).
+    fn flush_into(&mut self, raw: &mut AgentRaw) {
+        for (ns, counts) in self.0.iter_mut().enumerate() {
+            for (direction, count) in counts.iter_mut().enumerate() {
+                let n = std::mem::take(count);
+                if n == 0 {
+                    continue;
+                }
+                let ns = ns as u64;
+                raw.latency.record_n(ns, n);
+                if let Some(d) = &mut raw.by_direction {
+                    let (hist, sum) = if direction == 1 {
+                        (&mut d.write, &mut d.write_sum_ns)
+                    } else {
+                        (&mut d.read, &mut d.read_sum_ns)
+                    };
+                    hist.record_n(ns, n);
+                    *sum = sum.saturating_add(ns.saturating_mul(n));
+                }
+            }
+        }
+    }
+}
+
 /// The aggregate of one class of calls.
 struct ClassAcc {
     raw: AgentRaw,
+    /// Latencies not yet in `raw`'s histograms.
+    short_latencies: ShortLatencies,
     union: ExternalUnion,
+    /// The union when the calls come in order ([`AnalyzeOptions::in_order`]).
+    sweep: SweepUnion,
     sizes: [[u64; 2]; SIZE_BUCKETS],
     seq_known: u64,
     seq_hits: u64,
@@ -188,6 +252,7 @@ struct FileAcc {
     write_bytes: u64,
     latency_sum_ns: u64,
     union: CompactUnion,
+    sweep: SweepUnion,
 }
 
 /// Ids below this index a dense table; importers number paths from 0.
@@ -242,6 +307,7 @@ struct ProcAcc {
     last_tid: Option<u32>,
     union: CompactUnion,
     timeline: timeline::BusyTimeline,
+    sweep: SweepUnion,
 }
 
 /// An operation ranked by duration (ties by arrival) for the slowest-operations table.
@@ -276,6 +342,8 @@ pub struct Analyzer {
     layers: BTreeMap<Layer, LayerRow>,
     /// Busy time of each layer on its own.
     layer_unions: BTreeMap<Layer, CompactUnion>,
+    /// The same, swept, when the calls come in order (indexed by layer).
+    layer_sweeps: [SweepUnion; LAYERS],
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
     files: FileTable,
@@ -453,6 +521,7 @@ impl Analyzer {
             classes: BTreeMap::new(),
             layers: BTreeMap::new(),
             layer_unions: BTreeMap::new(),
+            layer_sweeps: Default::default(),
             files: FileTable::default(),
             processes: HashMap::new(),
             current_process: None,
@@ -567,6 +636,8 @@ impl Analyzer {
                 self.opts.union_buffer,
                 self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
             ),
+            sweep: SweepUnion::with_peak(self.opts.union_buffer),
+            short_latencies: ShortLatencies::new(),
             sizes: [[0; 2]; SIZE_BUCKETS],
             seq_known: 0,
             seq_hits: 0,
@@ -574,14 +645,18 @@ impl Analyzer {
             duration_sum_ns: 0,
             max_extent: 0,
         });
+        let in_order = self.opts.in_order;
         if timed {
-            if let Err(err) = acc.union.push(iv) {
+            if in_order {
+                acc.sweep.allow_reorder(self.opts.reorder_window);
+                acc.sweep.push(iv);
+            } else if let Err(err) = acc.union.push(iv) {
                 self.spill_error.get_or_insert(err);
             }
         }
         acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
         if data && timed {
-            acc.raw.record_latency(write, dur);
+            acc.short_latencies.record(&mut acc.raw, write, dur);
         }
         let c = &mut acc.raw.counters;
         // Traces are input: their sums saturate rather than overflow. Read and write totals are
@@ -630,12 +705,23 @@ impl Analyzer {
         }
 
         if timed {
-            self.layer_unions.entry(e.layer).or_default().push(iv);
+            if in_order {
+                let sweep = &mut self.layer_sweeps[e.layer as usize];
+                sweep.allow_reorder(self.opts.reorder_window);
+                sweep.push(iv);
+            } else {
+                self.layer_unions.entry(e.layer).or_default().push(iv);
+            }
         }
         if self.opts.top_files > 0 {
             let f = self.files.get_or_default((e.file, e.layer));
             if timed {
-                f.union.push(iv);
+                if in_order {
+                    f.sweep.allow_reorder(self.opts.reorder_window);
+                    f.sweep.push(iv);
+                } else {
+                    f.union.push(iv);
+                }
             }
             if data {
                 f.ops = f.ops.saturating_add(1);
@@ -657,8 +743,13 @@ impl Analyzer {
         }
         let (_, p) = self.current_process.as_mut().expect("set above");
         if timed {
-            p.union.push(iv);
             p.timeline.push(iv);
+            if in_order {
+                p.sweep.allow_reorder(self.opts.reorder_window);
+                p.sweep.push(iv);
+            } else {
+                p.union.push(iv);
+            }
         }
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
@@ -698,7 +789,24 @@ impl Analyzer {
         }
         for acc in self.classes.values_mut() {
             acc.seq.flush();
+            acc.short_latencies.flush_into(&mut acc.raw);
         }
+    }
+
+    /// Whether every union saw its calls in start order (always true without
+    /// [`AnalyzeOptions::in_order`]): when false, [`Analyzer::finish`] fails.
+    pub fn in_order(&self) -> bool {
+        if !self.opts.in_order {
+            return true;
+        }
+        self.classes.values().all(|c| c.sweep.ordered())
+            && self.layer_sweeps.iter().all(SweepUnion::ordered)
+            && self.files.accs.iter().all(|(_, f)| f.sweep.ordered())
+            && self
+                .processes
+                .values()
+                .chain(self.current_process.as_ref().map(|(_, p)| p))
+                .all(|p| p.sweep.ordered())
     }
 
     /// The summary; the per-operation exports are complete, without an envelope.
@@ -711,6 +819,10 @@ impl Analyzer {
     /// The summary, and the per-operation exports still to complete with the result's envelope
     /// ([`export::OpExports::finish`]).
     pub fn finish_keeping_exports(mut self) -> Result<(TraceSummary, export::OpExports), AnalyzeError> {
+        if !self.in_order() {
+            return Err(AnalyzeError::OutOfOrder);
+        }
+        let in_order = self.opts.in_order;
         self.flush_caches();
         let mut notes = Vec::new();
         if let Some(err) = self.spill_error {
@@ -738,9 +850,12 @@ impl Analyzer {
         let (mut raw, union_totals, sizes, seq, duration_sum, peak, max_extent) = match chosen
             .and_then(|c| classes.remove(&c))
         {
-            Some(acc) => {
-                let peak = acc.union.peak_overlap();
-                let totals = acc.union.finish().map_err(AnalyzeError::Spill)?;
+            Some(mut acc) => {
+                let (peak, totals) = if in_order {
+                    (acc.sweep.peak_overlap(), acc.sweep.totals())
+                } else {
+                    (acc.union.peak_overlap(), acc.union.finish().map_err(AnalyzeError::Spill)?)
+                };
                 let seq = (acc.seq_known > 0).then(|| acc.seq_hits as f64 / acc.seq_known as f64);
                 (acc.raw, totals, acc.sizes, seq, acc.duration_sum_ns, peak, acc.max_extent)
             }
@@ -803,7 +918,12 @@ impl Analyzer {
                     bytes: f.read_bytes.saturating_add(f.write_bytes),
                     read_bytes: f.read_bytes,
                     write_bytes: f.write_bytes,
-                    busy_s: f.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    busy_s: if in_order {
+                        f.sweep.totals().busy_ns
+                    } else {
+                        f.union.busy_ns().map_err(AnalyzeError::Spill)?
+                    } as f64
+                        / 1e9,
                     mean_latency_s: if f.ops > 0 {
                         f.latency_sum_ns as f64 / f.ops as f64 / 1e9
                     } else {
@@ -825,7 +945,12 @@ impl Analyzer {
                     layer: layer.name().into(),
                     ops: p.ops,
                     bytes: p.bytes,
-                    busy_s: p.union.busy_ns().map_err(AnalyzeError::Spill)? as f64 / 1e9,
+                    busy_s: if in_order {
+                        p.sweep.totals().busy_ns
+                    } else {
+                        p.union.busy_ns().map_err(AnalyzeError::Spill)?
+                    } as f64
+                        / 1e9,
                     threads: p.threads.len(),
                     busy_periods_s: p
                         .timeline
@@ -865,6 +990,7 @@ impl Analyzer {
         let mut layers = Vec::with_capacity(self.layers.len());
         for (layer, row) in self.layers {
             let busy_ns = match layer_unions.get_mut(&layer) {
+                _ if in_order => self.layer_sweeps[layer as usize].totals().busy_ns,
                 Some(union) => union.busy_ns().map_err(AnalyzeError::Spill)?,
                 None => 0,
             };

@@ -29,6 +29,9 @@ impl ClassAcc {
         // The histograms merge through `merge_except_busy`, whose plain additions of the counters
         // could overflow on hostile input: it sees only which directions occurred, and the
         // counters are added here, saturating.
+        let mut later = later;
+        self.short_latencies.flush_into(&mut self.raw);
+        later.short_latencies.flush_into(&mut later.raw);
         let mut later_raw = later.raw;
         let mine = std::mem::take(&mut self.raw.counters);
         let theirs = std::mem::take(&mut later_raw.counters);
@@ -40,6 +43,7 @@ impl ClassAcc {
         self.raw.counters = mine;
         add_counters(&mut self.raw.counters, &theirs);
         self.union.absorb(later.union)?;
+        self.sweep.absorb(later.sweep);
         for (mine, theirs) in self.sizes.iter_mut().zip(later.sizes) {
             mine[0] = mine[0].saturating_add(theirs[0]);
             mine[1] = mine[1].saturating_add(theirs[1]);
@@ -60,6 +64,7 @@ impl FileAcc {
         self.write_bytes = self.write_bytes.saturating_add(later.write_bytes);
         self.latency_sum_ns = self.latency_sum_ns.saturating_add(later.latency_sum_ns);
         self.union.absorb(later.union);
+        self.sweep.absorb(later.sweep);
     }
 }
 
@@ -70,6 +75,7 @@ impl ProcAcc {
         self.threads.extend(later.threads);
         self.union.absorb(later.union);
         self.timeline.absorb(later.timeline);
+        self.sweep.absorb(later.sweep);
     }
 }
 
@@ -112,6 +118,9 @@ impl Analyzer {
         }
         for (layer, union) in later.layer_unions {
             self.layer_unions.entry(layer).or_default().absorb(union);
+        }
+        for (mine, theirs) in self.layer_sweeps.iter_mut().zip(later.layer_sweeps) {
+            mine.absorb(theirs);
         }
         for (key, acc) in later.files.into_entries() {
             self.files.get_or_default(key).absorb(acc);

@@ -537,3 +537,99 @@ fn each_process_row_has_its_busy_periods_since_the_first_call() {
     assert_eq!(periods(1), [(0, 100), (110, 210), (1990, 2090)]);
     assert_eq!(periods(2), [(40, 240), (990, 1490)]);
 }
+
+/// The calls of one thread after another, none overlapping the next (as one stream of a run
+/// trace): what a swept analysis can take in chunks.
+fn one_stream_trace(n: usize, seed: u64) -> Vec<IoEvent> {
+    let mut events = generated_trace(n, seed);
+    let mut t = 1_000;
+    for e in &mut events {
+        let dur = e.end_ns - e.start_ns;
+        t += (e.start_ns % 3) * 7;
+        (e.start_ns, e.end_ns) = (t, t + dur);
+        t += dur;
+        (e.pid, e.tid) = (1, 1);
+    }
+    events
+}
+
+fn with_in_order(opts: &AnalyzeOptions) -> AnalyzeOptions {
+    AnalyzeOptions { in_order: true, ..opts.clone() }
+}
+
+#[test]
+fn the_in_order_sweep_gives_the_stored_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    for (seed, n) in [(1, 2_000), (2, 5_000), (3, 300)] {
+        for union_buffer in [4 << 20, 64, 5] {
+            let opts = AnalyzeOptions {
+                union_buffer,
+                spill_dir: Some(dir.path().to_path_buf()),
+                slowest: 7,
+                ..AnalyzeOptions::default()
+            };
+            // Calls of several threads overlapping, in start order: one pass is exact.
+            let events = generated_trace(n, seed);
+            let stored = summary_json(&chunked(&events, &[], &opts));
+            assert_eq!(summary_json(&chunked(&events, &[], &with_in_order(&opts))), stored, "seed {seed}");
+            // One stream cut anywhere: the chunks merge exactly.
+            let events = one_stream_trace(n, seed);
+            let stored = summary_json(&chunked(&events, &[], &opts));
+            for cuts in [vec![n / 2], vec![1, 2, n / 3, n - 1]] {
+                let swept = summary_json(&chunked(&events, &cuts, &with_in_order(&opts)));
+                assert_eq!(swept, stored, "seed {seed}, buffer {union_buffer}, cuts {cuts:?}");
+            }
+        }
+    }
+}
+
+/// Analyzes `events` in order-assuming chunks; None when the analyzer finds they were not.
+fn swept_chunks(events: &[IoEvent], cuts: &[usize]) -> Option<TraceSummary> {
+    let opts = with_in_order(&AnalyzeOptions::default());
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(events.len());
+    let mut parts = bounds.windows(2).map(|w| {
+        let mut a = Analyzer::new(opts.clone()).unwrap();
+        events[w[0]..w[1]].iter().for_each(|e| a.event(e));
+        a
+    });
+    let mut first = parts.next().unwrap();
+    parts.for_each(|later| first.merge(later));
+    let in_order = first.in_order();
+    match first.finish() {
+        Ok(summary) => Some(summary).filter(|_| in_order),
+        Err(AnalyzeError::OutOfOrder) => {
+            assert!(!in_order);
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn calls_out_of_start_order_fail_the_sweep_instead_of_giving_wrong_figures() {
+    // Two threads' calls, each thread's in order, written thread after thread.
+    let thread = |tid: u32, shift: u64| {
+        (0..50u64).map(move |i| {
+            let mut e = ev(1, 0, IoOp::Read, i * 10, 10, i * 100 + shift, i * 100 + shift + 50);
+            e.tid = tid;
+            e
+        })
+    };
+    let events: Vec<IoEvent> = thread(1, 0).chain(thread(2, 25)).collect();
+    assert!(swept_chunks(&events, &[]).is_none(), "the second thread starts before the first ended");
+    let stored = analyze(&events, AnalyzeOptions::default());
+    assert_eq!((stored.figures.busy_s, stored.figures.busy_periods), (3750e-9, 50));
+
+    // In order within each chunk, but a call spanning the cut overlaps the next chunk's first.
+    let events = [ev(1, 0, IoOp::Read, 0, 10, 0, 1000), ev(1, 0, IoOp::Read, 10, 10, 500, 600)];
+    assert!(swept_chunks(&events, &[1]).is_none());
+    // Touching across the cut is exact: one busy period.
+    let events = [ev(1, 0, IoOp::Read, 0, 10, 0, 1000), ev(1, 0, IoOp::Read, 10, 10, 1000, 1100)];
+    let s = swept_chunks(&events, &[1]).expect("in order");
+    assert_eq!(
+        (s.figures.busy_s, s.figures.busy_periods, s.concurrency.peak_in_flight),
+        (1100e-9, 1, Some(1))
+    );
+}

@@ -1,7 +1,10 @@
 //! The busy-time union of intervals that arrive in any order, with bounded memory: a buffer that
 //! is sorted and compacted when full, and spilled as a sorted run to a file when compaction does
-//! not free enough; the runs are merged at the end.
+//! not free enough; the runs are merged at the end. Intervals known to arrive in start order
+//! take a [`SweepUnion`] instead, which stores none of them.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use iolens_record::busy::{
@@ -228,6 +231,255 @@ impl CompactUnion {
     }
 }
 
+/// The busy-time union of intervals that arrive in start order (one thread's calls, or a trace
+/// sorted by time): a running period and the totals of the closed ones, nothing stored, so a
+/// trace of any length costs a few words. An interval starting before the previous one breaks
+/// the order: the union then cannot be exact, and [`SweepUnion::ordered`] says so, for the caller
+/// to read the trace again with a [`ExternalUnion`] or [`CompactUnion`], which take any order.
+#[derive(Debug, Default)]
+pub struct SweepUnion {
+    /// Lengths and number of the closed periods (disjoint, all before `current`).
+    closed_ns: u64,
+    closed_periods: u64,
+    first_start: u64,
+    /// The open period: its end is the latest end seen.
+    current: Option<Interval>,
+    last_start: u64,
+    out_of_order: bool,
+    /// Counted only for the aggregate union, which reports the peak in flight.
+    peak: Option<PeakTracker>,
+    reorder: Option<Reorder>,
+}
+
+/// Intervals waiting to be swept, for input that is in start order only within a window (the
+/// blocks of several agents' records interleaved): when twice `window` wait, they are sorted
+/// and the earlier half is swept. One arriving before the last swept start breaks the order.
+#[derive(Debug)]
+struct Reorder {
+    pending: Vec<Interval>,
+    window: usize,
+    floor: u64,
+}
+
+/// The peak in flight of intervals in start order, as [`ExternalUnion::peak_overlap`] gives it
+/// for the same intervals while it holds them all: ends of the calls still in flight in a heap,
+/// and how many intervals the stored union would hold (calls starting as the previous one ends
+/// extend it), so the peak is reported exactly when the stored union would report it.
+#[derive(Debug)]
+struct PeakTracker {
+    in_flight: BinaryHeap<Reverse<u64>>,
+    /// The latest end in `in_flight`: when a call starts after it, none is in flight.
+    latest_end: u64,
+    peak: u64,
+    /// The interval the stored union would hold last, and how many it would hold.
+    held_last_end: Option<u64>,
+    held: usize,
+    capacity: usize,
+}
+
+impl PeakTracker {
+    /// Counts what the stored union would hold, in arrival order; whether the peak is still known.
+    #[inline]
+    fn arrive(&mut self, iv: Interval) -> bool {
+        match self.held_last_end {
+            Some(end) if iv.start == end => self.held_last_end = Some(end.max(iv.end)),
+            _ => {
+                self.held_last_end = Some(iv.end);
+                self.held = self.held.saturating_add(1);
+            }
+        }
+        self.known()
+    }
+
+    /// Counts the calls in flight as `iv` starts; intervals come in start order.
+    #[inline]
+    fn sweep(&mut self, iv: Interval) {
+        if iv.is_empty() {
+            // Its end comes before its start at the same instant: never in flight.
+            return;
+        }
+        // Ends before starts at the same instant: touching calls do not overlap.
+        if self.latest_end <= iv.start {
+            self.in_flight.clear();
+        } else {
+            while self.in_flight.peek().is_some_and(|Reverse(end)| *end <= iv.start) {
+                self.in_flight.pop();
+            }
+        }
+        self.in_flight.push(Reverse(iv.end));
+        self.latest_end = self.latest_end.max(iv.end);
+        self.peak = self.peak.max(self.in_flight.len() as u64);
+    }
+
+    fn known(&self) -> bool {
+        self.held < self.capacity
+    }
+}
+
+impl SweepUnion {
+    /// A union that also counts the peak in flight while fewer than `capacity` intervals would
+    /// be held (the bound of the [`ExternalUnion`] it stands for).
+    pub fn with_peak(capacity: usize) -> SweepUnion {
+        SweepUnion {
+            peak: Some(PeakTracker {
+                in_flight: BinaryHeap::new(),
+                latest_end: 0,
+                peak: 0,
+                held_last_end: None,
+                held: 0,
+                capacity: capacity.max(2),
+            }),
+            ..SweepUnion::default()
+        }
+    }
+
+    /// Lets intervals arrive up to about `window` out of start order (from then on; call it
+    /// before the first push). Memory: at most twice `window` intervals.
+    #[inline]
+    pub fn allow_reorder(&mut self, window: usize) {
+        if self.reorder.is_none() && window > 0 {
+            self.reorder = Some(Reorder { pending: Vec::new(), window, floor: 0 });
+        }
+    }
+
+    #[inline(always)]
+    pub fn push(&mut self, iv: Interval) {
+        if let Some(peak) = &mut self.peak {
+            if !peak.arrive(iv) {
+                // The stored union would have merged intervals: it has no peak, and neither
+                // has this one, whatever comes later.
+                self.peak = None;
+            }
+        }
+        match &mut self.reorder {
+            None => self.sweep(iv),
+            Some(r) if iv.start < r.floor => self.out_of_order = true,
+            Some(r) => {
+                r.pending.push(iv);
+                if r.pending.len() >= 2 * r.window {
+                    let window = r.window;
+                    self.settle(window);
+                }
+            }
+        }
+    }
+
+    /// Sweeps the `n` earliest-starting waiting intervals.
+    fn settle(&mut self, n: usize) {
+        let Some(r) = &mut self.reorder else { return };
+        let mut pending = std::mem::take(&mut r.pending);
+        // Stable: it merges the sorted runs (one per agent's block) the input is made of.
+        pending.sort_by_key(|iv| iv.start);
+        let n = n.min(pending.len());
+        for iv in pending.drain(..n) {
+            self.sweep(iv);
+        }
+        let r = self.reorder.as_mut().expect("checked above");
+        r.floor = r.floor.max(self.last_start);
+        r.pending = pending;
+    }
+
+    /// Sweeps every waiting interval.
+    fn settle_all(&mut self) {
+        self.settle(usize::MAX);
+    }
+
+    #[inline(always)]
+    fn sweep(&mut self, iv: Interval) {
+        match &mut self.current {
+            Some(cur) => {
+                if iv.start < self.last_start {
+                    self.out_of_order = true;
+                    return;
+                }
+                if iv.start <= cur.end {
+                    cur.end = cur.end.max(iv.end);
+                } else {
+                    self.closed_ns += cur.len();
+                    self.closed_periods += 1;
+                    *cur = iv;
+                }
+            }
+            None => {
+                self.first_start = iv.start;
+                self.current = Some(iv);
+            }
+        }
+        self.last_start = iv.start;
+        if let Some(peak) = &mut self.peak {
+            peak.sweep(iv);
+        }
+    }
+
+    /// Whether every interval came in start order, so the totals are exact.
+    pub fn ordered(&self) -> bool {
+        !self.out_of_order
+    }
+
+    /// Adds a union of later intervals. Exact when the later ones start after every interval of
+    /// this one has ended (touching is fine); otherwise the result is marked out of order.
+    pub fn absorb(&mut self, mut later: SweepUnion) {
+        self.settle_all();
+        later.settle_all();
+        self.out_of_order |= later.out_of_order;
+        let Some(theirs) = later.current else { return };
+        let Some(mine) = self.current else {
+            let out_of_order = self.out_of_order;
+            *self = later;
+            self.out_of_order |= out_of_order;
+            return;
+        };
+        if later.first_start < mine.end {
+            self.out_of_order = true;
+            return;
+        }
+        self.closed_ns += mine.len() + later.closed_ns;
+        self.closed_periods += 1 + later.closed_periods;
+        if later.first_start == mine.end {
+            // The last period of this union and the first of the later one are one period.
+            self.closed_periods -= 1;
+        }
+        self.current = Some(theirs);
+        self.last_start = later.last_start;
+        if later.peak.is_none() {
+            self.peak = None;
+        }
+        if let (Some(mine), Some(theirs)) = (&mut self.peak, later.peak) {
+            let touching = mine.held_last_end == Some(later.first_start);
+            mine.held = mine.held.saturating_add(theirs.held).saturating_sub(touching as usize);
+            mine.held_last_end = match (touching, theirs.held) {
+                (true, 1) => mine.held_last_end.max(theirs.held_last_end),
+                _ => theirs.held_last_end,
+            };
+            mine.peak = mine.peak.max(theirs.peak);
+            mine.in_flight = theirs.in_flight;
+            mine.latest_end = theirs.latest_end;
+            if !mine.known() {
+                self.peak = None;
+            }
+        }
+    }
+
+    pub fn totals(&mut self) -> UnionTotals {
+        self.settle_all();
+        match self.current {
+            Some(cur) => UnionTotals {
+                busy_ns: self.closed_ns + cur.len(),
+                periods: self.closed_periods + 1,
+                first_start: self.first_start,
+                last_end: cur.end,
+            },
+            None => UnionTotals::default(),
+        }
+    }
+
+    /// The peak in flight, when the stored union would know it (see [`PeakTracker`]).
+    pub fn peak_overlap(&mut self) -> Option<u64> {
+        self.settle_all();
+        self.peak.as_ref().filter(|p| p.known()).map(|p| p.peak)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +504,112 @@ mod tests {
             prop_assert_eq!(ext.finish().unwrap(), expected);
             prop_assert_eq!(small.busy_ns().unwrap(), expected.busy_ns);
             prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "runs are removed");
+        }
+    }
+
+    /// Intervals in start order: random gaps (zero gives touching and equal starts) and lengths.
+    fn ordered(steps: &[(u64, u64)]) -> Vec<Interval> {
+        let mut t = 0;
+        steps
+            .iter()
+            .map(|&(gap, len)| {
+                t += gap;
+                Interval::new(t, t + len)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn the_sweep_of_ordered_intervals_equals_the_stored_union(
+            steps in prop::collection::vec((0u64..60, 0u64..200), 0..400),
+            capacity in 2usize..500,
+            cut in 0usize..400,
+        ) {
+            let intervals = ordered(&steps);
+            let dir = tempfile::tempdir().unwrap();
+            let mut stored = ExternalUnion::new(capacity, dir.path());
+            let mut swept = SweepUnion::with_peak(capacity);
+            for iv in &intervals {
+                stored.push(*iv).unwrap();
+                swept.push(*iv);
+            }
+            prop_assert!(swept.ordered());
+            prop_assert_eq!(swept.peak_overlap(), stored.peak_overlap());
+            let expected = stored.finish().unwrap();
+            prop_assert_eq!(swept.totals(), expected);
+
+            // The same intervals cut in two (as by a chunk edge) and merged: exact when the
+            // later part starts after the earlier one has ended, and said to be unknown if not.
+            let cut = cut.min(intervals.len());
+            let (mut earlier, mut later) = (SweepUnion::with_peak(capacity), SweepUnion::with_peak(capacity));
+            intervals[..cut].iter().for_each(|iv| earlier.push(*iv));
+            intervals[cut..].iter().for_each(|iv| later.push(*iv));
+            let spans_the_cut = cut > 0
+                && cut < intervals.len()
+                && intervals[cut].start < intervals[..cut].iter().map(|iv| iv.end).max().unwrap();
+            earlier.absorb(later);
+            prop_assert_eq!(earlier.ordered(), !spans_the_cut);
+            if !spans_the_cut {
+                prop_assert_eq!(earlier.totals(), expected);
+                let dir = tempfile::tempdir().unwrap();
+                let mut stored = ExternalUnion::new(capacity, dir.path());
+                intervals.iter().for_each(|iv| stored.push(*iv).unwrap());
+                prop_assert_eq!(earlier.peak_overlap(), stored.peak_overlap());
+            }
+        }
+
+        #[test]
+        fn interleaved_blocks_of_ordered_streams_sweep_exactly_within_the_window(
+            streams in prop::collection::vec(prop::collection::vec((0u64..60, 0u64..200), 0..150), 1..5),
+            block in 1usize..40,
+            window in 1usize..300,
+            capacity in 2usize..700,
+        ) {
+            // Each stream's intervals in order, written block by block, streams in turn.
+            let streams: Vec<Vec<Interval>> = streams.iter().map(|s| ordered(s)).collect();
+            let mut arrival = Vec::new();
+            for round in 0.. {
+                let before = arrival.len();
+                for s in &streams {
+                    arrival.extend(s.iter().skip(round * block).take(block));
+                }
+                if arrival.len() == before {
+                    break;
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let mut stored = ExternalUnion::new(capacity, dir.path());
+            let mut swept = SweepUnion::with_peak(capacity);
+            swept.allow_reorder(window);
+            for iv in &arrival {
+                stored.push(*iv).unwrap();
+                swept.push(*iv);
+            }
+            let peak = stored.peak_overlap();
+            let expected = stored.finish().unwrap();
+            // Within the window the sweep is exact; beyond it, it says so instead of guessing.
+            if window >= streams.len() * block {
+                prop_assert!(swept.ordered());
+            }
+            if swept.ordered() {
+                prop_assert_eq!(swept.peak_overlap(), peak);
+                prop_assert_eq!(swept.totals(), expected);
+            }
+        }
+
+        #[test]
+        fn intervals_out_of_start_order_are_never_summed_as_if_ordered(
+            steps in prop::collection::vec((0u64..60, 0u64..200), 2..200),
+            swap in 0usize..200,
+        ) {
+            let mut intervals = ordered(&steps);
+            let i = swap % (intervals.len() - 1);
+            prop_assume!(intervals[i].start < intervals[i + 1].start);
+            intervals.swap(i, i + 1);
+            let mut swept = SweepUnion::default();
+            intervals.iter().for_each(|iv| swept.push(*iv));
+            prop_assert!(!swept.ordered(), "a later call starting earlier is seen");
         }
     }
 

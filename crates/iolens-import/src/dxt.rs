@@ -11,11 +11,48 @@ use iolens_record::event::{IoEvent, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use crate::{for_each_line, seconds_to_ns, Ctx, ImportError};
 
 /// An offset, or −1 for one Darshan did not know (3.1 wrote it for MPI-IO calls).
-fn parse_offset(text: &str) -> Result<u64, std::num::ParseIntError> {
-    match text.parse::<u64>() {
+fn parse_offset(text: &str) -> Result<u64, ()> {
+    match parse_u64(text) {
         Err(_) if text == "-1" => Ok(UNKNOWN_OFFSET),
         other => other,
     }
+}
+
+/// `text.parse::<u64>()`, with plain digits (all a trace writes) read in one pass.
+#[inline]
+fn parse_u64(text: &str) -> Result<u64, ()> {
+    let bytes = text.as_bytes();
+    if !bytes.is_empty() && bytes.len() <= 19 && bytes.iter().all(u8::is_ascii_digit) {
+        return Ok(bytes.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')));
+    }
+    text.parse::<u64>().map_err(|_| ())
+}
+
+/// Splits `row` at ASCII whitespace into `fields` (those past its length are counted, not
+/// kept); returns how many fields the row has. One pass over the bytes, no allocation.
+#[inline]
+fn split_fields<'a>(row: &'a str, fields: &mut [&'a str]) -> usize {
+    let bytes = row.as_bytes();
+    let mut count = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if at == bytes.len() {
+            break;
+        }
+        let start = at;
+        while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        if let Some(slot) = fields.get_mut(count) {
+            // Cut at ASCII bytes: always on a character boundary.
+            *slot = &row[start..at];
+        }
+        count += 1;
+    }
+    count
 }
 
 /// Fields of a segment row that are read: module, rank, op, segment, offset, length, start, end
@@ -56,13 +93,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         // The fields a row uses, split in place: a row costs no allocation. Rows are ASCII
         // (the path is in the comment line above them).
         let mut f = [""; ROW_FIELDS];
-        let mut fields = 0usize;
-        for word in t.split_ascii_whitespace() {
-            if let Some(slot) = f.get_mut(fields) {
-                *slot = word;
-            }
-            fields += 1;
-        }
+        let fields = split_fields(t, &mut f);
         let layer = match f[0] {
             "X_POSIX" => Layer::Posix,
             "X_MPIIO" => Layer::MpiIo,
@@ -77,15 +108,15 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             other => return ctx.malformed(line_no, format!("unknown operation {other:?}")),
         };
         let (Ok(rank), Ok(offset), Ok(length), Some(start), Some(end)) = (
-            f[1].parse::<u32>(),
+            parse_u64(f[1]).and_then(|r| u32::try_from(r).map_err(|_| ())),
             parse_offset(f[4]),
-            f[5].parse::<u64>(),
+            parse_u64(f[5]),
             seconds_to_ns(f[6]),
             seconds_to_ns(f[7]),
         ) else {
             return ctx.malformed(line_no, "rank, offset, length, start and end must be numbers");
         };
-        let tid = if fields > 8 { f[8].parse::<u64>().map_or(0, |v| v as u32) } else { 0 };
+        let tid = if fields > 8 { parse_u64(f[8]).map_or(0, |v| v as u32) } else { 0 };
         ctx.event(&IoEvent {
             pid: rank,
             tid,
@@ -126,6 +157,32 @@ mod tests {
 # DXT, rank: 3, hostname: n2
  X_MPIIO       3  write        0               0         1048576      1.0000      1.2500
 ";
+
+    #[test]
+    fn fields_and_numbers_read_as_the_standard_library_reads_them() {
+        for row in [" X_POSIX  0 read\t1 2  ", "", "   ", "a", "é b\u{a0}c  d", "1 2 3 4 5 6 7 8 9 10 11"] {
+            let mut fields = [""; super::ROW_FIELDS];
+            let n = super::split_fields(row, &mut fields);
+            let expected: Vec<&str> = row.split_ascii_whitespace().collect();
+            assert_eq!(n, expected.len(), "{row:?}");
+            let kept = n.min(super::ROW_FIELDS);
+            assert_eq!(&fields[..kept], &expected[..kept], "{row:?}");
+        }
+        for text in [
+            "0",
+            "42",
+            "+7",
+            "-1",
+            "",
+            "18446744073709551615",
+            "18446744073709551616",
+            "9999999999999999999",
+            "00000000000000000000012",
+            "1x",
+        ] {
+            assert_eq!(super::parse_u64(text).ok(), text.parse::<u64>().ok(), "{text:?}");
+        }
+    }
 
     #[test]
     fn rows_become_events() {

@@ -218,45 +218,126 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Reads lines of a text trace, 1-based, tolerating invalid UTF-8.
+/// Reads lines of a text trace, 1-based, tolerating invalid UTF-8. Lines are handed out of the
+/// read buffer where they lie whole (only a line cut by the buffer's end is copied), and checked
+/// as UTF-8 in place: a line costs no allocation unless it is invalid UTF-8.
 pub(crate) fn for_each_line(
     ctx: &mut Ctx,
     input: impl Read,
     mut f: impl FnMut(&mut Ctx, u64, &str) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
     let mut reader = BufReader::with_capacity(1 << 20, input);
-    let mut buf = Vec::new();
+    // The start of a line the buffer cut, and whether it is already too long (then skipped).
+    let mut carry: Vec<u8> = Vec::new();
+    let mut overlong = false;
     let mut line_no = 0u64;
+    let mut line = |ctx: &mut Ctx, line_no: u64, bytes: &[u8], overlong: bool| {
+        if overlong || bytes.len() > MAX_LINE {
+            return ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20));
+        }
+        let end = bytes.iter().rposition(|b| !matches!(b, b'\n' | b'\r')).map_or(0, |i| i + 1);
+        match std::str::from_utf8(&bytes[..end]) {
+            Ok(text) => f(ctx, line_no, text),
+            Err(_) => f(ctx, line_no, &String::from_utf8_lossy(&bytes[..end])),
+        }
+    };
     loop {
         if ctx.should_stop() {
             return Ok(());
         }
-        buf.clear();
-        let n =
-            reader.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
-        if n == 0 {
+        let buf = reader.fill_buf().map_err(|e| ctx.io(e))?;
+        if buf.is_empty() {
+            if !carry.is_empty() || overlong {
+                line_no += 1;
+                line(ctx, line_no, &carry, overlong)?;
+            }
             return Ok(());
         }
-        line_no += 1;
-        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
-            loop {
-                buf.clear();
-                let m = reader.by_ref().take(1 << 16).read_until(b'\n', &mut buf).map_err(|e| ctx.io(e))?;
-                if m == 0 || buf.last() == Some(&b'\n') {
-                    break;
-                }
+        let mut pos = 0;
+        while let Some(newline) = find_newline(&buf[pos..]) {
+            let end = pos + newline;
+            line_no += 1;
+            if carry.is_empty() {
+                line(ctx, line_no, &buf[pos..end], overlong)?;
+            } else {
+                carry.extend_from_slice(&buf[pos..end.min(pos + MAX_LINE + 1)]);
+                line(ctx, line_no, &carry, overlong)?;
+                carry.clear();
             }
-            ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20))?;
-            continue;
+            overlong = false;
+            pos = end + 1;
+            if ctx.should_stop() {
+                return Ok(());
+            }
         }
-        let text = String::from_utf8_lossy(&buf);
-        f(ctx, line_no, text.trim_end_matches(['\n', '\r']))?;
+        let rest = &buf[pos..];
+        if !overlong {
+            if carry.len() + rest.len() > MAX_LINE {
+                overlong = true;
+                carry.clear();
+            } else {
+                carry.extend_from_slice(rest);
+            }
+        }
+        let used = buf.len();
+        reader.consume(used);
     }
+}
+
+/// The first `\n` in `bytes`, eight bytes at a time (a word has one where `word ^ 0x0a0a…`
+/// has a zero byte).
+#[inline]
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..].iter().position(|&b| b == b'\n').map(|i| at + i)
 }
 
 /// Decimal seconds (`1700000000.000123`) as nanoseconds, exactly (no floating point, which
 /// loses microseconds at epoch-sized values).
 pub(crate) fn seconds_to_ns(text: &str) -> Option<u64> {
+    plain_seconds_to_ns(text.as_bytes()).or_else(|| seconds_to_ns_general(text))
+}
+
+/// [`seconds_to_ns`] of digits with at most one dot and at most 19 digits before it, as traces
+/// write times, in one pass over the bytes; None for anything else (left to the general parser,
+/// which gives the same value for these).
+#[inline]
+fn plain_seconds_to_ns(text: &[u8]) -> Option<u64> {
+    let (mut whole, mut whole_digits) = (0u64, 0u32);
+    let (mut frac, mut frac_digits, mut dot) = (0u64, 0u32, false);
+    for &c in text {
+        match c {
+            b'0'..=b'9' if dot => {
+                if frac_digits < 9 {
+                    frac = frac * 10 + u64::from(c - b'0');
+                    frac_digits += 1;
+                }
+            }
+            b'0'..=b'9' if whole_digits < 19 => {
+                whole = whole * 10 + u64::from(c - b'0');
+                whole_digits += 1;
+            }
+            b'.' if !dot => dot = true,
+            _ => return None,
+        }
+    }
+    if whole_digits == 0 && frac_digits == 0 {
+        return None;
+    }
+    whole.checked_mul(1_000_000_000)?.checked_add(frac * 10u64.pow(9 - frac_digits))
+}
+
+fn seconds_to_ns_general(text: &str) -> Option<u64> {
     let (whole, frac) = text.trim().split_once('.').unwrap_or((text.trim(), ""));
     if whole.is_empty() && frac.is_empty() {
         return None;
@@ -350,6 +431,50 @@ pub fn import_reader(
 #[cfg(test)]
 mod tests {
     #[test]
+    fn the_plain_seconds_parser_agrees_with_the_general_one() {
+        let mut state = 7u64;
+        let alphabet = b"0123456789.+- x";
+        for _ in 0..200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (state >> 59) as usize + 1;
+            let text: String = (0..len)
+                .map(|i| {
+                    let pick =
+                        (state >> (3 * i % 48)) as usize % if i % 5 == 4 { alphabet.len() } else { 11 };
+                    alphabet[pick] as char
+                })
+                .collect();
+            if let Some(fast) = super::plain_seconds_to_ns(text.as_bytes()) {
+                assert_eq!(Some(fast), super::seconds_to_ns_general(&text), "{text:?}");
+            }
+            assert_eq!(super::seconds_to_ns(&text), super::seconds_to_ns_general(&text), "{text:?}");
+        }
+        for text in [
+            "18446744073.709551615",
+            "18446744073.709551616",
+            "9999999999999999999",
+            "0000000000000000000001.5",
+        ] {
+            assert_eq!(super::seconds_to_ns(text), super::seconds_to_ns_general(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn newlines_are_found_wherever_they_are() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes = vec![b'\n' ^ 0x80; len];
+                if at < len {
+                    bytes[at] = b'\n';
+                    bytes.iter_mut().skip(at + 1).step_by(3).for_each(|b| *b = b'\n');
+                }
+                let expected = bytes.iter().position(|&b| b == b'\n');
+                assert_eq!(super::find_newline(&bytes), expected, "len {len}, at {at}");
+            }
+        }
+    }
+
+    #[test]
     fn exact_seconds() {
         assert_eq!(super::seconds_to_ns("1700000000.000300"), Some(1_700_000_000_000_300_000));
         assert_eq!(super::seconds_to_ns("2.7599"), Some(2_759_900_000));
@@ -395,6 +520,48 @@ mod tests {
         assert_eq!(r.events, 1, "the line after the long one is read");
         assert_eq!((r.malformed_count, r.malformed[0].line), (1, 2));
         assert!(r.malformed[0].message.contains("longer than"), "{:?}", r.malformed);
+    }
+
+    /// Gives at most `self.1` bytes per read, so lines are cut by the reader's buffer.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    struct Nothing;
+    impl super::EventSink for Nothing {
+        fn path(&mut self, _: u32, _: &str) {}
+        fn event(&mut self, _: &super::IoEvent) {}
+    }
+
+    #[test]
+    fn lines_cut_by_reads_crlf_invalid_utf8_and_a_missing_last_newline() {
+        let long = "y".repeat(super::MAX_LINE + 1);
+        let mut text = b"first\r\nsecond\n\nbad \xff byte\n".to_vec();
+        text.extend_from_slice(long.as_bytes());
+        text.extend_from_slice(b"\nafter the long one\nno newline at the end");
+        let expected =
+            ["first", "second", "", "bad \u{fffd} byte", "after the long one", "no newline at the end"];
+        for step in [1, 3, 7, 1 << 20, usize::MAX] {
+            let mut sink = Nothing;
+            let mut ctx = super::Ctx::new(&mut sink, std::path::Path::new("t"), Format::Strace, false);
+            let mut lines = Vec::new();
+            super::for_each_line(&mut ctx, Trickle(&text, step), |_, no, line| {
+                lines.push((no, line.to_string()));
+                Ok(())
+            })
+            .unwrap();
+            let numbers: Vec<u64> = lines.iter().map(|(no, _)| *no).collect();
+            assert_eq!(numbers, [1, 2, 3, 4, 6, 7], "reads of {step} bytes");
+            let texts: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+            assert_eq!(texts, expected, "reads of {step} bytes");
+            assert_eq!((ctx.report.malformed_count, ctx.report.malformed[0].line), (1, 5));
+        }
     }
 
     /// Stops after the first poll.

@@ -287,21 +287,54 @@ impl EventSink for ChunkSink {
         self.0.event(e);
     }
     fn stop_requested(&mut self) -> bool {
-        self.0.stop_requested()
+        // A sweep that met calls out of order is of no use: the trace is read again anyway.
+        self.0.stop_requested() || !self.0.in_order()
     }
 }
 
+/// Calls a run trace's sweep lets arrive out of start order (8 MiB per union at most): agents
+/// write their records in blocks of 4096, and one agent may run ahead of another.
+const REORDER_WINDOW: usize = 1 << 18;
+
 /// Reads a run trace in chunks on as many threads as there are cores, each chunk into an
-/// analyzer of its own, merged into `analyzer` in file order (the same summary as one pass).
+/// analyzer of its own, merged in file order into `analyzer` (the same summary as one pass).
+/// The first reading sweeps busy time as the calls arrive, storing nothing, which is exact when
+/// they come in start order (a run trace of one agent does). If they do not, a second reading,
+/// on one thread (chunks of interleaved agents would not merge exactly), sorts them within a
+/// window of [`REORDER_WINDOW`] calls; if even that fails, the trace is read again with unions
+/// that take any order. A reading stops at its first call out of order.
 fn import_in_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     analyzer: &mut Analyzer,
 ) -> Result<ImportReport, String> {
+    let (report, swept) = read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() }, None)?;
+    if swept.in_order() {
+        *analyzer = swept;
+        return Ok(report);
+    }
+    let reordering = AnalyzeOptions { in_order: true, reorder_window: REORDER_WINDOW, ..opts.clone() };
+    let (report, swept) = read_chunks(path, reordering, Some(1))?;
+    if swept.in_order() {
+        *analyzer = swept;
+        return Ok(report);
+    }
+    let (report, stored) = read_chunks(path, AnalyzeOptions { in_order: false, ..opts }, None)?;
+    *analyzer = stored;
+    Ok(report)
+}
+
+/// One reading of a run trace in chunks, merged.
+fn read_chunks(
+    path: &Path,
+    opts: AnalyzeOptions,
+    threads: Option<usize>,
+) -> Result<(ImportReport, Analyzer), String> {
     let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
         / iolens_record::trace::RECORD_SIZE as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize);
+    let threads = threads
+        .unwrap_or_else(|| cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize));
     // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
     // every interval is still held (and the peak in flight can be counted): memory is bounded
     // by the number of threads, not by the trace.
@@ -310,10 +343,12 @@ fn import_in_chunks(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
-    for ChunkSink(part) in parts {
-        analyzer.merge(part);
+    let mut parts = parts.into_iter().map(|ChunkSink(part)| part);
+    let mut merged = parts.next().expect("at least one chunk");
+    for part in parts {
+        merged.merge(part);
     }
-    Ok(report)
+    Ok((report, merged))
 }
 
 /// Which processes `--only-exe` counted, and which it left out.

@@ -743,6 +743,78 @@ fn analyze_of_a_run_trace_cut_inside_its_last_record() {
     assert_eq!(v["interrupted"], false);
 }
 
+/// A run trace whose agents' records are written agent after agent, so its calls are not in
+/// start order: `analyze` sweeps such a trace first, finds the disorder, and must read it again
+/// with unions that take any order (the figures below are those of the calls, not of a sweep).
+#[test]
+fn analyze_of_a_run_trace_whose_agents_overlap_in_time() {
+    use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceWriter};
+    let dir = scratch();
+    let (trace, json) = (dir.path().join("two.iolt"), dir.path().join("a.json"));
+    let writer = TraceWriter::create(&trace, &["agent0".into(), "agent1".into()]).unwrap();
+    for (stream, shift) in [(1u16, 25u64), (0, 0)] {
+        let mut buf = writer.buffer();
+        for i in 0..1000u64 {
+            let start = 1_000 + i * 100 + shift;
+            buf.push(&OpRecord {
+                start_ns: start,
+                end_ns: start + 50,
+                offset: i * 4096,
+                bytes: 4096,
+                stream,
+                kind: OpKind::Read,
+                status: OpStatus::Complete,
+            });
+        }
+        buf.finish().unwrap();
+    }
+    writer.finish().unwrap();
+    let out = iolens().arg("analyze").arg(&trace).arg("--json").arg(&json).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["ops"], 2000);
+    assert_eq!(v["busy_periods"], 1000, "each agent's call overlaps the other's");
+    assert_eq!(v["busy_s"], 75_000e-9);
+    assert_eq!(v["concurrency"]["peak_in_flight"], 2);
+    let mut files: Vec<&str> =
+        v["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["agent0", "agent1"], "the agents name the rows");
+}
+
+/// A run trace whose last record starts before every other, more than the sweep's reorder
+/// window (2^18 calls) behind: both sweeps give up and the stored unions give the figures.
+#[test]
+fn analyze_of_a_run_trace_out_of_order_beyond_the_sweep_window() {
+    use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceWriter};
+    let dir = scratch();
+    let (trace, json) = (dir.path().join("late.iolt"), dir.path().join("a.json"));
+    let writer = TraceWriter::create(&trace, &["agent0".into()]).unwrap();
+    let mut buf = writer.buffer();
+    let calls = 600_000u64;
+    for i in 0..=calls {
+        let start = if i == calls { 0 } else { 1_000 + i * 100 };
+        buf.push(&OpRecord {
+            start_ns: start,
+            end_ns: start + 50,
+            offset: i * 512,
+            bytes: 512,
+            stream: 0,
+            kind: OpKind::Write,
+            status: OpStatus::Complete,
+        });
+    }
+    buf.finish().unwrap();
+    writer.finish().unwrap();
+    let out = iolens().arg("analyze").arg(&trace).arg("--json").arg(&json).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["ops"], calls + 1);
+    assert_eq!(v["busy_periods"], calls + 1);
+    assert_eq!(v["busy_s"], (calls + 1) as f64 * 50.0 / 1e9);
+    assert_eq!(v["first_start_ns"], 0, "the late call is counted");
+}
+
 /// Appends 100 writes of 10 bytes to out.txt, then, while the count in argv[1] is above zero,
 /// replaces itself through execl, execlp or execle (in turn) with the count one lower.
 const EXEC_CHAIN_PROGRAM: &str = r#"
