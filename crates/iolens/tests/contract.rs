@@ -135,6 +135,16 @@ fn typed_csv(path: &Path, columns: &[(&str, Cell)]) {
 }
 
 /// The codes of a document's envelope warnings.
+/// Asserts that `doc` with the value at `pointer` replaced by `wrong` breaks `schema`, naming
+/// the key: a schema that only lists a key, without its type, would let it pass.
+fn refused(schema: &str, doc: &Value, pointer: &str, wrong: Value) {
+    let mut broken = doc.clone();
+    *broken.pointer_mut(pointer).unwrap_or_else(|| panic!("{schema}: no {pointer} in {doc:#}")) = wrong;
+    let key = pointer.rsplit('/').find(|part| part.parse::<usize>().is_err()).unwrap_or(pointer);
+    let errors = schemas().validate(schema, &broken);
+    assert!(errors.iter().any(|e| e.contains(key)), "{schema}: a wrong {pointer} passed: {errors:?}");
+}
+
 fn warning_codes(doc: &Value) -> Vec<&str> {
     doc["warnings"].as_array().unwrap().iter().map(|w| w["code"].as_str().unwrap()).collect()
 }
@@ -237,6 +247,9 @@ fn every_command_writes_its_schema() {
         0,
     );
     conforms("doe.schema.json", &doe, &["analyze"]);
+    refused("doe.schema.json", &doe, "/interaction_means/0/term", serde_json::json!(["bs", "threads"]));
+    refused("doe.schema.json", &doe, "/interaction_means/0/cells/0/mean", serde_json::json!("1.5"));
+    refused("doe.schema.json", &doe, "/interaction_means/0/cells/0/levels", serde_json::json!("4k"));
     typed_csv(
         &data,
         &[
@@ -251,6 +264,14 @@ fn every_command_writes_its_schema() {
 
     let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
     conforms("analyze.schema.json", &analyze, &["analyze"]);
+    refused("analyze.schema.json", &analyze, "/processes/0/busy_periods_s", serde_json::json!("0-1"));
+    refused("analyze.schema.json", &analyze, "/processes/0/busy_periods_s/0", serde_json::json!(0.5));
+    refused(
+        "analyze.schema.json",
+        &analyze,
+        "/processes/0/busy_periods_resolution_s",
+        serde_json::json!("1ns"),
+    );
     let ops = env.path("ops.csv");
     let out = iolens().arg("analyze").arg(env.path("t.trace")).arg("--csv").arg(&ops).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
