@@ -9,7 +9,7 @@ use std::path::Path;
 use iolens_record::trace::{OpRecord, TraceError, TraceReader, RECORD_SIZE};
 
 use crate::native::event_of_record;
-use crate::{Ctx, EventSink, Format, ImportError, ImportReport};
+use crate::{Ctx, EventSink, Format, ImportError, ImportReport, ReadProgress};
 
 /// Records read per positional read (1 MiB).
 const RECORDS_PER_READ: usize = 32 * 1024;
@@ -22,7 +22,14 @@ struct Part {
     interrupted: bool,
 }
 
-fn read_range(file: &File, from: u64, records: u64, ids: &[u32], sink: &mut dyn EventSink) -> Part {
+fn read_range(
+    file: &File,
+    from: u64,
+    records: u64,
+    ids: &[u32],
+    sink: &mut dyn EventSink,
+    progress: Option<&ReadProgress>,
+) -> Part {
     let mut buf = vec![0u8; RECORDS_PER_READ * RECORD_SIZE];
     let mut done = 0u64;
     while done < records {
@@ -34,6 +41,9 @@ fn read_range(file: &File, from: u64, records: u64, ids: &[u32], sink: &mut dyn 
         let bytes = &mut buf[..n * RECORD_SIZE];
         if let Err(e) = file.read_exact_at(bytes, at) {
             return Part { records: done, error: Some(TraceError::Io(e)), interrupted: false };
+        }
+        if let Some(p) = progress {
+            p.add_bytes(bytes.len() as u64);
         }
         for (i, raw) in bytes.chunks_exact(RECORD_SIZE).enumerate() {
             let offset = at + (i * RECORD_SIZE) as u64;
@@ -47,6 +57,9 @@ fn read_range(file: &File, from: u64, records: u64, ids: &[u32], sink: &mut dyn 
             }
         }
         done += n as u64;
+        if let Some(p) = progress {
+            p.add_events(n as u64);
+        }
     }
     Part { records: done, error: None, interrupted: false }
 }
@@ -59,6 +72,15 @@ pub fn import_run_trace_chunked<S: EventSink + Send>(
     path: &Path,
     sinks: &mut [S],
 ) -> Result<ImportReport, ImportError> {
+    import_run_trace_chunked_counted(path, sinks, None)
+}
+
+/// [`import_run_trace_chunked`], telling `progress` how far the threads have got together.
+pub fn import_run_trace_chunked_counted<S: EventSink + Send>(
+    path: &Path,
+    sinks: &mut [S],
+    progress: Option<&ReadProgress>,
+) -> Result<ImportReport, ImportError> {
     let io_err = |source| ImportError::Io { path: path.to_path_buf(), source };
     let format_err = |e: TraceError| ImportError::Format { path: path.to_path_buf(), message: e.to_string() };
     let file = File::open(path).map_err(io_err)?;
@@ -69,6 +91,9 @@ pub fn import_run_trace_chunked<S: EventSink + Send>(
     let body = len.saturating_sub(data_offset);
     let records = body / RECORD_SIZE as u64;
     let tail = (body % RECORD_SIZE as u64) as usize;
+    if let Some(p) = progress {
+        p.add_bytes(data_offset);
+    }
 
     let ids: Vec<u32> = (0..streams.len() as u32).collect();
     for sink in sinks.iter_mut() {
@@ -87,7 +112,7 @@ pub fn import_run_trace_chunked<S: EventSink + Send>(
                 let count = records * (i + 1) / parts - first;
                 let (file, ids) = (&file, &ids);
                 scope.spawn(move || {
-                    read_range(file, data_offset + first * RECORD_SIZE as u64, count, ids, sink)
+                    read_range(file, data_offset + first * RECORD_SIZE as u64, count, ids, sink, progress)
                 })
             })
             .collect();
@@ -158,6 +183,48 @@ mod tests {
             assert_eq!(events, whole.events, "{chunks} chunks");
             assert!(sinks.iter().all(|s| s.paths == whole.paths));
         }
+    }
+
+    #[test]
+    fn progress_counts_every_byte_read_and_the_events_both_ways() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.iolt");
+        write_trace(&path, 100_003);
+        let len = std::fs::metadata(&path).unwrap().len();
+        for chunks in [1, 3] {
+            let progress = ReadProgress::default();
+            let mut sinks: Vec<Collect> = (0..chunks).map(|_| Collect::default()).collect();
+            import_run_trace_chunked_counted(&path, &mut sinks, Some(&progress)).unwrap();
+            assert_eq!((progress.bytes(), progress.events()), (len, 100_003), "{chunks} chunks");
+            progress.restart();
+            assert_eq!((progress.bytes(), progress.events()), (0, 0));
+        }
+        let progress = ReadProgress::default();
+        let report =
+            crate::import_counted(&path, Format::Iolens, false, &mut Collect::default(), Some(&progress))
+                .unwrap();
+        assert_eq!(progress.bytes(), len);
+        // Told every STOP_POLL records, not per record.
+        assert!(
+            progress.events() <= report.events && report.events - progress.events() < crate::STOP_POLL as u64
+        );
+        assert!(progress.events() > 0);
+    }
+
+    #[test]
+    fn progress_of_a_text_trace_is_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strace.txt");
+        let text: String =
+            (0..5000).map(|i| format!("100 1.{i:06} read(3</a>, \"\", 1) = 1 <0.000010>\n")).collect();
+        std::fs::write(&path, &text).unwrap();
+        let progress = ReadProgress::default();
+        let report =
+            crate::import_counted(&path, Format::Strace, false, &mut Collect::default(), Some(&progress))
+                .unwrap();
+        assert_eq!(report.events, 5000);
+        assert_eq!(progress.bytes(), text.len() as u64);
+        assert!((4000..=5000).contains(&progress.events()), "told at each poll: {}", progress.events());
     }
 
     #[test]

@@ -21,10 +21,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use iolens_record::event::IoEvent;
 
-pub use chunked::import_run_trace_chunked;
+pub use chunked::{import_run_trace_chunked, import_run_trace_chunked_counted};
 
 /// A trace format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,64 @@ pub trait EventSink {
 /// Lines or records read between two [`EventSink::stop_requested`] calls.
 pub const STOP_POLL: u32 = 1024;
 
+/// How far an import has got, for a progress display on another thread: bytes of the input
+/// files read and events passed to the sink. The importers add to it once per buffer they read
+/// and every [`STOP_POLL`] lines or records, never per record.
+#[derive(Debug, Default)]
+pub struct ReadProgress {
+    bytes: AtomicU64,
+    events: AtomicU64,
+}
+
+impl ReadProgress {
+    /// Bytes of the input read so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Events passed to the sink so far (up to [`STOP_POLL`] behind).
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// Back to zero, for another reading of the same input.
+    pub fn restart(&self) {
+        self.bytes.store(0, Ordering::Relaxed);
+        self.events.store(0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_events(&self, n: u64) {
+        self.events.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// A reader that adds what it reads to a [`ReadProgress`] (it sits under the importers'
+/// buffers, so it counts once per buffer filled).
+pub(crate) struct Counted<'a, R> {
+    inner: R,
+    progress: Option<&'a ReadProgress>,
+}
+
+impl<'a, R: Read> Counted<'a, R> {
+    pub(crate) fn new(inner: R, progress: Option<&'a ReadProgress>) -> Counted<'a, R> {
+        Counted { inner, progress }
+    }
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(p) = self.progress {
+            p.add_bytes(n as u64);
+        }
+        Ok(n)
+    }
+}
+
 /// Longest text line read whole: longer ones are malformed (no real strace, blkparse or DXT
 /// line comes near it), so a file without newlines cannot fill memory.
 pub const MAX_LINE: usize = 1 << 20;
@@ -141,6 +200,9 @@ pub(crate) struct Ctx<'a> {
     /// own, and the per-file table gives a file one row per layer.
     path_ids: HashMap<String, u32>,
     polls: u32,
+    pub progress: Option<&'a ReadProgress>,
+    /// Events already added to `progress`.
+    events_told: u64,
 }
 
 impl<'a> Ctx<'a> {
@@ -164,6 +226,8 @@ impl<'a> Ctx<'a> {
             next_path: 0,
             path_ids: HashMap::new(),
             polls: 0,
+            progress: None,
+            events_told: 0,
         }
     }
 
@@ -171,8 +235,14 @@ impl<'a> Ctx<'a> {
     pub fn should_stop(&mut self) -> bool {
         if !self.report.interrupted {
             self.polls = self.polls.wrapping_add(1);
-            if self.polls % STOP_POLL == 0 && self.sink.stop_requested() {
-                self.report.interrupted = true;
+            if self.polls % STOP_POLL == 0 {
+                if let Some(progress) = self.progress {
+                    progress.add_events(self.report.events - self.events_told);
+                    self.events_told = self.report.events;
+                }
+                if self.sink.stop_requested() {
+                    self.report.interrupted = true;
+                }
             }
         }
         self.report.interrupted
@@ -399,12 +469,25 @@ pub fn import(
     strict: bool,
     sink: &mut dyn EventSink,
 ) -> Result<ImportReport, ImportError> {
+    import_counted(path, format, strict, sink, None)
+}
+
+/// [`import`], telling `progress` how far it has got.
+pub fn import_counted(
+    path: &Path,
+    format: Format,
+    strict: bool,
+    sink: &mut dyn EventSink,
+    progress: Option<&ReadProgress>,
+) -> Result<ImportReport, ImportError> {
+    let mut ctx = Ctx::new(sink, path, format, strict);
+    ctx.progress = progress;
     if format == Format::Events {
-        let mut ctx = Ctx::new(sink, path, format, strict);
         native::import_events(&mut ctx)?;
-        return Ok(ctx.report);
+    } else {
+        import_format(&mut ctx, Counted::new(open(path)?, progress))?;
     }
-    import_reader(open(path)?, path, format, strict, sink)
+    Ok(ctx.report)
 }
 
 /// Imports one trace read from `input`; `name` stands for it in messages and notes. An event
@@ -417,15 +500,19 @@ pub fn import_reader(
     sink: &mut dyn EventSink,
 ) -> Result<ImportReport, ImportError> {
     let mut ctx = Ctx::new(sink, name, format, strict);
-    match format {
-        Format::Iolens => native::import_run_trace(&mut ctx, input)?,
-        Format::Events => native::import_event_file(&mut ctx, input)?,
-        Format::Strace => strace::import(&mut ctx, input)?,
-        Format::Blkparse => blkparse::import(&mut ctx, input)?,
-        Format::Dxt => dxt::import(&mut ctx, input)?,
-        Format::Darshan => darshan::import(&mut ctx, input)?,
-    }
+    import_format(&mut ctx, input)?;
     Ok(ctx.report)
+}
+
+fn import_format(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
+    match ctx.report.format {
+        Format::Iolens => native::import_run_trace(ctx, input),
+        Format::Events => native::import_event_file(ctx, input),
+        Format::Strace => strace::import(ctx, input),
+        Format::Blkparse => blkparse::import(ctx, input),
+        Format::Dxt => dxt::import(ctx, input),
+        Format::Darshan => darshan::import(ctx, input),
+    }
 }
 
 #[cfg(test)]

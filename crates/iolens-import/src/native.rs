@@ -8,7 +8,7 @@ use iolens_record::event::{EventError, EventReader, IoEvent, IoOp, Layer, NO_FIL
 use iolens_record::trace::{OpKind, OpRecord, OpStatus, TraceError, TraceReader, RECORD_SIZE};
 
 use crate::mpi_clock::{read_beside, RankClock};
-use crate::{Ctx, ImportError};
+use crate::{Counted, Ctx, ImportError};
 
 pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let path = ctx.path.clone();
@@ -216,7 +216,7 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
             break;
         }
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
-        let end = import_stream(ctx, f, &file, clock.as_ref())?;
+        let end = import_stream(ctx, Counted::new(f, ctx.progress), &file, clock.as_ref())?;
         ends.push((file, end));
         ranks.extend(clock);
     }

@@ -60,11 +60,20 @@ pub enum Command {
     /// Print a shell completion script: `iolens completions bash > /etc/bash_completion.d/iolens`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff): `iolens man > iolens.1; man ./iolens.1`.
-    Man,
+    Man(QuietOnly),
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
-    Clean,
+    Clean(QuietOnly),
+}
+
+/// `-q` of a command that shows no progress and writes nothing on stderr but warnings and
+/// errors: every command takes `-q`, so that scripts may give it to all.
+#[derive(Debug, Args)]
+pub struct QuietOnly {
+    /// No progress line (this command shows none).
+    #[arg(long = "quiet", short = 'q')]
+    pub _quiet: bool,
 }
 
 /// Where results go and how a run may touch files.
@@ -277,6 +286,8 @@ pub struct MonitorArgs {
     /// Write every sample as JSON (atomically, also on Ctrl-C).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 /// Where a suite runs and what it may touch.
@@ -487,6 +498,9 @@ pub struct SummaryArgs {
     /// Darshan's NAME_EXCLUDE; it wins over --include.
     #[arg(long, value_name = "REGEX")]
     pub exclude: Vec<String>,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -563,6 +577,8 @@ pub struct DoeAnalyzeArgs {
     pub goal: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 #[derive(Debug, Args)]
@@ -579,6 +595,8 @@ pub struct CorrelateArgs {
     pub expect: Vec<String>,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 #[derive(Debug, Args)]
@@ -614,6 +632,8 @@ pub struct ConvertArgs {
     /// The fio job file.
     #[arg(value_name = "JOB.fio")]
     pub job: PathBuf,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 #[derive(Debug, Args)]
@@ -631,6 +651,8 @@ pub struct CompareArgs {
     /// Write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 #[derive(Debug, Args)]
@@ -642,6 +664,8 @@ pub struct ReportArgs {
     /// The HTML page to write (`-` for stdout).
     #[arg(long, value_name = "OUT.html", required = true)]
     pub html: PathBuf,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
 }
 
 #[derive(Debug, Args)]
@@ -649,4 +673,35 @@ pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+    #[command(flatten)]
+    pub _quiet: QuietOnly,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command and subcommand, by its path ("doe analyze").
+    fn commands(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in cmd.get_subcommands() {
+            let here = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push((here.clone(), sub.clone()));
+            commands(sub, &here, out);
+        }
+    }
+
+    #[test]
+    fn every_command_takes_quiet() {
+        let mut all = Vec::new();
+        commands(&super::Cli::command(), "", &mut all);
+        assert!(all.len() > 15, "{} commands", all.len());
+        let missing: Vec<&str> = all
+            .iter()
+            .filter(|(_, cmd)| {
+                !cmd.get_arguments().any(|a| a.get_short() == Some('q') && a.get_long() == Some("quiet"))
+            })
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(missing.is_empty(), "commands without -q/--quiet: {missing:?}");
+    }
 }

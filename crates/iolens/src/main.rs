@@ -83,7 +83,7 @@ fn main() -> ExitCode {
     let is_trace = matches!(args.command, cli::Command::Trace(_));
     if !matches!(
         args.command,
-        cli::Command::Clean
+        cli::Command::Clean(_)
             | cli::Command::Monitor(_)
             | cli::Command::Analyze(_)
             | cli::Command::Correlate(_)
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
             | cli::Command::Compare(_)
             | cli::Command::Report(_)
             | cli::Command::Completions(_)
-            | cli::Command::Man
+            | cli::Command::Man(_)
     ) {
         clean_cmd::remove_leftovers_quietly();
     }
@@ -113,8 +113,8 @@ fn main() -> ExitCode {
         cli::Command::Compare(a) => compare_cmd::compare(a, command),
         cli::Command::Report(a) => report_cmd::report(a),
         cli::Command::Completions(a) => help_cmd::completions(a.shell),
-        cli::Command::Man => help_cmd::man(),
-        cli::Command::Clean => clean_cmd::clean(),
+        cli::Command::Man(_) => help_cmd::man(),
+        cli::Command::Clean(_) => clean_cmd::clean(),
     };
     let mut code = outcome.err().unwrap_or(0);
     // A traced program's own status stands, also when it was interrupted.

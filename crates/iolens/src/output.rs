@@ -4,14 +4,16 @@
 //! stdout is remembered and turned into the exit code by `main`, after the JSON is written.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use iolens_engine::{Progress, RunObserver};
+use iolens_import::ReadProgress;
 use iolens_report::{Body, Invocation, Notice};
 
 use crate::cli::OutputArgs;
@@ -35,12 +37,12 @@ pub struct ProgressLine {
 
 impl ProgressLine {
     pub fn new(quiet: bool, label: &str) -> ProgressLine {
+        ProgressLine::with_template(quiet, label, "{prefix} [{bar:30}] {elapsed_precise} ETA {eta} {msg}")
+    }
+
+    fn with_template(quiet: bool, label: &str, template: &str) -> ProgressLine {
         let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(1000) };
-        bar.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed_precise} ETA {eta} {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
+        bar.set_style(ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
         ProgressLine { bar, rates: std::sync::Mutex::new(CurrentRate::default()), whole: None }
@@ -66,6 +68,126 @@ impl ProgressLine {
 
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+
+    /// Where the reading of input files stands: `bytes` of `total_bytes` read and `records`
+    /// passed on after `elapsed_s`, while doing `what`.
+    fn reading(&self, what: &str, elapsed_s: f64, bytes: u64, records: u64, total_bytes: u64) {
+        self.bar.set_position((share_read(bytes, total_bytes) * 1000.0) as u64);
+        let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        rates.update(elapsed_s, records, bytes);
+        let message = rates.reading_message(what, bytes, records, total_bytes);
+        drop(rates);
+        self.show(message, None);
+    }
+}
+
+/// Share of the input read, 0 to 1 (0 for an empty input: nothing to tell).
+fn share_read(bytes: u64, total_bytes: u64) -> f64 {
+    if total_bytes == 0 {
+        0.0
+    } else {
+        (bytes as f64 / total_bytes as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// The line of a command that reads large inputs (`analyze`, `trace`'s summary): share of the
+/// input bytes read, records so far, current records/s and MiB/s, ETA. The importers add to
+/// the atomic counters of a [`ReadProgress`] once per buffer; a thread of its own reads them a
+/// few times a second, so nothing is locked or allocated per record. Shown once the command
+/// has run [`READING_LINE_AFTER`], when not quiet and stderr is a terminal.
+pub struct ReadingLine {
+    shared: Arc<ReadingShared>,
+    display: Option<std::thread::JoinHandle<()>>,
+}
+
+struct ReadingShared {
+    progress: ReadProgress,
+    total_bytes: u64,
+    /// What is being done: reading, a second pass, summarizing (changes a few times a run).
+    what: Mutex<String>,
+    done: AtomicBool,
+}
+
+/// Commands that end sooner show no line (it would only flicker).
+const READING_LINE_AFTER: Duration = Duration::from_secs(2);
+/// How often the line reads the counters.
+const READING_TICK: Duration = Duration::from_millis(250);
+
+impl ReadingLine {
+    /// A line labelled `label` for reading `total_bytes` of input.
+    pub fn start(quiet: bool, label: &str, total_bytes: u64) -> ReadingLine {
+        let shared = Arc::new(ReadingShared {
+            progress: ReadProgress::default(),
+            total_bytes,
+            what: Mutex::new("reading".into()),
+            done: AtomicBool::new(false),
+        });
+        let display = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let (shared, label) = (Arc::clone(&shared), label.to_string());
+            std::thread::spawn(move || show_reading(&shared, &label))
+        });
+        ReadingLine { shared, display }
+    }
+
+    /// The counters the importers add to.
+    pub fn progress(&self) -> &ReadProgress {
+        &self.shared.progress
+    }
+
+    /// Another step: `what` is shown in place of "reading".
+    pub fn step(&self, what: &str) {
+        *self.shared.what.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = what.to_string();
+    }
+
+    /// Another reading of the same input from its start (`what`, e.g. a second pass).
+    pub fn restart(&self, what: &str) {
+        self.shared.progress.restart();
+        self.step(what);
+    }
+}
+
+impl Drop for ReadingLine {
+    fn drop(&mut self) {
+        self.shared.done.store(true, Ordering::Release);
+        if let Some(display) = self.display.take() {
+            display.thread().unpark();
+            let _ = display.join();
+        }
+    }
+}
+
+/// The display thread of a [`ReadingLine`]: until told it is done.
+fn show_reading(shared: &ReadingShared, label: &str) {
+    let started = Instant::now();
+    let mut line: Option<ProgressLine> = None;
+    loop {
+        std::thread::park_timeout(READING_TICK);
+        if shared.done.load(Ordering::Acquire) {
+            break;
+        }
+        let elapsed = started.elapsed();
+        if elapsed < READING_LINE_AFTER {
+            continue;
+        }
+        let what = shared.what.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        // The elapsed time counts from the command's start, not from the line's; the ETA is in
+        // the message, from the current byte rate (a second pass starts the bar over).
+        let line = line.get_or_insert_with(|| {
+            let fresh =
+                ProgressLine::with_template(false, label, "{prefix} [{bar:30}] {elapsed_precise} {msg}");
+            ProgressLine { bar: fresh.bar.clone().with_elapsed(elapsed), ..fresh }
+        });
+        line.reading(
+            &what,
+            elapsed.as_secs_f64(),
+            shared.progress.bytes(),
+            shared.progress.events(),
+            shared.total_bytes,
+        );
+    }
+    if let Some(line) = line {
+        line.finish();
     }
 }
 
@@ -93,6 +215,26 @@ impl CurrentRate {
             }
             // First sample, or a new run behind the same line (counters restarted).
             _ => *self = CurrentRate { window_start: Some((elapsed_s, ops, bytes)), ..Default::default() },
+        }
+    }
+
+    /// "reading: 42% of 1200.0 MiB, 3100000 records; now 5.20M records/s, 310.0 MiB/s, ETA 2s":
+    /// the ETA at the current byte rate, once there is one.
+    fn reading_message(&self, what: &str, bytes: u64, records: u64, total_bytes: u64) -> String {
+        let so_far = format!(
+            "{what}: {:.0}% of {} MiB, {records} records",
+            share_read(bytes, total_bytes) * 100.0,
+            iolens_report::table::fmt_mib(total_bytes as f64)
+        );
+        let (Some(r), Some(b)) = (self.ops_s, self.bytes_s) else { return so_far };
+        let rates = format!(
+            "{so_far}; now {} records/s, {} MiB/s",
+            iolens_report::table::fmt_rate(r),
+            iolens_report::table::fmt_mib(b)
+        );
+        match total_bytes.checked_sub(bytes) {
+            Some(left) if left > 0 && b > 0.0 => format!("{rates}, ETA {}", short_duration(left as f64 / b)),
+            _ => rates,
         }
     }
 
@@ -396,7 +538,40 @@ pub fn check_write(path: &Path, result: std::io::Result<()>) {
 
 #[cfg(test)]
 mod progress_tests {
-    use super::{short_duration, CurrentRate, PartsPlan};
+    use super::{share_read, short_duration, CurrentRate, PartsPlan, ReadingLine};
+
+    #[test]
+    fn reading_shows_the_share_of_the_input_and_the_current_rates() {
+        let mut r = CurrentRate::default();
+        r.update(2.0, 1000, 1 << 20);
+        assert_eq!(
+            r.reading_message("reading", 1 << 20, 1000, 4 << 20),
+            "reading: 25% of 4.0 MiB, 1000 records"
+        );
+        // 3 MiB and 3000 records more in the next 1.5 s: 4 MiB left of 8 take 2 s more.
+        r.update(3.5, 4000, 4 << 20);
+        assert_eq!(
+            r.reading_message("reading", 4 << 20, 4000, 8 << 20),
+            "reading: 50% of 8.0 MiB, 4000 records; now 2000 records/s, 2.0 MiB/s, ETA 2s"
+        );
+        // All read: no ETA (what is left is summarizing, which the bytes do not tell).
+        assert_eq!(
+            r.reading_message("summarizing", 8 << 20, 8000, 8 << 20),
+            "summarizing: 100% of 8.0 MiB, 8000 records; now 2000 records/s, 2.0 MiB/s"
+        );
+        assert_eq!(share_read(5, 0), 0.0, "an empty input");
+        assert_eq!(share_read(7, 5), 1.0, "a file that grew while read");
+    }
+
+    #[test]
+    fn a_reading_line_that_is_not_shown_still_counts() {
+        // Quiet: no display thread, but the importers' counters work (and restart for a pass).
+        let line = ReadingLine::start(true, "analyze", 100);
+        assert!(line.display.is_none());
+        line.restart("second pass");
+        assert_eq!(line.progress().bytes(), 0);
+        assert_eq!(*line.shared.what.lock().unwrap(), "second pass");
+    }
 
     fn quick_plan() -> PartsPlan {
         PartsPlan {

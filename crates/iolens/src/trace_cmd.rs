@@ -17,14 +17,19 @@ use iolens_analyze::{
 };
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
-use iolens_import::{detect_format, import, import_run_trace_chunked, EventSink, Format, ImportReport};
+use iolens_import::{
+    detect_format, import_counted, import_run_trace_chunked_counted, stream_files, EventSink, Format,
+    ImportReport, ReadProgress,
+};
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
     NO_FILE,
 };
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
-use crate::output::{check_write, parquet_envelope, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{
+    check_write, parquet_envelope, write_json_or_warn, ReadingLine, EXIT_FAILED, EXIT_USAGE,
+};
 use crate::process_tree::ProcessForest;
 use crate::trace_mpi::RankOfJob;
 
@@ -162,9 +167,12 @@ fn summarize(
     format: Format,
     strict: bool,
     opts: AnalyzeOptions,
-    only_exe: &[String],
+    args: &SummaryArgs,
     wall_from_markers: bool,
+    command: &str,
 ) -> Result<(TraceSummary, ImportReport, OpExports), String> {
+    let only_exe = &args.only_exe[..];
+    let reading = ReadingLine::start(args.quiet, command, input_bytes(path));
     let filter_is_empty = opts.filter.is_empty();
     // A run trace's records have one size: it is read in parallel chunks unless the calls must
     // pass in order (per-op exports) or through the process selection.
@@ -187,10 +195,12 @@ fn summarize(
         trees: ProcessForest::default(),
     };
     let report = if chunked {
-        import_in_chunks(path, part_opts, feed.analyzer)?
+        import_in_chunks(path, part_opts, feed.analyzer, &reading)?
     } else {
-        import(path, format, strict, &mut feed).map_err(|e| e.to_string())?
+        import_counted(path, format, strict, &mut feed, Some(reading.progress()))
+            .map_err(|e| e.to_string())?
     };
+    reading.step("summarizing");
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
     let executables = std::mem::take(&mut feed.executables);
@@ -307,21 +317,37 @@ fn import_in_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     analyzer: &mut Analyzer,
+    reading: &ReadingLine,
 ) -> Result<ImportReport, String> {
-    let (report, swept) = read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() }, None)?;
+    let (report, swept) =
+        read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() }, None, reading.progress())?;
     if swept.in_order() {
         *analyzer = swept;
         return Ok(report);
     }
+    reading.restart("reading again, reordering calls");
     let reordering = AnalyzeOptions { in_order: true, reorder_window: REORDER_WINDOW, ..opts.clone() };
-    let (report, swept) = read_chunks(path, reordering, Some(1))?;
+    let (report, swept) = read_chunks(path, reordering, Some(1), reading.progress())?;
     if swept.in_order() {
         *analyzer = swept;
         return Ok(report);
     }
-    let (report, stored) = read_chunks(path, AnalyzeOptions { in_order: false, ..opts }, None)?;
+    reading.restart("reading again, storing calls");
+    let (report, stored) =
+        read_chunks(path, AnalyzeOptions { in_order: false, ..opts }, None, reading.progress())?;
     *analyzer = stored;
     Ok(report)
+}
+
+/// Bytes of the input a summary reads: the file's, or the stream files' of a directory (0 when
+/// they cannot be listed: the import says why).
+fn input_bytes(path: &Path) -> u64 {
+    if path.is_dir() {
+        stream_files(path)
+            .map_or(0, |files| files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum())
+    } else {
+        fs::metadata(path).map_or(0, |m| m.len())
+    }
 }
 
 /// One reading of a run trace in chunks, merged.
@@ -329,6 +355,7 @@ fn read_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     threads: Option<usize>,
+    progress: &ReadProgress,
 ) -> Result<(ImportReport, Analyzer), String> {
     let records = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len()
         / iolens_record::trace::RECORD_SIZE as u64;
@@ -342,7 +369,8 @@ fn read_chunks(
         .map(|_| Analyzer::new(opts.clone()).map(ChunkSink))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let report = import_run_trace_chunked(path, &mut parts).map_err(|e| e.to_string())?;
+    let report =
+        import_run_trace_chunked_counted(path, &mut parts, Some(progress)).map_err(|e| e.to_string())?;
     let mut parts = parts.into_iter().map(|ChunkSink(part)| part);
     let mut merged = parts.next().expect("at least one chunk");
     for part in parts {
@@ -444,8 +472,9 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
-    let (summary, report, exports) = summarize(&a.trace, format, a.strict, opts, &a.summary.only_exe, false)
-        .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let (summary, report, exports) =
+        summarize(&a.trace, format, a.strict, opts, &a.summary, false, "analyze")
+            .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     publish(&summary, report.darshan.as_deref(), &a.summary, exports);
     Ok(())
 }
@@ -699,7 +728,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     // A job's wall time is its ranks' (first start to last end, on rank 0's clock).
     let opts = AnalyzeOptions { program_wall_ns: mpi.is_none().then_some(wall_ns), ..opts };
     let (mut summary, _, exports) =
-        summarize(&summarized, Format::Events, false, opts, &a.summary.only_exe, mpi.is_some())
+        summarize(&summarized, Format::Events, false, opts, &a.summary, mpi.is_some(), "trace")
             .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
     summary.notes.extend(rank_notes);
     if let Some((job_dir, true)) = &job_dir {
