@@ -692,6 +692,8 @@ mod tests {
 
     #[test]
     fn every_command_takes_quiet() {
+        // Clap's own checks first: a second `-q` in a command would be refused here.
+        super::Cli::command().debug_assert();
         let mut all = Vec::new();
         commands(&super::Cli::command(), "", &mut all);
         assert!(all.len() > 15, "{} commands", all.len());
