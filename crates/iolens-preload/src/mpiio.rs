@@ -294,6 +294,22 @@ impl HandleTable {
         std::array::from_fn(|i| self.words[slot][i].load(Relaxed))
     }
 
+    /// Removes every entry, handing its words to `each`.
+    pub(crate) fn drain(&self, mut each: impl FnMut([u64; WORDS])) {
+        if self.is_empty() {
+            return;
+        }
+        for slot in 0..TABLE_SLOTS {
+            let key = self.keys[slot].load(Acquire);
+            if key == EMPTY || key == FREED {
+                continue;
+            }
+            if let Some(words) = self.take_slot(slot, key) {
+                each(words);
+            }
+        }
+    }
+
     /// Removes the entry in `slot` if it still holds `key`; its words.
     fn take_slot(&self, slot: usize, key: u64) -> Option<[u64; WORDS]> {
         let words = self.words_of(slot);
@@ -569,19 +585,8 @@ pub(crate) unsafe fn complete(request: u64) {
 /// MPI requires; recorded as ending here rather than lost (their time is then an upper bound).
 pub(crate) unsafe fn complete_unseen() {
     for table in [&PENDING, &SPLIT] {
-        if table.is_empty() {
-            continue;
-        }
         let end = now_ns();
-        for slot in 0..TABLE_SLOTS {
-            let key = table.keys[slot].load(Acquire);
-            if key == EMPTY || key == FREED {
-                continue;
-            }
-            if let Some(words) = table.take_slot(slot, key) {
-                Posted::from_words(words).completed(end);
-            }
-        }
+        table.drain(|words| Posted::from_words(words).completed(end));
     }
 }
 

@@ -19,8 +19,8 @@ use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, import, import_run_trace_chunked, EventSink, Format, ImportReport};
 use iolens_record::event::{
-    Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
-    NO_FILE,
+    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
+    FLAG_SECURE_EXEC, NO_FILE,
 };
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
@@ -36,6 +36,8 @@ struct Feed<'a> {
     io_uring_files: BTreeSet<u32>,
     /// Processes that exec'd a program the loader runs without the preload, and that program.
     secure_execs: BTreeSet<(u32, u32)>,
+    /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
+    aio_uncollected: BTreeMap<u32, (u64, u64)>,
     /// `--only-exe`: the executables whose processes count (all, when empty).
     only_exe: &'a [String],
     /// The executable each process runs (its latest start marker's), by pid.
@@ -80,6 +82,13 @@ impl EventSink for Feed<'_> {
             if e.file != NO_FILE {
                 self.io_uring_files.insert(e.file);
             }
+            return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_AIO_UNCOLLECTED != 0 {
+            // The marker's `requested` is the number of requests, its offset their bytes.
+            let (requests, asked) = self.aio_uncollected.entry(e.pid).or_default();
+            *requests = requests.saturating_add(e.requested);
+            *asked = asked.saturating_add(e.offset);
             return;
         }
         if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
@@ -180,6 +189,7 @@ fn summarize(
         io_uring_pids: Default::default(),
         io_uring_files: Default::default(),
         secure_execs: Default::default(),
+        aio_uncollected: Default::default(),
         only_exe,
         exe_of: HashMap::new(),
         executables: BTreeMap::new(),
@@ -193,6 +203,7 @@ fn summarize(
     };
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
+    let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
@@ -233,6 +244,11 @@ fn summarize(
     summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
+    summary.notes.extend(aio_uncollected.into_iter().map(|(pid, (requests, asked))| {
+        format!(
+            "process {pid} submitted {requests} POSIX aio request(s) ({asked} bytes asked) never collected by aio_return: what they moved is NOT in these figures"
+        )
+    }));
     summary.notes.extend(darshan_filter_note);
     if report.dropped > 0 {
         let why = match report.drop_errno {
