@@ -689,7 +689,10 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let mut child = spawn_traced(&mut cmd, take_terminal)
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
     crate::signals::forward_to(child.id() as i32);
-    let waited = child.wait();
+    let waited = match (&mpi, &job_dir) {
+        (Some(job), Some((job_dir, _))) => job.wait_stopping_on_abort(&mut child, job_dir),
+        _ => child.wait(),
+    };
     crate::signals::forward_to(0);
     if take_terminal {
         // SAFETY: getpgrp cannot fail.
@@ -703,25 +706,40 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let mut rank_notes = Vec::new();
     let summarized = match (&mpi, &job_dir) {
         (Some(job), Some((job_dir, _))) => {
+            if !status.success() {
+                job.mark_aborted(job_dir, &status);
+            }
             crate::trace_mpi::mark_done(&stream_dir, &status);
             if job.rank != 0 {
+                if job.aborted(job_dir).is_some() {
+                    job.wait_for_summary(job_dir);
+                }
                 return exit_like(&status);
             }
             rank_notes = crate::trace_mpi::wait_for_ranks(job_dir, job.size);
+            rank_notes.extend(job.aborted(job_dir).map(|first| {
+                format!(
+                    "{first}: the other ranks' programs were stopped (SIGTERM), as mpirun aborts such a job; what a stopped or killed program had not written out is NOT in these figures"
+                )
+            }));
             job_dir.clone()
         }
         _ => stream_dir.clone(),
     };
     // A job's wall time is its ranks' (first start to last end, on rank 0's clock).
     let opts = AnalyzeOptions { program_wall_ns: mpi.is_none().then_some(wall_ns), ..opts };
-    let (mut summary, _, exports) =
-        summarize(&summarized, Format::Events, false, opts, &a.summary.only_exe, mpi.is_some())
-            .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let summary_or_error =
+        summarize(&summarized, Format::Events, false, opts, &a.summary.only_exe, mpi.is_some());
+    let rank_0_done = || {
+        if let (Some(job), Some((job_dir, _))) = (&mpi, &job_dir) {
+            job.mark_summarized(job_dir);
+        }
+    };
+    let (mut summary, _, exports) = summary_or_error.map_err(|e| {
+        rank_0_done();
+        error(&e, EXIT_FAILED, json, &command)
+    })?;
     summary.notes.extend(rank_notes);
-    if let Some((job_dir, true)) = &job_dir {
-        // The temporary job directory: the summary is made, the streams go.
-        let _ = fs::remove_dir_all(job_dir);
-    }
     if !left_running.is_empty() {
         summary.notes.push(format!(
             "process(es) {left_running:?}, started by {program}, were still running when it exited (daemons): what they had not written out by then is NOT in these figures"
@@ -745,6 +763,11 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
         }
     }
     publish(&summary, None, &a.summary, exports);
+    rank_0_done();
+    if let Some((job_dir, true)) = &job_dir {
+        // The summary is written: the streams go.
+        let _ = fs::remove_dir_all(job_dir);
+    }
     exit_like(&status)
 }
 

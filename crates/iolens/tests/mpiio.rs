@@ -472,3 +472,32 @@ fn fortran_reads_past_the_end_count_the_bytes_read_under_mpich() {
     }
     check_fortran_short_reads(Library::Mpich);
 }
+
+/// `mpirun -np 4 iolens trace -- app` where rank 2's program kills itself mid-run while the
+/// others wait for it in `MPI_Barrier`: mpirun aborts the job as soon as one iolens exits with
+/// a failure, so the ranks stop their programs themselves and wait for rank 0's summary, which
+/// is written and names the rank.
+#[test]
+fn a_rank_killed_mid_run_still_gets_a_summary_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = compile(Library::OpenMpi.mpicc(), "mpi_rank_killed.c", dir.path());
+    let json = dir.path().join("trace.json");
+    let before = job_dirs();
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string()])
+        .args([bin(), "trace", "--json", json.to_str().unwrap(), "--"])
+        .arg(&app)
+        .arg(dir.path())
+        .output()
+        .expect("mpirun (install openmpi-bin)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "a rank was killed: the job fails\n{stdout}");
+    assert_eq!(stdout.matches("data ops (").count(), 1, "one summary, by rank 0:\n{stdout}");
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("rank 2's program was killed by signal 9"), "{notes}");
+    assert!(notes.contains("rank 2: signal 9"), "{notes}");
+    assert!(notes.contains("MPI job of 4 rank(s): 4 traced"), "{notes}");
+    let leftovers: Vec<String> = job_dirs().difference(&before).cloned().collect();
+    assert!(leftovers.is_empty(), "rank 0 removes the job's temporary directory: {leftovers:?}");
+}
