@@ -370,7 +370,20 @@ impl Posted {
     }
 
     unsafe fn completed(&self, end: u64) {
-        emit(self.op, self.file, self.offset, self.bytes, self.bytes as i64, self.start, end);
+        self.completed_moving(end, None);
+    }
+
+    /// Completed at `end`, having moved `moved` bytes if told.
+    unsafe fn completed_moving(&self, end: u64, moved: Option<u64>) {
+        emit(
+            self.op,
+            self.file,
+            self.offset,
+            self.bytes,
+            result_of(MPI_SUCCESS, self.bytes, moved),
+            self.start,
+            end,
+        );
     }
 }
 
@@ -445,7 +458,7 @@ pub(crate) enum Status {
 }
 
 /// Room for any library's status, C or Fortran (Open MPI: 24 bytes; MPICH: 20), aligned.
-type StatusSpace = [u64; 8];
+pub(crate) type StatusSpace = [u64; 8];
 
 impl Status {
     /// Whether the program passed `MPI_STATUS_IGNORE`.
@@ -457,7 +470,7 @@ impl Status {
     }
 
     /// The same kind of status, in `space`.
-    fn in_space(self, space: &mut StatusSpace) -> Status {
+    pub(crate) fn in_space(self, space: &mut StatusSpace) -> Status {
         match self {
             Status::C(_) => Status::C(space.as_mut_ptr().cast()),
             Status::Fortran(_) => Status::Fortran(space.as_mut_ptr().cast()),
@@ -465,7 +478,7 @@ impl Status {
     }
 
     /// The status as the call takes it.
-    fn as_ptr(self) -> *mut c_void {
+    pub(crate) fn as_ptr(self) -> *mut c_void {
         match self {
             Status::C(status) => status,
             Status::Fortran(status) => status.cast(),
@@ -577,6 +590,29 @@ pub(crate) fn nothing_pending() -> bool {
 pub(crate) unsafe fn complete(request: u64) {
     if let Some(words) = PENDING.take(request) {
         Posted::from_words(words).completed(now_ns());
+    }
+}
+
+/// The status a completion call of the single request `request` is to be given: the program's,
+/// or one of ours in `space` when the program ignores it and the request is a read in flight
+/// (only its status tells what a short read moved; the program never sees ours).
+pub(crate) unsafe fn status_for(request: u64, status: Status, space: &mut StatusSpace) -> Status {
+    let awaited_read = || {
+        PENDING.find(request).is_some_and(|slot| Posted::from_words(PENDING.words_of(slot)).op == IoOp::Read)
+    };
+    if status.ignored() && awaited_read() {
+        status.in_space(space)
+    } else {
+        status
+    }
+}
+
+/// The nonblocking call behind `request` completed (now), with `status`: what a read moved.
+pub(crate) unsafe fn complete_with_status(request: u64, status: Status) {
+    if let Some(words) = PENDING.take(request) {
+        let posted = Posted::from_words(words);
+        let moved = if posted.op == IoOp::Read { status.bytes() } else { None };
+        posted.completed_moving(now_ns(), moved);
     }
 }
 
@@ -1040,9 +1076,11 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut c_void, status: *mut c_void) -> 
         return real(request, status);
     }
     let key = request_at(request, 0);
-    let ret = real(request, status);
+    let mut space: StatusSpace = [0; 8];
+    let status = status_for(key, Status::C(status), &mut space);
+    let ret = real(request, status.as_ptr());
     if ret == MPI_SUCCESS {
-        complete(key);
+        complete_with_status(key, status);
     }
     ret
 }
@@ -1054,9 +1092,11 @@ pub unsafe extern "C" fn MPI_Test(request: *mut c_void, flag: *mut c_int, status
         return real(request, flag, status);
     }
     let key = request_at(request, 0);
-    let ret = real(request, flag, status);
+    let mut space: StatusSpace = [0; 8];
+    let status = status_for(key, Status::C(status), &mut space);
+    let ret = real(request, flag, status.as_ptr());
     if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
-        complete(key);
+        complete_with_status(key, status);
     }
     ret
 }

@@ -23,8 +23,9 @@ use libc::{c_char, c_int, c_void};
 
 use crate::clock::now_ns;
 use crate::mpiio::{
-    abi, blocking, closed, complete, complete_tagged, nothing_pending, opened, posted, split_begin,
-    split_end, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status,
+    abi, blocking, closed, complete, complete_tagged, complete_with_status, nothing_pending, opened, posted,
+    split_begin, split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status,
+    StatusSpace,
 };
 use iolens_record::event::IoOp;
 
@@ -444,9 +445,11 @@ macro_rules! fortran_wait {
                 return real(request, status, ierr);
             }
             let key = c_request(request);
-            real(request, status, ierr);
+            let mut space: StatusSpace = [0; 8];
+            let status = status_for(key, Status::Fortran(status), &mut space);
+            real(request, status.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {
-                complete(key);
+                complete_with_status(key, status);
             }
         }
     )+};
@@ -466,9 +469,11 @@ macro_rules! fortran_test {
                 return real(request, flag, status, ierr);
             }
             let key = c_request(request);
-            real(request, flag, status, ierr);
+            let mut space: StatusSpace = [0; 8];
+            let status = status_for(key, Status::Fortran(status), &mut space);
+            real(request, flag, status.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                complete(key);
+                complete_with_status(key, status);
             }
         }
     )+};

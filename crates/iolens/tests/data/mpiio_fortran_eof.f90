@@ -1,17 +1,17 @@
 ! Fortran MPI-IO reads past the end of the file (mpif.h): each rank writes 100 integers (400
-! bytes) to its own file, eof_<rank>.dat, then asks for 1024 integers three times: with
-! mpi_file_read_at from offset 0, with mpi_file_read_at_all from offset 200, and with mpi_file_read
-! from offset 0 (after a seek) with MPI_STATUS_IGNORE. It prints, as `rank R read B bytes`, the
-! bytes MPI_Get_count gave for the first two plus those the file held for the third (400: its
-! status is ignored).
+! bytes) to its own file, eof_<rank>.dat, then asks for 1024 integers four times: with
+! mpi_file_read_at from offset 0, with mpi_file_read_at_all from offset 200, with mpi_file_read
+! from offset 0 (after a seek) with MPI_STATUS_IGNORE, and with mpi_file_iread_at from offset 300
+! completed by mpi_wait. It prints, as `rank R read B bytes`, the bytes MPI_Get_count gave for the
+! first, second and fourth plus those the file held for the third (400: its status is ignored).
 program mpiio_fortran_eof
     implicit none
     include 'mpif.h'
     integer, parameter :: n = 1024, written = 100
-    integer :: ierr, rank, fh, got, total
+    integer :: ierr, rank, fh, got, total, request
     integer :: status(MPI_STATUS_SIZE)
     integer :: ints(n)
-    integer(kind=MPI_OFFSET_KIND) :: zero, middle
+    integer(kind=MPI_OFFSET_KIND) :: zero, middle, near_end
     character(len=4096) :: dir, name
 
     call mpi_init(ierr)
@@ -20,6 +20,7 @@ program mpiio_fortran_eof
     write (name, '(a, a, i0, a)') trim(dir), '/eof_', rank, '.dat'
     zero = 0
     middle = 200
+    near_end = 300
     ints = rank
     call mpi_file_open(MPI_COMM_SELF, trim(name), MPI_MODE_CREATE + MPI_MODE_RDWR, MPI_INFO_NULL, fh, ierr)
     call check(ierr, 'open')
@@ -41,6 +42,12 @@ program mpiio_fortran_eof
     call mpi_file_read(fh, ints, n, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
     call check(ierr, 'read')
     total = total + 4 * written
+    call mpi_file_iread_at(fh, near_end, ints, n, MPI_INTEGER, request, ierr)
+    call check(ierr, 'iread_at')
+    call mpi_wait(request, status, ierr)
+    call check(ierr, 'wait')
+    call mpi_get_count(status, MPI_BYTE, got, ierr)
+    total = total + got
     call mpi_file_close(fh, ierr)
     call check(ierr, 'close')
     print '(a, i0, a, i0, a)', 'rank ', rank, ' read ', total, ' bytes'
