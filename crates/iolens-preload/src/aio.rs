@@ -7,14 +7,16 @@
 //! `aio_error` that no longer says `EINPROGRESS`, else the `aio_return` that collects its
 //! result), with the bytes it moved (`aio_return`'s answer); until then it waits in a lock-free
 //! table keyed by the address of its control block. `lio_listio` submits a list of
-//! them at once.
+//! them at once. Requests still waiting when the process image ends (never collected: nothing
+//! tells what they moved, and their control blocks may be gone) are counted in a marker, which
+//! the summary turns into a note.
 
-use iolens_record::event::{IoOp, Layer};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_AIO_UNCOLLECTED, NO_FILE};
 use libc::{aiocb, c_int, sigevent, ssize_t};
 
 use crate::clock::now_ns;
 use crate::mpiio::{HandleTable, WORDS};
-use crate::record::{count_excluded, path_of, record, NOT_A_FILE};
+use crate::record::{count_excluded, event, path_of, push, record, NOT_A_FILE};
 use crate::{errno, set_errno, Guard};
 
 /// Requests submitted and not yet collected: control block address → submission.
@@ -162,3 +164,25 @@ macro_rules! return_hook {
 }
 return_hook!(aio_return, "aio_return");
 return_hook!(aio_return64, "aio_return64");
+
+/// At the end of the process image (exit, `_exit`, exec): marks the requests never collected by
+/// `aio_return`, their number and the bytes they asked for, so that the summary says so.
+pub(crate) unsafe fn note_uncollected() {
+    let (mut requests, mut asked) = (0u64, 0u64);
+    SUBMITTED.drain(|words| {
+        requests += 1;
+        asked = asked.saturating_add(words[2]);
+    });
+    if requests > 0 {
+        let t = now_ns();
+        push(&IoEvent {
+            flags: FLAG_AIO_UNCOLLECTED,
+            ..event(IoOp::Other, Layer::Posix, NO_FILE, asked, requests, 0, t, t)
+        });
+    }
+}
+
+/// In a forked child: the requests waiting are the parent's to collect.
+pub(crate) fn forget_after_fork() {
+    SUBMITTED.drain(|_| {});
+}

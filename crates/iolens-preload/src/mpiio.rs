@@ -21,7 +21,7 @@
 //! recursion guard while the real function runs.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_void};
@@ -74,12 +74,36 @@ pub(crate) unsafe fn comm_world() -> Handle {
     }
 }
 
-/// `MPI_BYTE` of the library's ABI.
+/// `MPI_BYTE` of the library's ABI, looked up once: it is asked for on every read (dlsym
+/// takes the loader's lock).
 pub(crate) unsafe fn mpi_byte() -> Handle {
+    static OMPI_BYTE: AtomicUsize = AtomicUsize::new(0);
     match abi() {
-        Abi::OpenMpi => find_object(c"ompi_mpi_byte".as_ptr()) as Handle,
+        Abi::OpenMpi => {
+            let mut byte = OMPI_BYTE.load(Relaxed);
+            if byte == 0 {
+                byte = find_object(c"ompi_mpi_byte".as_ptr()) as Handle;
+                OMPI_BYTE.store(byte, Relaxed);
+            }
+            byte
+        }
         Abi::Mpich => 0x4c00_010d,
     }
+}
+
+/// The address of the Fortran `MPI_STATUS_IGNORE` (the C `MPI_F_STATUS_IGNORE`, the same in
+/// every library), looked up once; null if the library has none. `MPI_Status_f2c` of it is an
+/// error, which Open MPI hands to the error handler of `MPI_COMM_WORLD` (fatal by default).
+unsafe fn fortran_status_ignore() -> *const c_int {
+    const NOT_LOOKED_UP: usize = 1;
+    static IGNORE: AtomicUsize = AtomicUsize::new(NOT_LOOKED_UP);
+    let mut ignore = IGNORE.load(Relaxed);
+    if ignore == NOT_LOOKED_UP {
+        let variable = find_object(c"MPI_F_STATUS_IGNORE".as_ptr()) as *const *const c_int;
+        ignore = if variable.is_null() { 0 } else { *variable as usize };
+        IGNORE.store(ignore, Relaxed);
+    }
+    ignore as *const c_int
 }
 
 /// Whether `status` is `MPI_STATUS_IGNORE` (Open MPI: null; MPICH: 1).
@@ -270,6 +294,22 @@ impl HandleTable {
         std::array::from_fn(|i| self.words[slot][i].load(Relaxed))
     }
 
+    /// Removes every entry, handing its words to `each`.
+    pub(crate) fn drain(&self, mut each: impl FnMut([u64; WORDS])) {
+        if self.is_empty() {
+            return;
+        }
+        for slot in 0..TABLE_SLOTS {
+            let key = self.keys[slot].load(Acquire);
+            if key == EMPTY || key == FREED {
+                continue;
+            }
+            if let Some(words) = self.take_slot(slot, key) {
+                each(words);
+            }
+        }
+    }
+
     /// Removes the entry in `slot` if it still holds `key`; its words.
     fn take_slot(&self, slot: usize, key: u64) -> Option<[u64; WORDS]> {
         let words = self.words_of(slot);
@@ -330,7 +370,20 @@ impl Posted {
     }
 
     unsafe fn completed(&self, end: u64) {
-        emit(self.op, self.file, self.offset, self.bytes, self.bytes as i64, self.start, end);
+        self.completed_moving(end, None);
+    }
+
+    /// Completed at `end`, having moved `moved` bytes if told.
+    unsafe fn completed_moving(&self, end: u64, moved: Option<u64>) {
+        emit(
+            self.op,
+            self.file,
+            self.offset,
+            self.bytes,
+            result_of(MPI_SUCCESS, self.bytes, moved),
+            self.start,
+            end,
+        );
     }
 }
 
@@ -394,11 +447,66 @@ unsafe fn byte_offset(fh: Handle, at: At) -> u64 {
     bytes as u64
 }
 
-/// Bytes a completed read moved, from its status (`None` when ignored or not told).
-unsafe fn status_bytes(status: *mut c_void) -> Option<u64> {
-    if status_ignored(status) {
-        return None;
+/// Where a blocking call leaves its status.
+#[derive(Clone, Copy)]
+pub(crate) enum Status {
+    /// A C `MPI_Status`.
+    C(*mut c_void),
+    /// A Fortran status: an array of `MPI_STATUS_SIZE` integers (or `TYPE(MPI_Status)`, laid
+    /// out the same), decoded by the library's `MPI_Status_f2c`.
+    Fortran(*mut c_int),
+}
+
+/// Room for any library's status, C or Fortran (Open MPI: 24 bytes; MPICH: 20), aligned.
+pub(crate) type StatusSpace = [u64; 8];
+
+impl Status {
+    /// Whether the program passed `MPI_STATUS_IGNORE`.
+    unsafe fn ignored(self) -> bool {
+        match self {
+            Status::C(status) => status_ignored(status),
+            Status::Fortran(status) => status.is_null() || status.cast_const() == fortran_status_ignore(),
+        }
     }
+
+    /// The same kind of status, in `space`.
+    pub(crate) fn in_space(self, space: &mut StatusSpace) -> Status {
+        match self {
+            Status::C(_) => Status::C(space.as_mut_ptr().cast()),
+            Status::Fortran(_) => Status::Fortran(space.as_mut_ptr().cast()),
+        }
+    }
+
+    /// The status as the call takes it.
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        match self {
+            Status::C(status) => status,
+            Status::Fortran(status) => status.cast(),
+        }
+    }
+
+    /// Bytes the completed read moved (`None` when not told).
+    unsafe fn bytes(self) -> Option<u64> {
+        if self.ignored() {
+            return None;
+        }
+        match self {
+            Status::C(status) => c_status_bytes(status),
+            Status::Fortran(status) => {
+                let f2c =
+                    pmpi!("PMPI_Status_f2c" as unsafe extern "C" fn(*const c_int, *mut c_void) -> c_int);
+                let mut c_status: StatusSpace = [0; 8];
+                if f2c(status, c_status.as_mut_ptr().cast()) != MPI_SUCCESS {
+                    return None;
+                }
+                c_status_bytes(c_status.as_mut_ptr().cast())
+            }
+        }
+    }
+}
+
+/// Bytes a completed read moved, from its C status (not `MPI_STATUS_IGNORE`).
+unsafe fn c_status_bytes(status: *mut c_void) -> Option<u64> {
     let get_count = pmpi!("PMPI_Get_count" as unsafe extern "C" fn(*mut c_void, Handle, *mut c_int) -> c_int);
     let mut n: c_int = 0;
     (get_count(status, mpi_byte(), &mut n) == MPI_SUCCESS && n >= 0 && n != MPI_UNDEFINED).then_some(n as u64)
@@ -420,16 +528,20 @@ pub(crate) unsafe fn blocking(
     at: At,
     count: i64,
     datatype: Handle,
-    status: *mut c_void,
-    call: impl FnOnce() -> c_int,
+    status: Status,
+    call: impl FnOnce(*mut c_void) -> c_int,
 ) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call() };
+    let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
     let bytes = bytes_of(count, datatype);
     let offset = byte_offset(fh, at);
+    // A read whose status the program ignores is given one of ours: only the status tells the
+    // bytes a short read moved, and the program never sees it.
+    let mut space: StatusSpace = [0; 8];
+    let status = if op == IoOp::Read && status.ignored() { status.in_space(&mut space) } else { status };
     let t0 = now_ns();
-    let ret = call();
+    let ret = call(status.as_ptr());
     let t1 = now_ns();
-    let moved = if op == IoOp::Read && ret == MPI_SUCCESS { status_bytes(status) } else { None };
+    let moved = if op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
     emit(op, file_of(fh), offset, bytes, result_of(ret, bytes, moved), t0, t1);
     ret
 }
@@ -481,24 +593,36 @@ pub(crate) unsafe fn complete(request: u64) {
     }
 }
 
+/// The status a completion call of the single request `request` is to be given: the program's,
+/// or one of ours in `space` when the program ignores it and the request is a read in flight
+/// (only its status tells what a short read moved; the program never sees ours).
+pub(crate) unsafe fn status_for(request: u64, status: Status, space: &mut StatusSpace) -> Status {
+    let awaited_read = || {
+        PENDING.find(request).is_some_and(|slot| Posted::from_words(PENDING.words_of(slot)).op == IoOp::Read)
+    };
+    if status.ignored() && awaited_read() {
+        status.in_space(space)
+    } else {
+        status
+    }
+}
+
+/// The nonblocking call behind `request` completed (now), with `status`: what a read moved.
+pub(crate) unsafe fn complete_with_status(request: u64, status: Status) {
+    if let Some(words) = PENDING.take(request) {
+        let posted = Posted::from_words(words);
+        let moved = if posted.op == IoOp::Read { status.bytes() } else { None };
+        posted.completed_moving(now_ns(), moved);
+    }
+}
+
 /// At `MPI_Finalize`: the nonblocking calls and split collectives whose completion the program
 /// did not show us (it called `PMPI_Wait` itself, or a binding not hooked) are done by now, as
 /// MPI requires; recorded as ending here rather than lost (their time is then an upper bound).
 pub(crate) unsafe fn complete_unseen() {
     for table in [&PENDING, &SPLIT] {
-        if table.is_empty() {
-            continue;
-        }
         let end = now_ns();
-        for slot in 0..TABLE_SLOTS {
-            let key = table.keys[slot].load(Acquire);
-            if key == EMPTY || key == FREED {
-                continue;
-            }
-            if let Some(words) = table.take_slot(slot, key) {
-                Posted::from_words(words).completed(end);
-            }
-        }
+        table.drain(|words| Posted::from_words(words).completed(end));
     }
 }
 
@@ -661,7 +785,7 @@ macro_rules! blocking_hook {
             let real = pmpi!(
                 $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
             );
-            blocking($op, fh, $at, i64::from(count), datatype, status, || {
+            blocking($op, fh, $at, i64::from(count), datatype, Status::C(status), |status| {
                 real(fh, buf, count, datatype, status)
             })
         }
@@ -706,7 +830,7 @@ macro_rules! blocking_at_hook {
                         *mut c_void,
                     ) -> c_int
             );
-            blocking($op, fh, At::Explicit(offset), i64::from(count), datatype, status, || {
+            blocking($op, fh, At::Explicit(offset), i64::from(count), datatype, Status::C(status), |status| {
                 real(fh, offset, buf, count, datatype, status)
             })
         }
@@ -952,9 +1076,11 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut c_void, status: *mut c_void) -> 
         return real(request, status);
     }
     let key = request_at(request, 0);
-    let ret = real(request, status);
+    let mut space: StatusSpace = [0; 8];
+    let status = status_for(key, Status::C(status), &mut space);
+    let ret = real(request, status.as_ptr());
     if ret == MPI_SUCCESS {
-        complete(key);
+        complete_with_status(key, status);
     }
     ret
 }
@@ -966,9 +1092,11 @@ pub unsafe extern "C" fn MPI_Test(request: *mut c_void, flag: *mut c_int, status
         return real(request, flag, status);
     }
     let key = request_at(request, 0);
-    let ret = real(request, flag, status);
+    let mut space: StatusSpace = [0; 8];
+    let status = status_for(key, Status::C(status), &mut space);
+    let ret = real(request, flag, status.as_ptr());
     if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
-        complete(key);
+        complete_with_status(key, status);
     }
     ret
 }

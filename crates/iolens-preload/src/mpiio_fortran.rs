@@ -15,15 +15,17 @@
 //! measure its clock (`crate::mpi_clock`), once however the bindings nest.
 //!
 //! A Fortran hook forwards to the library's function of the same name and converts the
-//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A read's status is a
-//! Fortran array here: its bytes are the bytes asked for.
+//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A blocking read's
+//! Fortran status is converted (`MPI_Status_f2c`) to tell the bytes it moved, as in C (one of
+//! ours stands in for `MPI_STATUS_IGNORE`).
 
 use libc::{c_char, c_int, c_void};
 
 use crate::clock::now_ns;
 use crate::mpiio::{
-    abi, blocking, closed, complete, complete_tagged, nothing_pending, opened, posted, split_begin,
-    split_end, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset,
+    abi, blocking, closed, complete, complete_tagged, complete_with_status, nothing_pending, opened, posted,
+    split_begin, split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status,
+    StatusSpace,
 };
 use iolens_record::event::IoOp;
 
@@ -277,8 +279,8 @@ macro_rules! fortran_blocking {
             if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, count, datatype, status, ierr);
             }
-            blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
-                real(fh, buf, count, datatype, status, ierr);
+            blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
+                real(fh, buf, count, datatype, status.cast(), ierr);
                 ierror(ierr)
             });
         }
@@ -304,8 +306,8 @@ macro_rules! fortran_blocking_at {
                 return real(fh, offset, buf, count, datatype, status, ierr);
             }
             let at = At::Explicit(*offset);
-            blocking($op, c_file(fh), at, value(count), c_datatype(datatype), std::ptr::null_mut(), || {
-                real(fh, offset, buf, count, datatype, status, ierr);
+            blocking($op, c_file(fh), at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
+                real(fh, offset, buf, count, datatype, status.cast(), ierr);
                 ierror(ierr)
             });
         }
@@ -443,9 +445,11 @@ macro_rules! fortran_wait {
                 return real(request, status, ierr);
             }
             let key = c_request(request);
-            real(request, status, ierr);
+            let mut space: StatusSpace = [0; 8];
+            let status = status_for(key, Status::Fortran(status), &mut space);
+            real(request, status.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {
-                complete(key);
+                complete_with_status(key, status);
             }
         }
     )+};
@@ -465,9 +469,11 @@ macro_rules! fortran_test {
                 return real(request, flag, status, ierr);
             }
             let key = c_request(request);
-            real(request, flag, status, ierr);
+            let mut space: StatusSpace = [0; 8];
+            let status = status_for(key, Status::Fortran(status), &mut space);
+            real(request, flag, status.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                complete(key);
+                complete_with_status(key, status);
             }
         }
     )+};

@@ -37,6 +37,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     }
     DROPPED.store(0, Relaxed);
     LOST_ERRNO.store(0, Relaxed);
+    crate::aio::forget_after_fork();
     register_membarrier();
     // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
     for slot in &FD_PATH {
@@ -111,6 +112,7 @@ unsafe fn note_secure_exec(program: *const c_char) {
 /// Records that this process image ends now (exit, `_exit`, exec).
 pub(crate) unsafe fn note_process_end() {
     if let Some(_g) = Guard::enter() {
+        crate::aio::note_uncollected();
         record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
     }
 }

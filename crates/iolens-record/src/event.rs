@@ -42,7 +42,7 @@
 //!
 //! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
 //! first event of each stream: file = the executable, offset = the parent's pid),
-//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`].
+//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`], [`FLAG_AIO_UNCOLLECTED`].
 //!
 //! An MPI process (one that called `MPI_Init`) also leaves `<pid>.<start ns>.mpi` beside its
 //! stream `<pid>.<start ns>.evt`: its rank and the offsets of its clock from rank 0's, measured
@@ -166,9 +166,17 @@ pub const FLAG_SECURE_EXEC: u16 = 16;
 /// Marker flag: the process is an MPI rank, from its `MPI_Init` on: `offset` is its rank in
 /// `MPI_COMM_WORLD`, `requested` the size of that communicator.
 pub const FLAG_MPI_RANK: u16 = 32;
+/// Marker flag: POSIX aio requests the process submitted and never collected with
+/// `aio_return` before its image ended: `requested` is their number, `offset` the bytes they
+/// asked for. Nothing tells what they moved, so they are not recorded as calls.
+pub const FLAG_AIO_UNCOLLECTED: u16 = 64;
 /// All marker flags: such events are facts about processes, not I/O.
-pub const MARKER_FLAGS: u16 =
-    FLAG_IO_URING_SEEN | FLAG_PROCESS_START | FLAG_PROCESS_END | FLAG_SECURE_EXEC | FLAG_MPI_RANK;
+pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
+    | FLAG_PROCESS_START
+    | FLAG_PROCESS_END
+    | FLAG_SECURE_EXEC
+    | FLAG_MPI_RANK
+    | FLAG_AIO_UNCOLLECTED;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

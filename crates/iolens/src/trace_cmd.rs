@@ -22,8 +22,8 @@ use iolens_import::{
     ImportReport, ReadProgress,
 };
 use iolens_record::event::{
-    Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
-    NO_FILE,
+    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
+    FLAG_SECURE_EXEC, NO_FILE,
 };
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
@@ -41,6 +41,8 @@ struct Feed<'a> {
     io_uring_files: BTreeSet<u32>,
     /// Processes that exec'd a program the loader runs without the preload, and that program.
     secure_execs: BTreeSet<(u32, u32)>,
+    /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
+    aio_uncollected: BTreeMap<u32, (u64, u64)>,
     /// `--only-exe`: the executables whose processes count (all, when empty).
     only_exe: &'a [String],
     /// The executable each process runs (its latest start marker's), by pid.
@@ -85,6 +87,13 @@ impl EventSink for Feed<'_> {
             if e.file != NO_FILE {
                 self.io_uring_files.insert(e.file);
             }
+            return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_AIO_UNCOLLECTED != 0 {
+            // The marker's `requested` is the number of requests, its offset their bytes.
+            let (requests, asked) = self.aio_uncollected.entry(e.pid).or_default();
+            *requests = requests.saturating_add(e.requested);
+            *asked = asked.saturating_add(e.offset);
             return;
         }
         if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
@@ -188,6 +197,7 @@ fn summarize(
         io_uring_pids: Default::default(),
         io_uring_files: Default::default(),
         secure_execs: Default::default(),
+        aio_uncollected: Default::default(),
         only_exe,
         exe_of: HashMap::new(),
         executables: BTreeMap::new(),
@@ -203,6 +213,7 @@ fn summarize(
     reading.step("summarizing");
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
+    let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
@@ -243,6 +254,11 @@ fn summarize(
     summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
     summary.notes.extend(secure_notes);
+    summary.notes.extend(aio_uncollected.into_iter().map(|(pid, (requests, asked))| {
+        format!(
+            "process {pid} submitted {requests} POSIX aio request(s) ({asked} bytes asked) never collected by aio_return: what they moved is NOT in these figures"
+        )
+    }));
     summary.notes.extend(darshan_filter_note);
     if report.dropped > 0 {
         let why = match report.drop_errno {
@@ -702,7 +718,10 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let mut child = spawn_traced(&mut cmd, take_terminal)
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
     crate::signals::forward_to(child.id() as i32);
-    let waited = child.wait();
+    let waited = match (&mpi, &job_dir) {
+        (Some(job), Some((job_dir, _))) => job.wait_stopping_on_abort(&mut child, job_dir),
+        _ => child.wait(),
+    };
     crate::signals::forward_to(0);
     if take_terminal {
         // SAFETY: getpgrp cannot fail.
@@ -716,25 +735,40 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let mut rank_notes = Vec::new();
     let summarized = match (&mpi, &job_dir) {
         (Some(job), Some((job_dir, _))) => {
+            if !status.success() {
+                job.mark_aborted(job_dir, &status);
+            }
             crate::trace_mpi::mark_done(&stream_dir, &status);
             if job.rank != 0 {
+                if job.aborted(job_dir).is_some() {
+                    job.wait_for_summary(job_dir);
+                }
                 return exit_like(&status);
             }
             rank_notes = crate::trace_mpi::wait_for_ranks(job_dir, job.size);
+            rank_notes.extend(job.aborted(job_dir).map(|first| {
+                format!(
+                    "{first}: the other ranks' programs were stopped (SIGTERM), as mpirun aborts such a job; what a stopped or killed program had not written out is NOT in these figures"
+                )
+            }));
             job_dir.clone()
         }
         _ => stream_dir.clone(),
     };
     // A job's wall time is its ranks' (first start to last end, on rank 0's clock).
     let opts = AnalyzeOptions { program_wall_ns: mpi.is_none().then_some(wall_ns), ..opts };
-    let (mut summary, _, exports) =
-        summarize(&summarized, Format::Events, false, opts, &a.summary, mpi.is_some(), "trace")
-            .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+    let summary_or_error =
+        summarize(&summarized, Format::Events, false, opts, &a.summary, mpi.is_some(), "trace");
+    let rank_0_done = || {
+        if let (Some(job), Some((job_dir, _))) = (&mpi, &job_dir) {
+            job.mark_summarized(job_dir);
+        }
+    };
+    let (mut summary, _, exports) = summary_or_error.map_err(|e| {
+        rank_0_done();
+        error(&e, EXIT_FAILED, json, &command)
+    })?;
     summary.notes.extend(rank_notes);
-    if let Some((job_dir, true)) = &job_dir {
-        // The temporary job directory: the summary is made, the streams go.
-        let _ = fs::remove_dir_all(job_dir);
-    }
     if !left_running.is_empty() {
         summary.notes.push(format!(
             "process(es) {left_running:?}, started by {program}, were still running when it exited (daemons): what they had not written out by then is NOT in these figures"
@@ -758,6 +792,11 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
         }
     }
     publish(&summary, None, &a.summary, exports);
+    rank_0_done();
+    if let Some((job_dir, true)) = &job_dir {
+        // The summary is written: the streams go.
+        let _ = fs::remove_dir_all(job_dir);
+    }
     exit_like(&status)
 }
 

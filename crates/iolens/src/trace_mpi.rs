@@ -8,6 +8,13 @@
 //! the other ranks print nothing and exit with their program's status. On several nodes the
 //! directory must be on a file system they share (`--out`); otherwise rank 0 sees its node's
 //! ranks only and names the missing ones.
+//!
+//! A rank whose program fails (killed, or a non-zero status) leaves `aborted` in the job
+//! directory, naming itself. Its peers' programs may wait for it in MPI calls forever, and
+//! mpirun aborts the whole job the moment one iolens exits with a failure, killing rank 0
+//! before it summarizes; so every rank stops its program on seeing `aborted` (SIGTERM to its
+//! process group, as mpirun would), and the ranks other than 0 exit only once rank 0 left
+//! `summarized` (or after [`RANK_WAIT`]).
 
 use std::fs;
 use std::io::Write;
@@ -132,3 +139,90 @@ pub fn wait_for_ranks(job_dir: &Path, size: usize) -> Vec<String> {
     }
     notes
 }
+
+impl RankOfJob {
+    /// The file a failing rank of this job leaves in the job directory (see the module's
+    /// documentation); named after the job, so a reused `--out DIR` never shows an earlier
+    /// job's.
+    fn aborted_file(&self, job_dir: &Path) -> PathBuf {
+        job_dir.join(format!("aborted-{}", self.job))
+    }
+
+    /// The file rank 0 of this job leaves once its summary is written.
+    fn summarized_file(&self, job_dir: &Path) -> PathBuf {
+        job_dir.join(format!("summarized-{}", self.job))
+    }
+
+    /// This rank's program failed with `status`: tells the other ranks, unless one failed
+    /// first.
+    pub fn mark_aborted(&self, job_dir: &Path, status: &std::process::ExitStatus) {
+        use std::os::unix::process::ExitStatusExt;
+        let how = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            _ => "failed".to_string(),
+        };
+        let temp = job_dir.join(format!(".aborted.{}.tmp", self.rank));
+        let written =
+            fs::File::create(&temp).and_then(|mut f| writeln!(f, "rank {}'s program {how}", self.rank));
+        // A hard link fails if the name exists: the first rank to fail is the one named.
+        let _ = written.and_then(|_| fs::hard_link(&temp, self.aborted_file(job_dir)));
+        let _ = fs::remove_file(&temp);
+    }
+
+    /// What the first failing rank left, if one did.
+    pub fn aborted(&self, job_dir: &Path) -> Option<String> {
+        fs::read_to_string(self.aborted_file(job_dir)).ok().map(|s| s.trim().to_string())
+    }
+
+    /// Rank 0: the summary is written (or cannot be); the other ranks may exit.
+    pub fn mark_summarized(&self, job_dir: &Path) {
+        if let Err(e) = fs::File::create(self.summarized_file(job_dir)) {
+            errln!("iolens: cannot mark the summary done in {}: {e}", job_dir.display());
+        }
+    }
+
+    /// A rank other than 0 of a job that aborted: waits until rank 0 wrote its summary (or
+    /// removed the job directory), at most [`RANK_WAIT`].
+    pub fn wait_for_summary(&self, job_dir: &Path) {
+        let deadline = Instant::now() + RANK_WAIT;
+        while job_dir.exists() && !self.summarized_file(job_dir).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the traced program (the leader of its process group), stopping it (SIGTERM,
+    /// then SIGKILL after [`STOP_GRACE`]) once another rank's program failed.
+    pub fn wait_stopping_on_abort(
+        &self,
+        child: &mut std::process::Child,
+        job_dir: &Path,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        let group = child.id() as i32;
+        let aborted = self.aborted_file(job_dir);
+        let mut asked_to_stop: Option<Instant> = None;
+        let mut killed = false;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            match asked_to_stop {
+                None if aborted.exists() => {
+                    // SAFETY: signalling our own child's process group.
+                    unsafe { libc::kill(-group, libc::SIGTERM) };
+                    asked_to_stop = Some(Instant::now());
+                }
+                Some(at) if !killed && at.elapsed() >= STOP_GRACE => {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-group, libc::SIGKILL) };
+                    killed = true;
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// How long a program asked to stop because another rank failed has before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);

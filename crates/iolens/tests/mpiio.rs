@@ -413,3 +413,92 @@ fn fortran_mpiio_calls_are_counted_once_under_mpich() {
     // each rank once.
     check_fortran(Library::Mpich, "mpiio_fortran_f08.f90", false);
 }
+
+/// (calls, bytes asked, bytes moved) of the MPI-IO reads in `iolens analyze --csv` rows.
+fn mpiio_reads(csv: &str) -> (u64, u64, u64) {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("column {name}"));
+    let (op, layer, requested, result) = (col("op"), col("layer"), col("requested"), col("result"));
+    lines
+        .map(|l| l.split(',').collect::<Vec<&str>>())
+        .filter(|f| f[layer] == "mpiio" && f[op] == "read")
+        .fold((0, 0, 0), |(n, asked, moved), f| {
+            let result: i64 = f[result].parse().unwrap();
+            assert!(result >= 0, "no read failed: {f:?}");
+            (n + 1, asked + f[requested].parse::<u64>().unwrap(), moved + result as u64)
+        })
+}
+
+/// A Fortran read past the end of the file records the bytes it moved, as the program's own
+/// `MPI_Get_count` says (its status decoded by `MPI_Status_f2c`), not those it asked for; so do
+/// one whose status the program ignores (the hook gives the library a status of its own) and a
+/// nonblocking one (from the status of its `MPI_WAIT`).
+fn check_fortran_short_reads(library: Library) {
+    let dir = tempfile::tempdir().unwrap();
+    let app = compile(library.mpif90(), "mpiio_fortran_eof.f90", dir.path());
+    let (_, stdout) = preloaded_then_analyzed(library, &app, dir.path());
+    let stdout = String::from_utf8_lossy(&stdout);
+    let said: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("rank ")?.split_once(" read ")?.1.strip_suffix(" bytes")?.parse().ok()
+        })
+        .collect();
+    assert_eq!(said.len(), RANKS as usize, "each rank says what it read: {stdout}");
+    let csv = dir.path().join("ops.csv");
+    let out = Command::new(bin())
+        .args(["analyze", "--csv", csv.to_str().unwrap(), dir.path().join("streams").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    // Per rank: 4 reads of 1024 integers asked (one nonblocking), of a file of 400 bytes.
+    let (reads, asked, moved) = mpiio_reads(&rows);
+    assert_eq!((reads, asked), (RANKS * 4, RANKS * 4 * 4096), "{rows}");
+    assert_eq!(moved, said.iter().sum::<u64>(), "{rows}");
+    assert!(moved < asked, "the reads past the end were short: {said:?}");
+}
+
+#[test]
+fn fortran_reads_past_the_end_count_the_bytes_read_under_open_mpi() {
+    check_fortran_short_reads(Library::OpenMpi);
+}
+
+#[test]
+fn fortran_reads_past_the_end_count_the_bytes_read_under_mpich() {
+    if !Library::Mpich.installed() {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+        return;
+    }
+    check_fortran_short_reads(Library::Mpich);
+}
+
+/// `mpirun -np 4 iolens trace -- app` where rank 2's program kills itself mid-run while the
+/// others wait for it in `MPI_Barrier`: mpirun aborts the job as soon as one iolens exits with
+/// a failure, so the ranks stop their programs themselves and wait for rank 0's summary, which
+/// is written and names the rank.
+#[test]
+fn a_rank_killed_mid_run_still_gets_a_summary_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = compile(Library::OpenMpi.mpicc(), "mpi_rank_killed.c", dir.path());
+    let json = dir.path().join("trace.json");
+    let before = job_dirs();
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string()])
+        .args([bin(), "trace", "--json", json.to_str().unwrap(), "--"])
+        .arg(&app)
+        .arg(dir.path())
+        .output()
+        .expect("mpirun (install openmpi-bin)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "a rank was killed: the job fails\n{stdout}");
+    assert_eq!(stdout.matches("data ops (").count(), 1, "one summary, by rank 0:\n{stdout}");
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("rank 2's program was killed by signal 9"), "{notes}");
+    assert!(notes.contains("rank 2: signal 9"), "{notes}");
+    assert!(notes.contains("MPI job of 4 rank(s): 4 traced"), "{notes}");
+    let leftovers: Vec<String> = job_dirs().difference(&before).cloned().collect();
+    assert!(leftovers.is_empty(), "rank 0 removes the job's temporary directory: {leftovers:?}");
+}

@@ -11,9 +11,10 @@ fn have(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
 }
 
-fn compile(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/posix_aio.c");
-    let exe = dir.join("posix_aio");
+/// `tests/data/NAME.c` compiled into `dir`.
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(format!("{name}.c"));
+    let exe = dir.join(name);
     let out = Command::new("gcc").args(["-O2", "-o"]).arg(&exe).arg(&source).output().unwrap();
     assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
     exe
@@ -76,7 +77,7 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let exe = compile(dir.path());
+    let exe = compile(dir.path(), "posix_aio");
     let file = dir.path().join("aio.dat");
 
     let log = dir.path().join("strace.txt");
@@ -128,4 +129,62 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
             "request {i} ends at {end}, after the marker at {marker_start}:\n{rows}"
         );
     }
+}
+
+/// Requests never collected by `aio_return` cannot be recorded (nothing says what they moved):
+/// the summary says how many each process left, and the bytes they asked for; those collected
+/// are recorded as usual. Together they are every write strace saw the helper threads make.
+#[test]
+fn aio_requests_never_collected_are_counted_in_a_note() {
+    if !have("gcc") || !have("strace") {
+        eprintln!("skipped: gcc or strace not installed");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = compile(dir.path(), "posix_aio_uncollected");
+    let file = dir.path().join("uncollected.dat");
+
+    let log = dir.path().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-e", "trace=pwrite64", "-o"])
+        .arg(&log)
+        .arg(&exe)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (strace_writes, strace_written) =
+        strace_calls(&std::fs::read_to_string(&log).unwrap(), "pwrite64", &file);
+    assert_eq!((strace_writes, strace_written), (4, 3 * 4096 + 1000));
+
+    let (csv, json) = (dir.path().join("ops.csv"), dir.path().join("summary.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .args(["trace", "--csv"])
+        .arg(&csv)
+        .arg("--json")
+        .arg(&json)
+        .arg("--")
+        .arg(&exe)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("left 3 requests uncollected"), "{said}");
+    let (writes, _, written) = iolens_calls(&std::fs::read_to_string(&csv).unwrap(), "write", &file);
+    assert_eq!((writes, written), (1, 1000), "the one collected request");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let uncollected: Vec<&&str> =
+        notes.iter().filter(|n| n.contains("never collected by aio_return")).collect();
+    assert_eq!(uncollected.len(), 1, "{notes:?}");
+    assert!(
+        uncollected[0].contains(&format!(
+            "submitted {} POSIX aio request(s) ({} bytes asked)",
+            strace_writes - writes,
+            strace_written - written
+        )),
+        "{notes:?}"
+    );
+    assert!(said.contains("never collected by aio_return"), "the printed summary says it too: {said}");
 }
