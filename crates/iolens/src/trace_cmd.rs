@@ -17,7 +17,9 @@ use iolens_analyze::{
 };
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
-use iolens_import::{detect_format, import, import_run_trace_chunked, EventSink, Format, ImportReport};
+use iolens_import::{
+    detect_format, import_pipelined, import_run_trace_chunked, EventSink, Format, ImportReport,
+};
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC,
     NO_FILE,
@@ -189,7 +191,7 @@ fn summarize(
     let report = if chunked {
         import_in_chunks(path, part_opts, feed.analyzer)?
     } else {
-        import(path, format, strict, &mut feed).map_err(|e| e.to_string())?
+        import_pipelined(path, format, strict, &mut feed).map_err(|e| e.to_string())?
     };
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
