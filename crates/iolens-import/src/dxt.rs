@@ -36,6 +36,14 @@ fn split_fields<'a>(row: &'a str, fields: &mut [&'a str]) -> usize {
     let mut count = 0;
     let mut at = 0;
     while at < bytes.len() {
+        // darshan-dxt-parser pads its columns with long runs of spaces: skip them eight at a
+        // time (most of a row's bytes are such padding).
+        while let Some(word) = bytes.get(at..at + 8) {
+            if u64::from_ne_bytes(word.try_into().expect("eight bytes")) != EIGHT_SPACES {
+                break;
+            }
+            at += 8;
+        }
         while at < bytes.len() && bytes[at].is_ascii_whitespace() {
             at += 1;
         }
@@ -54,6 +62,8 @@ fn split_fields<'a>(row: &'a str, fields: &mut [&'a str]) -> usize {
     }
     count
 }
+
+const EIGHT_SPACES: u64 = u64::from_ne_bytes(*b"        ");
 
 /// Fields of a segment row that are read: module, rank, op, segment, offset, length, start, end
 /// and (darshan 3.2+) the thread or OST column.
@@ -160,7 +170,19 @@ mod tests {
 
     #[test]
     fn fields_and_numbers_read_as_the_standard_library_reads_them() {
-        for row in [" X_POSIX  0 read\t1 2  ", "", "   ", "a", "é b\u{a0}c  d", "1 2 3 4 5 6 7 8 9 10 11"] {
+        for row in [
+            " X_POSIX  0 read\t1 2  ",
+            "",
+            "   ",
+            "a",
+            "é b\u{a0}c  d",
+            "1 2 3 4 5 6 7 8 9 10 11",
+            " X_POSIX       0   read        0               0              32      2.7599      2.7604   N/A",
+            "        ",
+            "                 x",
+            "a               \t        \t b          ",
+            "        \u{a0}        é",
+        ] {
             let mut fields = [""; super::ROW_FIELDS];
             let n = super::split_fields(row, &mut fields);
             let expected: Vec<&str> = row.split_ascii_whitespace().collect();

@@ -14,7 +14,9 @@ pub mod darshan;
 mod dxt;
 pub mod mpi_clock;
 mod native;
+mod pipelined;
 pub use native::stream_files;
+pub use pipelined::{import_pipelined, PIPELINE_MIN_BYTES};
 mod strace;
 
 use std::collections::HashMap;

@@ -18,7 +18,7 @@ use iolens_analyze::{
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{
-    detect_format, import_counted, import_run_trace_chunked_counted, stream_files, EventSink, Format,
+    detect_format, import_pipelined, import_run_trace_chunked_counted, stream_files, EventSink, Format,
     ImportReport, ReadProgress,
 };
 use iolens_record::event::{
@@ -207,7 +207,7 @@ fn summarize(
     let report = if chunked {
         import_in_chunks(path, part_opts, feed.analyzer, &reading)?
     } else {
-        import_counted(path, format, strict, &mut feed, Some(reading.progress()))
+        import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
             .map_err(|e| e.to_string())?
     };
     reading.step("summarizing");
