@@ -160,6 +160,8 @@ pub(super) fn read(
                     format!("(file {}) claims {comps} layout components and {stripes} stripes", file.path),
                 ));
             }
+            // darshan-util reads no components and no OST ids of a record without components.
+            let stripes = if comps == 0 { 0 } else { stripes };
             let mut comp = [0u8; COMPONENT_LEN];
             let mut used = true;
             let mut counted = 0i64;

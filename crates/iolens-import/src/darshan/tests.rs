@@ -595,6 +595,15 @@ fn corrupt_lustre_records_name_the_module_and_record() {
     short[24..32].copy_from_slice(&4i64.to_le_bytes());
     let e = error_of(&Builder { lustre: short, ..Builder::new() }.build());
     assert!(e.contains("components of 5 stripes but only 4 OST ids"), "{e}");
+    // A record without components has no OST ids after it, whatever its stripe count says.
+    let mut bare = Vec::new();
+    for v in [42i64, 0, 0, 5] {
+        bare.extend_from_slice(&v.to_le_bytes());
+    }
+    bare.extend(lustre_v2(false));
+    let log = import_bytes(&Builder { lustre: bare, ..Builder::new() }.build()).1.unwrap().darshan.unwrap();
+    assert_eq!(log.lustre.len(), 2);
+    assert_eq!((log.lustre[0].stripe_count, log.lustre[1].stripe_count), (0, 5));
     let newer = error_of(&Builder { lustre: lustre_v2(false), lustre_version: 3, ..Builder::new() }.build());
     assert!(newer.contains("LUSTRE module has format version 3"), "{newer}");
 }
