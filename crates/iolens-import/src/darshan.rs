@@ -1,26 +1,32 @@
 //! Binary Darshan logs (`*.darshan`, the formats darshan-util 3.x reads: log versions 3.00, 3.10,
 //! 3.20, 3.21 and 3.41), read natively and streamed: the uncompressed header, then each region —
 //! job record (with the executable and mount table), name records, one per module — in file
-//! order, each a run of zlib streams (or stored uncompressed).
+//! order, each a run of zlib or bzip2 streams (or stored uncompressed).
 //!
 //! What comes out: the job (nprocs, executable, start and end with nanoseconds where the log
 //! has them, runtime as darshan-parser defines it), the mounts, exact counter totals of the
 //! POSIX, MPI-IO, STDIO, HDF5 (H5F, H5D) and PnetCDF modules (the sums `darshan-parser --total`
-//! prints), the other modules by name, version and size, and every DXT_POSIX and DXT_MPIIO
+//! prints), the Lustre striping of each file (stripe size and count, OST ids, layout
+//! components), the other modules by name, version and size, and every DXT_POSIX and DXT_MPIIO
 //! segment as an [`IoEvent`] with the binary's full time precision and its layer. Counter totals stay exact when DXT ran out
 //! of memory: a note then says how many operations the segments miss.
 //!
 //! Nothing read from the file sizes an allocation unchecked: names are bounded, records and
-//! segments are read one at a time from the decompressing stream.
+//! segments are read one at a time from the decompressing stream, and a region that decompresses
+//! to far more than real logs do is refused as a decompression bomb.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 
+use bzip2::bufread::MultiBzDecoder;
 use flate2::bufread::ZlibDecoder;
 use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
 use serde::Serialize;
 
 use crate::{Ctx, ImportError};
+
+mod lustre;
+pub use lustre::{LustreComponent, LustreFile};
 
 const MAGIC: u64 = 6_567_223;
 /// Header sizes: 16 module slots before log version 3.41, 64 since.
@@ -32,6 +38,12 @@ const JOB_RECORD_LEN: u64 = 4096;
 const MAX_NAME: usize = 64 * 1024;
 /// Decompressed bytes of name records held in memory at most.
 const MAX_NAME_BYTES: u64 = 256 << 20;
+/// A compressed region may decompress to at most this many times its size, and to this floor
+/// whatever its size. Every Darshan record carries an 8-byte hash of its file name, so real
+/// regions shrink ~50× at most (the public sample logs: 52×); deflate cannot exceed ~1032×, but a
+/// bzip2 stream of zeros reaches a million, and streams may follow one another without end.
+const MAX_INFLATION: u64 = 1024;
+const MIN_REGION_LIMIT: u64 = 64 << 20;
 
 /// Whether a file starts like a Darshan log: a "3.NN" version string and the magic number.
 pub(crate) fn looks_like(head: &[u8]) -> bool {
@@ -72,6 +84,7 @@ const H5F: usize = 3;
 const H5D: usize = 4;
 const PNETCDF_FILE: usize = 5;
 const PNETCDF_VAR: usize = 6;
+const LUSTRE: usize = 8;
 const STDIO: usize = 9;
 const DXT_POSIX: usize = 10;
 const DXT_MPIIO: usize = 11;
@@ -139,7 +152,7 @@ pub struct DarshanModule {
     /// The runtime ran out of memory for this module: its records are not all there.
     pub partial: bool,
     /// Whether iolens decodes this module's records (POSIX, MPI-IO, STDIO, HDF5, PnetCDF since
-    /// its version 3, DXT); the others (Lustre striping, heatmaps, …) are only listed.
+    /// its version 3, Lustre, DXT); the others (heatmaps, APMPI, …) are only listed.
     pub decoded: bool,
     pub records: u64,
     /// Exact sums of the module's counters (decoded counter modules).
@@ -153,6 +166,24 @@ pub struct DarshanModule {
     pub dxt: Option<DxtTotals>,
 }
 
+impl DarshanModule {
+    fn new(name: String, version: u32, compressed_bytes: u64, partial: bool) -> DarshanModule {
+        DarshanModule {
+            name,
+            version,
+            compressed_bytes,
+            partial,
+            decoded: false,
+            records: 0,
+            counters: Vec::new(),
+            read_time_s: None,
+            write_time_s: None,
+            meta_time_s: None,
+            dxt: None,
+        }
+    }
+}
+
 /// Everything of a Darshan log except the DXT segments, which go to the event sink.
 #[derive(Debug, Clone, Serialize)]
 pub struct DarshanLog {
@@ -162,6 +193,9 @@ pub struct DarshanLog {
     pub job: DarshanJob,
     pub mounts: Vec<DarshanMount>,
     pub modules: Vec<DarshanModule>,
+    /// The LUSTRE module's records: how each file on Lustre is striped (file order of the log).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lustre: Vec<LustreFile>,
     /// Some counter module (not DXT) is partial: its totals are lower bounds.
     pub incomplete: bool,
     /// Some DXT module is partial, or holds fewer segments than its counter module counted
@@ -206,6 +240,8 @@ struct CounterLayout {
 /// What iolens makes of a module at a format version.
 enum Decoding {
     Counters(CounterLayout),
+    /// Striping of files on Lustre, per file.
+    Lustre,
     /// Listed by name and size only.
     Listed,
     /// A version newer than any darshan-util 3.x writes: the newest known.
@@ -343,6 +379,7 @@ fn decoding(module: usize, version: u32) -> Decoding {
         (PNETCDF_FILE, 1 | 2) => Decoding::Listed,
         (PNETCDF_FILE, 3) => l(0, 9, 8, PNETCDF_FILE_V3, [None, None, Some(6)]),
         (PNETCDF_VAR, 1) => l(8, 120, 17, PNETCDF_VAR_V1, rwm(8, 9, 10)),
+        (LUSTRE, 1 | 2) => Decoding::Lustre,
         (POSIX, _) => Decoding::TooNew(4),
         (MPIIO, _) => Decoding::TooNew(3),
         (STDIO, _) => Decoding::TooNew(2),
@@ -350,6 +387,7 @@ fn decoding(module: usize, version: u32) -> Decoding {
         (H5D, _) => Decoding::TooNew(2),
         (PNETCDF_FILE, _) => Decoding::TooNew(3),
         (PNETCDF_VAR, _) => Decoding::TooNew(1),
+        (LUSTRE, _) => Decoding::TooNew(2),
         _ => Decoding::Listed,
     }
 }
@@ -571,12 +609,53 @@ impl<R: BufRead> Read for ZlibStreams<R> {
     }
 }
 
-/// The decompressed bytes of one region.
-fn region_reader<'r>(compression: u8, raw: &'r mut dyn Read) -> Box<dyn Read + 'r> {
-    if compression == 0 {
-        Box::new(ZlibStreams { decoder: Some(ZlibDecoder::new(BufReader::new(raw))) })
-    } else {
-        Box::new(raw)
+/// Decompressed data that may not outgrow `left` bytes: past it, reading fails (a
+/// decompression bomb) instead of going on for as long as the streams repeat.
+struct Inflation<R: Read> {
+    inner: R,
+    left: u64,
+    limit: u64,
+    compressed: u64,
+}
+
+impl<R: Read> Read for Inflation<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            // Exactly at the limit is allowed; one byte more is not.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "its {} compressed bytes decompress to more than {} MiB (over {MAX_INFLATION}x): a decompression bomb, or corrupt",
+                        self.compressed,
+                        self.limit >> 20
+                    ),
+                )),
+            };
+        }
+        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// The decompressed bytes of one region of `compressed` bytes.
+fn region_reader<'r>(compression: u8, raw: &'r mut dyn Read, compressed: u64) -> Box<dyn Read + 'r> {
+    let limit = compressed.saturating_mul(MAX_INFLATION).max(MIN_REGION_LIMIT);
+    let bounded = |inner: Box<dyn Read + 'r>| -> Box<dyn Read + 'r> {
+        Box::new(Inflation { inner, left: limit, limit, compressed })
+    };
+    match compression {
+        0 => bounded(Box::new(ZlibStreams { decoder: Some(ZlibDecoder::new(BufReader::new(raw))) })),
+        // darshan-util ends a bzip2 stream at each flush and starts another.
+        1 => bounded(Box::new(MultiBzDecoder::new(BufReader::new(raw)))),
+        _ => Box::new(raw),
     }
 }
 
@@ -585,13 +664,8 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     let header = read_header(ctx, &mut input)?;
     let compression = match header.compression {
         0 => "zlib",
+        1 => "bzip2",
         2 => "none",
-        1 => {
-            return Err(ctx.format_err(
-                &ctx.path,
-                "the log is bzip2-compressed, which iolens does not read; recompress it with darshan-convert (zlib is the default)",
-            ))
-        }
         c => return Err(ctx.format_err(&ctx.path, format!("corrupt header: unknown compression type {c}"))),
     };
     let mut log = DarshanLog {
@@ -601,6 +675,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         job: DarshanJob::default(),
         mounts: Vec::new(),
         modules: Vec::new(),
+        lustre: Vec::new(),
         incomplete: false,
         dxt_incomplete: false,
     };
@@ -625,7 +700,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             ));
         }
         let mut raw = (&mut input).take(len);
-        let mut data = region_reader(header.compression, &mut raw);
+        let mut data = region_reader(header.compression, &mut raw, len);
         let outcome =
             read_region(ctx, &header, (region, off, len), &mut data, &mut log, &mut names, &mut paths);
         drop(data);
@@ -648,19 +723,8 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     // Modules flagged partial that wrote no region still count as partial.
     for id in 0..64usize {
         if header.partial & (1 << id) != 0 && !log.modules.iter().any(|m| m.name == module_name(id)) {
-            log.modules.push(DarshanModule {
-                name: module_name(id),
-                version: header.module_versions.get(&id).copied().unwrap_or(0),
-                compressed_bytes: 0,
-                partial: true,
-                decoded: false,
-                records: 0,
-                counters: Vec::new(),
-                read_time_s: None,
-                write_time_s: None,
-                meta_time_s: None,
-                dxt: None,
-            });
+            let version = header.module_versions.get(&id).copied().unwrap_or(0);
+            log.modules.push(DarshanModule::new(module_name(id), version, 0, true));
         }
     }
     judge_completeness(ctx, &mut log);
@@ -685,24 +749,14 @@ fn read_region(
         Region::Names => read_names(ctx, header, data, names),
         Region::Module(id) => {
             let version = header.module_versions.get(&id).copied().unwrap_or(0);
-            let mut module = DarshanModule {
-                name: module_name(id),
-                version,
-                compressed_bytes: len,
-                partial: header.partial & (1 << id.min(63)) != 0,
-                decoded: false,
-                records: 0,
-                counters: Vec::new(),
-                read_time_s: None,
-                write_time_s: None,
-                meta_time_s: None,
-                dxt: None,
-            };
+            let partial = header.partial & (1 << id.min(63)) != 0;
+            let mut module = DarshanModule::new(module_name(id), version, len, partial);
             if id == DXT_POSIX || id == DXT_MPIIO {
                 read_dxt(ctx, header, id, data, &mut module, names, paths)?;
             } else {
                 match decoding(id, version) {
                     Decoding::Counters(layout) => read_counters(ctx, header, &layout, data, &mut module)?,
+                    Decoding::Lustre => lustre::read(ctx, header, data, &mut module, names, &mut log.lustre)?,
                     Decoding::Listed => {}
                     Decoding::TooNew(newest) => {
                         return Err(ctx.format_err(

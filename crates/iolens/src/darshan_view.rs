@@ -1,9 +1,10 @@
 //! The terminal page of a binary Darshan log's own data, printed above the trace summary of its
-//! DXT segments: the job, its mounts, and each module's exact counter totals.
+//! DXT segments: the job, its mounts, each module's exact counter totals, and how the files on
+//! Lustre are striped.
 
 use std::fmt::Write;
 
-use iolens_import::darshan::{DarshanLog, DarshanModule};
+use iolens_import::darshan::{DarshanLog, DarshanModule, LustreFile};
 use iolens_report::table::Table;
 
 /// A module row's reads, writes, bytes read and bytes written: DXT segments, or the sums of
@@ -32,6 +33,70 @@ fn cell(v: Option<i64>) -> String {
 
 /// Real jobs list dozens of mounts; the first few tell the file systems apart.
 const MOUNTS_SHOWN: usize = 8;
+/// Files of the Lustre striping table on the page, and OST ids in a row; all are in the JSON.
+const LUSTRE_FILES_SHOWN: usize = 20;
+const OSTS_SHOWN: usize = 8;
+
+/// A stripe size or extent in the largest binary unit that divides it: `1 MiB`, `64 KiB`.
+fn size(bytes: i64) -> String {
+    match bytes {
+        b if b < 0 => "n/a".into(),
+        b if b > 0 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b > 0 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b > 0 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// Where a file has several layout components (progressive layouts), each one's stripe size ×
+/// count over its extent; the pool of each that has one.
+fn layout(f: &LustreFile) -> String {
+    let several = f.components.len() > 1;
+    let parts: Vec<String> = f
+        .components
+        .iter()
+        .filter(|c| several || !c.pool.is_empty())
+        .map(|c| {
+            let mut part = String::new();
+            if several {
+                let end = if c.extent_end < 0 { "EOF".into() } else { size(c.extent_end) };
+                let start = if c.extent_start == 0 { "0".into() } else { size(c.extent_start) };
+                part = format!("{}×{} [{start}, {end})", size(c.stripe_size), c.stripe_count);
+            }
+            if !c.pool.is_empty() {
+                part = format!("{part} pool {}", c.pool).trim_start().to_string();
+            }
+            part
+        })
+        .collect();
+    parts.join("; ")
+}
+
+fn render_lustre(files: &[LustreFile], out: &mut String) {
+    out.push_str("Lustre striping, per file (stripes: OST objects over all components):\n");
+    let mut t = Table::new(vec!["file", "rank", "stripes", "stripe size", "OSTs", "layout"]);
+    t.left_aligned = vec![4, 5];
+    for f in files.iter().take(LUSTRE_FILES_SHOWN) {
+        let mut osts: Vec<String> = f.ost_ids.iter().take(OSTS_SHOWN).map(i64::to_string).collect();
+        if f.ost_ids.len() > OSTS_SHOWN {
+            osts.push(format!("+{} more", f.ost_ids.len() - OSTS_SHOWN));
+        }
+        let rank = if f.rank < 0 { "shared".into() } else { f.rank.to_string() };
+        t.rows.push(vec![
+            f.path.clone(),
+            rank,
+            f.stripe_count.to_string(),
+            size(f.stripe_size),
+            osts.join(","),
+            layout(f),
+        ]);
+    }
+    t.render(out);
+    let more = files.len().saturating_sub(LUSTRE_FILES_SHOWN);
+    if more > 0 {
+        let _ = writeln!(out, "and {more} more files (all in --json)");
+    }
+}
 
 pub fn render(log: &DarshanLog) -> String {
     let j = &log.job;
@@ -103,5 +168,98 @@ pub fn render(log: &DarshanLog) -> String {
         let times = if times.is_empty() { String::new() } else { format!("; time {}", times.join(", ")) };
         let _ = writeln!(out, "{}: {}{times}", m.name, counters.join(", "));
     }
+    if !log.lustre.is_empty() {
+        render_lustre(&log.lustre, &mut out);
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use iolens_import::darshan::LustreComponent;
+    use iolens_import::{import, EventSink, Format};
+    use iolens_record::event::IoEvent;
+
+    use super::*;
+
+    fn component(stripe_size: i64, stripe_count: i64, start: i64, end: i64, pool: &str) -> LustreComponent {
+        LustreComponent {
+            stripe_size,
+            stripe_count,
+            pattern: 0,
+            flags: 0,
+            extent_start: start,
+            extent_end: end,
+            mirror_id: 0,
+            pool: pool.into(),
+        }
+    }
+
+    #[test]
+    fn lustre_rows_show_stripe_count_size_osts_and_components() {
+        let pfl = LustreFile {
+            path: "/lus/a".into(),
+            rank: 3,
+            stripe_count: 12,
+            stripe_size: 1 << 20,
+            stripe_offset: Some(0),
+            ost_ids: (0..12).collect(),
+            components: vec![
+                component(1 << 20, 2, 0, 64 << 20, ""),
+                component(4 << 20, 10, 64 << 20, -1, "flash"),
+            ],
+            fs_osts: None,
+            fs_mdts: None,
+        };
+        let mut plain = pfl.clone();
+        plain.components.truncate(1);
+        plain.rank = -1;
+        let mut files = vec![pfl, plain];
+        let mut out = String::new();
+        render_lustre(&files, &mut out);
+        let rows: Vec<&str> = out.lines().collect();
+        assert!(rows[1].contains("stripes") && rows[1].contains("stripe size"), "{out}");
+        let row: Vec<&str> = rows[2].split_whitespace().collect();
+        assert_eq!(&row[..5], ["/lus/a", "3", "12", "1", "MiB"], "{out}");
+        assert!(rows[2].contains("0,1,2,3,4,5,6,7,+4 more"), "{out}");
+        assert!(rows[2].contains("1 MiB×2 [0, 64 MiB); 4 MiB×10 [64 MiB, EOF) pool flash"), "{out}");
+        assert!(rows[3].contains("shared") && !rows[3].contains('['), "{out}");
+        files.extend(std::iter::repeat_n(files[1].clone(), LUSTRE_FILES_SHOWN));
+        let mut out = String::new();
+        render_lustre(&files, &mut out);
+        assert!(out.ends_with("and 2 more files (all in --json)\n"), "{out}");
+    }
+
+    /// The shared 3.5.0 log's one LUSTRE record (as darshan-util reads it), on the page and in
+    /// the JSON.
+    #[test]
+    fn a_real_log_shows_its_lustre_striping() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/darshan/mpi-io-test-x86_64-3.5.0.darshan");
+        if !path.exists() {
+            eprintln!("skipped: shared Darshan logs not found");
+            return;
+        }
+        struct Discard;
+        impl EventSink for Discard {
+            fn path(&mut self, _: u32, _: &str) {}
+            fn event(&mut self, _: &IoEvent) {}
+        }
+        let report = import(&path, Format::Darshan, true, &mut Discard).unwrap();
+        let log = report.darshan.unwrap();
+        let page = render(&log);
+        let row = page
+            .lines()
+            .find(|l| l.starts_with("/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat"))
+            .expect(&page);
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["/home/wkliao/Darshan/TEST/mpi-io-test.tmp.dat", "shared", "1", "1", "MiB", "1"]
+        );
+        let json = serde_json::to_value(&log).unwrap();
+        assert_eq!(json["lustre"][0]["stripe_size"], 1 << 20);
+        assert_eq!(json["lustre"][0]["ost_ids"], serde_json::json!([1]));
+    }
 }
