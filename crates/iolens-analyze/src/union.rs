@@ -560,7 +560,7 @@ mod tests {
         }
 
         #[test]
-        fn interleaved_blocks_of_ordered_streams_sweep_exactly_within_the_window(
+        fn interleaved_blocks_of_ordered_streams_sweep_exactly_or_say_they_could_not(
             streams in prop::collection::vec(prop::collection::vec((0u64..60, 0u64..200), 0..150), 1..5),
             block in 1usize..40,
             window in 1usize..300,
@@ -588,8 +588,11 @@ mod tests {
             }
             let peak = stored.peak_overlap();
             let expected = stored.finish().unwrap();
-            // Within the window the sweep is exact; beyond it, it says so instead of guessing.
-            if window >= streams.len() * block {
+            // A window holding every interval always sweeps. A smaller one may not: a stream
+            // lagging behind the others in time can fall below what was already swept (one
+            // stream of 21 calls at t=0 beside one at t=1, blocks of 1, window 2). The sweep
+            // then says so instead of guessing, and the reader falls back to the stored union.
+            if window >= arrival.len() {
                 prop_assert!(swept.ordered());
             }
             if swept.ordered() {
