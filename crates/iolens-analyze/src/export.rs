@@ -145,6 +145,11 @@ pub(crate) type Export = (PathBuf, Box<dyn OpWriter>);
 pub struct OpExports(pub(crate) Vec<Export>);
 
 impl OpExports {
+    /// Whether no per-operation file is written (then no envelope need be made for them).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Completes every file, `envelope` (the result's JSON document) in the Parquet metadata;
     /// the first that cannot be written, with its path.
     pub fn finish(self, envelope: Option<&str>) -> Result<(), (PathBuf, std::io::Error)> {

@@ -627,11 +627,7 @@ impl Analyzer {
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
         let acc = self.classes.entry(class_of(e.layer)).or_insert_with(|| ClassAcc {
-            raw: {
-                let mut raw = AgentRaw::default();
-                raw.split_directions();
-                raw
-            },
+            raw: AgentRaw::default(),
             union: ExternalUnion::new(
                 self.opts.union_buffer,
                 self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
@@ -655,6 +651,16 @@ impl Analyzer {
             }
         }
         acc.duration_sum_ns = acc.duration_sum_ns.saturating_add(dur as u128);
+        if data {
+            let c = &acc.raw.counters;
+            let other_direction_seen = if write { c.read_ops > 0 } else { c.write_ops > 0 };
+            if other_direction_seen && acc.raw.by_direction.is_none() {
+                // The first call of the second direction: what the histograms hold so far is
+                // the first direction's (its counters are not yet touched by this call).
+                acc.short_latencies.flush_into(&mut acc.raw);
+                acc.raw.split_directions_now();
+            }
+        }
         if data && timed {
             acc.short_latencies.record(&mut acc.raw, write, dur);
         }

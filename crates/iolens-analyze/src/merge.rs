@@ -27,12 +27,18 @@ fn add_counters(c: &mut OpCounters, o: &OpCounters) {
 impl ClassAcc {
     fn absorb(&mut self, later: ClassAcc) -> std::io::Result<()> {
         // The histograms merge through `merge_except_busy`, whose plain additions of the counters
-        // could overflow on hostile input: it sees only which directions occurred, and the
-        // counters are added here, saturating.
+        // could overflow on hostile input: it sees only which directions occurred, and the counters are added here, saturating.
         let mut later = later;
         self.short_latencies.flush_into(&mut self.raw);
         later.short_latencies.flush_into(&mut later.raw);
         let mut later_raw = later.raw;
+        let (a, b) = (&self.raw.counters, &later_raw.counters);
+        if (a.read_ops > 0 || b.read_ops > 0) && (a.write_ops > 0 || b.write_ops > 0) {
+            // The merge holds both directions: a side that kept one only (its histogram is that
+            // direction's, its latency sum in the counters taken below) splits first.
+            self.raw.split_directions_now();
+            later_raw.split_directions_now();
+        }
         let mine = std::mem::take(&mut self.raw.counters);
         let theirs = std::mem::take(&mut later_raw.counters);
         for (raw, c) in [(&mut self.raw, &mine), (&mut later_raw, &theirs)] {

@@ -633,3 +633,32 @@ fn calls_out_of_start_order_fail_the_sweep_instead_of_giving_wrong_figures() {
         (1100e-9, 1, Some(1))
     );
 }
+
+/// Reads and writes apart are kept from the first call of the second direction on (the
+/// histograms of the first are what was recorded until then): each direction's count, mean and
+/// maximum are its own, in one pass and in chunks cut anywhere, short latencies (counted by
+/// value) and long ones alike.
+#[test]
+fn directions_split_when_the_second_appears_keep_each_its_own_latencies() {
+    let events = [
+        ev(1, 0, IoOp::Read, 0, 10, 0, 100),
+        ev(1, 0, IoOp::Read, 10, 10, 200, 10_200),
+        ev(1, 1, IoOp::Write, 0, 20, 20_000, 20_300),
+        ev(1, 1, IoOp::Write, 20, 20, 30_000, 50_000),
+        ev(1, 0, IoOp::Read, 20, 10, 60_000, 60_700),
+    ];
+    let check = |s: &TraceSummary| {
+        let (read, write) = (s.figures.read.as_ref().unwrap(), s.figures.write.as_ref().unwrap());
+        assert_eq!((read.ops, write.ops), (3, 2));
+        // The histograms keep 3 significant digits.
+        let close = |got: u64, want: u64| got.abs_diff(want) * 1000 <= want;
+        assert!(close(read.lat_ns.min, 100) && close(read.lat_ns.max, 10_000), "{:?}", read.lat_ns);
+        assert!(close(write.lat_ns.min, 300) && close(write.lat_ns.max, 20_000), "{:?}", write.lat_ns);
+        assert!((read.arpt_s - 10_800e-9 / 3.0).abs() < 1e-15, "{}", read.arpt_s);
+        assert!((write.arpt_s - 20_300e-9 / 2.0).abs() < 1e-15, "{}", write.arpt_s);
+    };
+    check(&analyze(&events, AnalyzeOptions::default()));
+    for cut in 1..events.len() {
+        check(&chunked(&events, &[cut], &AnalyzeOptions::default()));
+    }
+}

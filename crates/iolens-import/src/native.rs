@@ -12,8 +12,8 @@ use crate::{Counted, Ctx, ImportError};
 
 pub(crate) fn import_run_trace(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let path = ctx.path.clone();
-    let mut reader =
-        TraceReader::new(BufReader::with_capacity(1 << 20, input)).map_err(|e| ctx.format_err(&path, e))?;
+    let mut reader = TraceReader::new(BufReader::with_capacity(ctx.read_buffer_bytes, input))
+        .map_err(|e| ctx.format_err(&path, e))?;
     let ids: Vec<u32> = std::mem::take(&mut reader.streams).iter().map(|name| ctx.new_path(name)).collect();
     loop {
         if ctx.should_stop() {
@@ -114,7 +114,7 @@ fn import_stream(
     file: &Path,
     clock: Option<&RankClock>,
 ) -> Result<StreamEnd, ImportError> {
-    let mut input = BufReader::with_capacity(1 << 20, input);
+    let mut input = BufReader::with_capacity(ctx.read_buffer_bytes, input);
     if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
         return Ok(StreamEnd::Empty);
     }
@@ -216,6 +216,7 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
             break;
         }
         let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
+        ctx.read_buffer_bytes = crate::read_buffer_bytes(&f);
         let end = import_stream(ctx, Counted::new(f, ctx.progress), &file, clock.as_ref())?;
         ends.push((file, end));
         ranks.extend(clock);

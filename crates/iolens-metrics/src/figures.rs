@@ -104,6 +104,16 @@ impl AgentRaw {
         self.by_direction = Some(Box::default());
     }
 
+    /// Keeps reads' and writes' latencies apart from now on, when only one direction has been
+    /// counted so far: what `latency` holds is that direction's. For readers of traces, which
+    /// learn only as they go whether both directions occur (two more histograms of 288 KB
+    /// each, zeroed, are then paid for only by a trace that has both).
+    pub fn split_directions_now(&mut self) {
+        if self.by_direction.is_none() {
+            self.by_direction = self.directions().map(|d| Box::new(d.into_owned()));
+        }
+    }
+
     /// Records one data operation's response time (the counters are the caller's).
     #[inline]
     pub fn record_latency(&mut self, write: bool, ns: u64) {

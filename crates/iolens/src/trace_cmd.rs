@@ -458,9 +458,12 @@ impl iolens_report::Body for AnalyzeJson<'_> {
 /// Prints the summary and writes its files; the per-operation exports are completed with the
 /// result's envelope (their Parquet metadata).
 fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs, exports: OpExports) {
-    let envelope = parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]);
-    if let Err((path, e)) = exports.finish(Some(&envelope)) {
-        check_write(&path, Err(e));
+    // The envelope serializes the whole summary: made only for files that carry it.
+    if !exports.is_empty() {
+        let envelope = parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]);
+        if let Err((path, e)) = exports.finish(Some(&envelope)) {
+            check_write(&path, Err(e));
+        }
     }
     if let Some(log) = darshan {
         say!("{}", crate::darshan_view::render(log));
