@@ -486,6 +486,48 @@ fn fortran_reads_past_the_end_count_the_bytes_read_under_mpich() {
     check_fortran_short_reads(Library::Mpich);
 }
 
+/// Nonblocking reads past the end of the file completed by `MPI_Waitall`, `MPI_Testall`,
+/// `MPI_Waitany`, `MPI_Testany`, `MPI_Waitsome` and `MPI_Testsome` (with statuses and with
+/// `MPI_STATUS(ES)_IGNORE`, a nonblocking write among them) and split collective reads ended
+/// with a status and without record the bytes their statuses say they moved: 20 reads per rank.
+fn check_c_completions_of_short_reads(library: Library) {
+    check_short_reads(library, library.mpicc(), "mpiio_eof_completions.c", 20);
+}
+
+/// The same in Fortran (`mpi_waitall` with statuses and with `MPI_STATUSES_IGNORE`,
+/// `mpi_waitany`, `mpi_waitsome`, `mpi_file_read_at_all_begin/_end`): 12 reads per rank.
+fn check_fortran_completions_of_short_reads(library: Library) {
+    check_short_reads(library, library.mpif90(), "mpiio_fortran_eof_completions.f90", 12);
+}
+
+#[test]
+fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_open_mpi() {
+    check_c_completions_of_short_reads(Library::OpenMpi);
+}
+
+#[test]
+fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
+    if !Library::Mpich.installed() {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+        return;
+    }
+    check_c_completions_of_short_reads(Library::Mpich);
+}
+
+#[test]
+fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_open_mpi() {
+    check_fortran_completions_of_short_reads(Library::OpenMpi);
+}
+
+#[test]
+fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
+    if !Library::Mpich.installed() {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+        return;
+    }
+    check_fortran_completions_of_short_reads(Library::Mpich);
+}
+
 /// `mpirun -np 4 iolens trace -- app` where rank 2's program kills itself mid-run while the
 /// others wait for it in `MPI_Barrier`: mpirun aborts the job as soon as one iolens exits with
 /// a failure, so the ranks stop their programs themselves and wait for rank 0's summary, which
