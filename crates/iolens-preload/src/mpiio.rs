@@ -15,7 +15,11 @@
 //! A nonblocking call is recorded from its post to the completion the program observes (the
 //! `MPI_Wait`/`MPI_Test` family); until then it waits in a lock-free table keyed by its
 //! request. One whose completion the program did not show (through `PMPI_Wait`) ends when the
-//! library reuses its request handle, or at `MPI_Finalize`. The POSIX calls the middleware makes
+//! library reuses its request handle, or at `MPI_Finalize`. A read records the bytes its status
+//! says it moved, whichever call completes it: the status of `MPI_Wait`/`MPI_Test`/`…any`, the
+//! one at its position in the statuses of `…all`/`…some`, or the status of a split collective's
+//! `_end`; where the program ignores them, a status or an array of ours (on the stack, room for
+//! [`STATUSES_ROOM`]) stands in while a read is awaited. The POSIX calls the middleware makes
 //! beneath (data sieving, collective buffering; nonblocking calls through POSIX aio, see
 //! [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the
 //! recursion guard while the real function runs.
@@ -91,22 +95,48 @@ pub(crate) unsafe fn mpi_byte() -> Handle {
     }
 }
 
-/// The address of the Fortran `MPI_STATUS_IGNORE` (the C `MPI_F_STATUS_IGNORE`, the same in
-/// every library), looked up once; null if the library has none. `MPI_Status_f2c` of it is an
-/// error, which Open MPI hands to the error handler of `MPI_COMM_WORLD` (fatal by default).
-unsafe fn fortran_status_ignore() -> *const c_int {
+/// What the library's exported pointer variable `name` (`MPI_F_STATUS_IGNORE`, …) points to;
+/// null if the library has none. The variable is looked up once (`variable` caches its address),
+/// its value read each time: MPICH sets its Fortran ones only when its Fortran binding starts.
+unsafe fn exported_pointer(variable: &AtomicUsize, name: &std::ffi::CStr) -> *const c_int {
     const NOT_LOOKED_UP: usize = 1;
-    static IGNORE: AtomicUsize = AtomicUsize::new(NOT_LOOKED_UP);
-    let mut ignore = IGNORE.load(Relaxed);
-    if ignore == NOT_LOOKED_UP {
-        let variable = find_object(c"MPI_F_STATUS_IGNORE".as_ptr()) as *const *const c_int;
-        ignore = if variable.is_null() { 0 } else { *variable as usize };
-        IGNORE.store(ignore, Relaxed);
+    let mut address = variable.load(Relaxed);
+    if address == NOT_LOOKED_UP {
+        address = find_object(name.as_ptr()) as usize;
+        variable.store(address, Relaxed);
     }
-    ignore as *const c_int
+    if address == 0 {
+        std::ptr::null()
+    } else {
+        *(address as *const *const c_int)
+    }
 }
 
-/// Whether `status` is `MPI_STATUS_IGNORE` (Open MPI: null; MPICH: 1).
+/// Whether the Fortran status `status` is the library's `MPI_STATUS_IGNORE` (or, `array`, the
+/// statuses `MPI_STATUSES_IGNORE`): that of `mpif.h` and `use mpi` (the C `MPI_F_STATUS_IGNORE`,
+/// `MPI_F_STATUSES_IGNORE`, in every library) or that of `use mpi_f08` (`MPI_F08_STATUS_IGNORE`,
+/// `MPI_F08_STATUSES_IGNORE`: MPICH's are objects of their own; Open MPI exports none, its
+/// `mpi_f08` passing the same as `mpif.h`). `MPI_Status_f2c` of one is an error, which Open MPI
+/// hands to the error handler of `MPI_COMM_WORLD` (fatal by default).
+unsafe fn fortran_ignored(status: *const c_int, array: bool) -> bool {
+    static F: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
+    static F08: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
+    if status.is_null() {
+        return true;
+    }
+    let (f, f08) = if array {
+        (
+            exported_pointer(&F[1], c"MPI_F_STATUSES_IGNORE"),
+            exported_pointer(&F08[1], c"MPI_F08_STATUSES_IGNORE"),
+        )
+    } else {
+        (exported_pointer(&F[0], c"MPI_F_STATUS_IGNORE"), exported_pointer(&F08[0], c"MPI_F08_STATUS_IGNORE"))
+    };
+    status == f || status == f08
+}
+
+/// Whether `status` is `MPI_STATUS_IGNORE`, or an array of statuses `MPI_STATUSES_IGNORE`
+/// (Open MPI: null; MPICH: 1, both).
 fn status_ignored(status: *mut c_void) -> bool {
     match abi() {
         Abi::OpenMpi => status.is_null(),
@@ -465,7 +495,7 @@ impl Status {
     unsafe fn ignored(self) -> bool {
         match self {
             Status::C(status) => status_ignored(status),
-            Status::Fortran(status) => status.is_null() || status.cast_const() == fortran_status_ignore(),
+            Status::Fortran(status) => fortran_ignored(status, false),
         }
     }
 
@@ -502,6 +532,80 @@ impl Status {
                 c_status_bytes(c_status.as_mut_ptr().cast())
             }
         }
+    }
+}
+
+/// Where a call completing many requests (`MPI_Waitall`, `MPI_Testsome`, …) leaves their
+/// statuses: an array, C or Fortran, of the library's statuses, indexed by position.
+#[derive(Clone, Copy)]
+pub(crate) enum Statuses {
+    /// `MPI_Status[]`.
+    C(*mut c_void),
+    /// `INTEGER(MPI_STATUS_SIZE, *)` (or `TYPE(MPI_Status)(*)`, laid out the same).
+    Fortran(*mut c_int),
+}
+
+/// How many statuses the array of ours holds that stands in for `MPI_STATUSES_IGNORE` while a
+/// read is awaited: on the stack, so that a completion call does not allocate. A call of more
+/// requests keeps `MPI_STATUSES_IGNORE`, its reads recording the bytes they asked.
+pub(crate) const STATUSES_ROOM: usize = 64;
+/// The bytes of a status, C or Fortran, in any library: 24 at most (Open MPI).
+const STATUS_BYTES_MAX: usize = 24;
+/// Room for [`STATUSES_ROOM`] statuses of any library, C or Fortran, aligned.
+pub(crate) type StatusesSpace = [u64; STATUSES_WORDS];
+pub(crate) const STATUSES_WORDS: usize = STATUSES_ROOM * STATUS_BYTES_MAX / 8;
+
+/// The bytes from one status to the next in an array of them. C: `sizeof(MPI_Status)`, 24 in
+/// Open MPI (3 public ints, `_cancelled`, a `size_t` count) and 20 in MPICH (5 ints). Fortran:
+/// `MPI_STATUS_SIZE` integers (4 bytes: `MPI_Fint`), 6 in Open MPI and 5 in MPICH; a
+/// compile-time constant of `mpif.h` and the modules (MPI 4's C `MPI_F_STATUS_SIZE` is a macro),
+/// which no library exports as a symbol, so it is known here per ABI. Both are the same bytes.
+fn status_stride() -> usize {
+    const OMPI: usize = 24;
+    const MPICH: usize = 20;
+    const _: () =
+        assert!(OMPI == 6 * 4 && MPICH == 5 * 4 && OMPI <= STATUS_BYTES_MAX && MPICH <= STATUS_BYTES_MAX);
+    match abi() {
+        Abi::OpenMpi => OMPI,
+        Abi::Mpich => MPICH,
+    }
+}
+
+impl Statuses {
+    /// Whether the program passed `MPI_STATUSES_IGNORE`.
+    unsafe fn ignored(self) -> bool {
+        match self {
+            Statuses::C(statuses) => status_ignored(statuses),
+            Statuses::Fortran(statuses) => fortran_ignored(statuses, true),
+        }
+    }
+
+    /// The same kind of array, in `space`.
+    pub(crate) fn in_space(self, space: &mut StatusesSpace) -> Statuses {
+        match self {
+            Statuses::C(_) => Statuses::C(space.as_mut_ptr().cast()),
+            Statuses::Fortran(_) => Statuses::Fortran(space.as_mut_ptr().cast()),
+        }
+    }
+
+    /// The array as the call takes it.
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        match self {
+            Statuses::C(statuses) => statuses,
+            Statuses::Fortran(statuses) => statuses.cast(),
+        }
+    }
+
+    /// The status at `position` (`None` when the statuses are ignored).
+    unsafe fn at(self, position: usize) -> Option<Status> {
+        if self.ignored() {
+            return None;
+        }
+        let offset = position * status_stride();
+        Some(match self {
+            Statuses::C(statuses) => Status::C(statuses.byte_add(offset)),
+            Statuses::Fortran(statuses) => Status::Fortran(statuses.byte_add(offset)),
+        })
     }
 }
 
@@ -626,35 +730,99 @@ pub(crate) unsafe fn complete_unseen() {
     }
 }
 
-/// Tags the pending calls among `count` requests with a fresh token and their positions;
-/// the token, or 0 when none of them is an MPI-IO call.
-unsafe fn tag_requests(count: c_int, requests: *const c_void) -> u64 {
+/// The pending calls among the requests one call completing many (`MPI_Waitall`, `…any`,
+/// `…some`) looks at, tagged with a fresh token and their positions.
+#[derive(Clone, Copy)]
+pub(crate) struct Tagged {
+    /// 0 when none of the requests is an MPI-IO call.
+    token: u64,
+    /// Whether one of them is a read: only a status tells what a read moved.
+    read: bool,
+}
+
+/// Tags the pending calls among `count` requests.
+unsafe fn tag_requests(count: c_int, requests: *const c_void) -> Tagged {
     tag_keys(count, |i| request_at(requests, i))
 }
 
 /// [`tag_requests`] of the requests `key_at(0..count)`.
-pub(crate) unsafe fn tag_keys(count: c_int, key_at: impl Fn(usize) -> u64) -> u64 {
+pub(crate) unsafe fn tag_keys(count: c_int, key_at: impl Fn(usize) -> u64) -> Tagged {
+    let mut tagged = Tagged { token: 0, read: false };
     if PENDING.is_empty() || count <= 0 {
-        return 0;
+        return tagged;
     }
     let token = NEXT_TOKEN.fetch_add(1, Relaxed);
-    let mut any = false;
     for i in 0..count as usize {
         if let Some(slot) = PENDING.find(key_at(i)) {
             PENDING.words[slot][4].store(token, Relaxed);
             PENDING.words[slot][5].store(i as u64, Relaxed);
-            any = true;
+            tagged.token = token;
+            tagged.read |= Posted::from_words(PENDING.words_of(slot)).op == IoOp::Read;
         }
     }
-    if any {
-        token
-    } else {
-        0
+    tagged
+}
+
+impl Tagged {
+    /// The status a call completing one of the requests (`…any`) is to be given: the
+    /// program's, or one of ours in `space` when it ignores it and a read is among them.
+    pub(crate) unsafe fn status(self, status: Status, space: &mut StatusSpace) -> Status {
+        if self.read && status.ignored() {
+            status.in_space(space)
+        } else {
+            status
+        }
+    }
+
+    /// The statuses a call completing `count` requests (`…all`, `…some`) is to be given: the
+    /// program's, or an array of ours in `space` when it ignores them and a read is among the
+    /// requests, if they fit ([`STATUSES_ROOM`]; past that the reads record the bytes asked).
+    pub(crate) unsafe fn statuses(
+        self,
+        count: c_int,
+        statuses: Statuses,
+        space: &mut StatusesSpace,
+    ) -> Statuses {
+        if self.read && count as usize <= STATUSES_ROOM && statuses.ignored() {
+            statuses.in_space(space)
+        } else {
+            statuses
+        }
+    }
+
+    /// All the requests completed (`…all`): request `i`'s status is `statuses[i]`.
+    pub(crate) unsafe fn complete_all(self, statuses: Statuses) {
+        complete_tagged(self.token, None, |i| statuses.at(i));
+    }
+
+    /// The request at `position` completed (`…any`), with `status`.
+    pub(crate) unsafe fn complete_one(self, position: usize, status: Status) {
+        complete_tagged(self.token, Some(position), |_| Some(status));
+    }
+
+    /// The requests at the positions `indices[..outcount]`, counted from `first` (0 in C, 1 in
+    /// Fortran), completed (`…some`): `indices[j]`'s status is `statuses[j]`.
+    pub(crate) unsafe fn complete_some(
+        self,
+        outcount: *const c_int,
+        indices: *const c_int,
+        first: c_int,
+        statuses: Statuses,
+    ) {
+        if self.token == 0 || outcount.is_null() || indices.is_null() || *outcount == MPI_UNDEFINED {
+            return;
+        }
+        for j in 0..(*outcount).max(0) as usize {
+            if let Some(i) = (*indices.add(j)).checked_sub(first).filter(|i| *i >= 0) {
+                complete_tagged(self.token, Some(i as usize), |_| statuses.at(j));
+            }
+        }
     }
 }
 
-/// Completes the pending calls tagged with `token` (at `position` only, if given).
-pub(crate) unsafe fn complete_tagged(token: u64, position: Option<usize>) {
+/// Completes the pending calls tagged with `token` (at `position` only, if given), a read with
+/// what the status `status_at(its position)` says it moved.
+unsafe fn complete_tagged(token: u64, position: Option<usize>, status_at: impl Fn(usize) -> Option<Status>) {
     if token == 0 {
         return;
     }
@@ -664,24 +832,14 @@ pub(crate) unsafe fn complete_tagged(token: u64, position: Option<usize>) {
         if key == EMPTY || key == FREED || PENDING.words[slot][4].load(Relaxed) != token {
             continue;
         }
-        if position.is_some_and(|p| PENDING.words[slot][5].load(Relaxed) != p as u64) {
+        let at = PENDING.words[slot][5].load(Relaxed) as usize;
+        if position.is_some_and(|p| at != p) {
             continue;
         }
         if let Some(words) = PENDING.take_slot(slot, key) {
-            Posted::from_words(words).completed(end);
-        }
-    }
-}
-
-/// The positions `indices[..outcount]` a `…some` call reported complete.
-unsafe fn complete_some(token: u64, outcount: *const c_int, indices: *const c_int) {
-    if token == 0 || outcount.is_null() || indices.is_null() || *outcount == MPI_UNDEFINED {
-        return;
-    }
-    for j in 0..(*outcount).max(0) as usize {
-        let i = *indices.add(j);
-        if i >= 0 {
-            complete_tagged(token, Some(i as usize));
+            let posted = Posted::from_words(words);
+            let moved = if posted.op == IoOp::Read { status_at(at).and_then(|s| s.bytes()) } else { None };
+            posted.completed_moving(end, moved);
         }
     }
 }
@@ -953,18 +1111,25 @@ pub(crate) unsafe fn split_begin(
     ret
 }
 
-pub(crate) unsafe fn split_end(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call() };
-    let ret = call();
+/// Ends the split collective begun on `fh` by `call`, given the status to leave (the program's
+/// `status`, or one of ours when it ignores it and a read was begun: only the status tells what
+/// a read moved).
+pub(crate) unsafe fn split_end(fh: Handle, status: Status, call: impl FnOnce(*mut c_void) -> c_int) -> c_int {
+    let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
+    let read = SPLIT.get(fh as u64).is_some_and(|words| Posted::from_words(words).op == IoOp::Read);
+    let mut space: StatusSpace = [0; 8];
+    let status = if read && status.ignored() { status.in_space(&mut space) } else { status };
+    let ret = call(status.as_ptr());
     if let Some(words) = SPLIT.take(fh as u64) {
         let begun = Posted::from_words(words);
         let end = now_ns();
+        let moved = if begun.op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
         emit(
             begun.op,
             begun.file,
             begun.offset,
             begun.bytes,
-            result_of(ret, begun.bytes, None),
+            result_of(ret, begun.bytes, moved),
             begun.start,
             end,
         );
@@ -1053,7 +1218,7 @@ macro_rules! split_end_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, buf: *mut c_void, status: *mut c_void) -> c_int {
             let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, *mut c_void) -> c_int);
-            split_end(fh, || real(fh, buf, status))
+            split_end(fh, Status::C(status), |status| real(fh, buf, status))
         }
     };
 }
@@ -1104,10 +1269,15 @@ pub unsafe extern "C" fn MPI_Test(request: *mut c_void, flag: *mut c_int, status
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut c_void, statuses: *mut c_void) -> c_int {
     let real = pmpi!("PMPI_Waitall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_void) -> c_int);
-    let token = tag_requests(count, requests);
-    let ret = real(count, requests, statuses);
+    if PENDING.is_empty() {
+        return real(count, requests, statuses);
+    }
+    let tagged = tag_requests(count, requests);
+    let mut space: StatusesSpace = [0; STATUSES_WORDS];
+    let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
+    let ret = real(count, requests, statuses.as_ptr());
     if ret == MPI_SUCCESS {
-        complete_tagged(token, None);
+        tagged.complete_all(statuses);
     }
     ret
 }
@@ -1121,10 +1291,16 @@ pub unsafe extern "C" fn MPI_Testall(
 ) -> c_int {
     let real =
         pmpi!("PMPI_Testall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
-    let token = tag_requests(count, requests);
-    let ret = real(count, requests, flag, statuses);
+    if PENDING.is_empty() {
+        return real(count, requests, flag, statuses);
+    }
+    let tagged = tag_requests(count, requests);
+    let mut space: StatusesSpace = [0; STATUSES_WORDS];
+    let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
+    let ret = real(count, requests, flag, statuses.as_ptr());
+    // Not all complete (flag false), the statuses are undefined and nothing is completed.
     if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
-        complete_tagged(token, None);
+        tagged.complete_all(statuses);
     }
     ret
 }
@@ -1138,10 +1314,15 @@ pub unsafe extern "C" fn MPI_Waitany(
 ) -> c_int {
     let real =
         pmpi!("PMPI_Waitany" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
-    let token = tag_requests(count, requests);
-    let ret = real(count, requests, index, status);
-    if ret == MPI_SUCCESS && token != 0 && !index.is_null() && *index >= 0 {
-        complete_tagged(token, Some(*index as usize));
+    if PENDING.is_empty() {
+        return real(count, requests, index, status);
+    }
+    let tagged = tag_requests(count, requests);
+    let mut space: StatusSpace = [0; 8];
+    let status = tagged.status(Status::C(status), &mut space);
+    let ret = real(count, requests, index, status.as_ptr());
+    if ret == MPI_SUCCESS && !index.is_null() && *index >= 0 {
+        tagged.complete_one(*index as usize, status);
     }
     ret
 }
@@ -1158,10 +1339,15 @@ pub unsafe extern "C" fn MPI_Testany(
         "PMPI_Testany"
             as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
     );
-    let token = tag_requests(count, requests);
-    let ret = real(count, requests, index, flag, status);
-    if ret == MPI_SUCCESS && token != 0 && !flag.is_null() && *flag != 0 && !index.is_null() && *index >= 0 {
-        complete_tagged(token, Some(*index as usize));
+    if PENDING.is_empty() {
+        return real(count, requests, index, flag, status);
+    }
+    let tagged = tag_requests(count, requests);
+    let mut space: StatusSpace = [0; 8];
+    let status = tagged.status(Status::C(status), &mut space);
+    let ret = real(count, requests, index, flag, status.as_ptr());
+    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 && !index.is_null() && *index >= 0 {
+        tagged.complete_one(*index as usize, status);
     }
     ret
 }
@@ -1180,10 +1366,15 @@ macro_rules! some_hook {
                 $real
                     as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
             );
-            let token = tag_requests(incount, requests);
-            let ret = real(incount, requests, outcount, indices, statuses);
+            if PENDING.is_empty() {
+                return real(incount, requests, outcount, indices, statuses);
+            }
+            let tagged = tag_requests(incount, requests);
+            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let statuses = tagged.statuses(incount, Statuses::C(statuses), &mut space);
+            let ret = real(incount, requests, outcount, indices, statuses.as_ptr());
             if ret == MPI_SUCCESS {
-                complete_some(token, outcount, indices);
+                tagged.complete_some(outcount, indices, 0, statuses);
             }
             ret
         }
@@ -1245,6 +1436,40 @@ mod tests {
         assert!(t.take(same_home[0]).is_some());
         assert!(t.insert(same_home[PROBES], [5; WORDS]), "a freed slot is reused");
         assert_eq!(t.get(same_home[PROBES]).unwrap()[0], 5);
+    }
+
+    #[test]
+    fn statuses_lie_at_the_stride_of_the_librarys_status_and_ours_stand_in_for_few_enough() {
+        let mut space: StatusesSpace = [0; STATUSES_WORDS];
+        let base: *mut c_void = space.as_mut_ptr().cast();
+        assert!(std::mem::size_of::<StatusesSpace>() >= STATUSES_ROOM * 24, "room for Open MPI's");
+        // SAFETY: positions inside `space`; the ABI is set by hand (no MPI library here).
+        unsafe {
+            for (abi, stride) in [(1, 24), (2, 20)] {
+                ABI.store(abi, Relaxed);
+                let Some(Status::C(c)) = Statuses::C(base).at(3) else { panic!("a C status") };
+                assert_eq!(c, base.byte_add(3 * stride));
+                let Some(Status::Fortran(f)) = Statuses::Fortran(base.cast()).at(3) else {
+                    panic!("Fortran")
+                };
+                assert_eq!(f.cast::<c_void>(), base.byte_add(3 * stride));
+            }
+            ABI.store(1, Relaxed);
+            assert!(Statuses::C(std::ptr::null_mut()).at(0).is_none(), "Open MPI's MPI_STATUSES_IGNORE");
+            ABI.store(2, Relaxed);
+            let ignored = Statuses::C(std::ptr::without_provenance_mut(1)); // MPICH: (MPI_Status *)1
+            assert!(ignored.at(0).is_none(), "MPICH's MPI_STATUSES_IGNORE");
+            assert!(Statuses::Fortran(std::ptr::null_mut()).at(0).is_none());
+            let read = Tagged { token: 1, read: true };
+            let given = read.statuses(STATUSES_ROOM as c_int, ignored, &mut space);
+            assert!(given.as_ptr() != ignored.as_ptr(), "ours stand in");
+            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let given = read.statuses(STATUSES_ROOM as c_int + 1, ignored, &mut space);
+            assert!(given.as_ptr() == ignored.as_ptr(), "too many: ignored, the bytes asked recorded");
+            let given = Tagged { token: 1, read: false }.statuses(2, ignored, &mut space);
+            assert!(given.as_ptr() == ignored.as_ptr(), "no read: nothing to learn");
+            ABI.store(0, Relaxed);
+        }
     }
 
     #[test]

@@ -15,17 +15,18 @@
 //! measure its clock (`crate::mpi_clock`), once however the bindings nest.
 //!
 //! A Fortran hook forwards to the library's function of the same name and converts the
-//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A blocking read's
-//! Fortran status is converted (`MPI_Status_f2c`) to tell the bytes it moved, as in C (one of
-//! ours stands in for `MPI_STATUS_IGNORE`).
+//! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A read's Fortran status
+//! (a blocking read's, that of the completion of a nonblocking one, `MPI_WAIT` … `MPI_TESTSOME`,
+//! or of a split collective's `_END`) is converted (`MPI_Status_f2c`) to tell the bytes it
+//! moved, as in C (one of ours, or an array of them, stands in for `MPI_STATUS(ES)_IGNORE`).
 
 use libc::{c_char, c_int, c_void};
 
 use crate::clock::now_ns;
 use crate::mpiio::{
-    abi, blocking, closed, complete, complete_tagged, complete_with_status, nothing_pending, opened, posted,
-    split_begin, split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status,
-    StatusSpace,
+    abi, blocking, closed, complete, complete_with_status, nothing_pending, opened, posted, split_begin,
+    split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status, StatusSpace,
+    Statuses, StatusesSpace, Tagged, STATUSES_WORDS,
 };
 use iolens_record::event::IoOp;
 
@@ -115,20 +116,6 @@ unsafe fn c_request(request: *const Fint) -> u64 {
         }
         // MPICH's requests are integers, the same in C and Fortran.
         Abi::Mpich => *request as u32 as u64,
-    }
-}
-
-/// Completes the pending calls tagged `token` at the 1-based Fortran positions
-/// `indices[..outcount]` (a `…SOME` call's answer).
-unsafe fn complete_fortran_some(token: u64, outcount: *const Fint, indices: *const Fint) {
-    if token == 0 || outcount.is_null() || indices.is_null() {
-        return;
-    }
-    for j in 0..(*outcount).max(0) as usize {
-        let i = *indices.add(j);
-        if i >= 1 {
-            complete_tagged(token, Some(i as usize - 1));
-        }
     }
 }
 
@@ -424,8 +411,8 @@ macro_rules! fortran_split_end {
             if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, status, ierr);
             }
-            split_end(c_file(fh), || {
-                real(fh, buf, status, ierr);
+            split_end(c_file(fh), Status::Fortran(status), |status| {
+                real(fh, buf, status.cast(), ierr);
                 ierror(ierr)
             });
         }
@@ -497,12 +484,13 @@ macro_rules! fortran_request_free {
 }
 
 /// Tags the pending calls among the Fortran requests `requests[..*count]`.
-unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> u64 {
-    if count.is_null() || requests.is_null() {
-        return 0;
-    }
-    tag_keys(*count, |i| c_request(requests.add(i)))
+unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> Tagged {
+    let count = if count.is_null() || requests.is_null() { 0 } else { *count };
+    tag_keys(count, |i| c_request(requests.add(i)))
 }
+
+// The calls completing many requests: as in C (a status of ours, or an array of them, stands in
+// for MPI_STATUS(ES)_IGNORE while a read is awaited), the positions counted from 1.
 
 macro_rules! fortran_waitall {
     ($($name:ident),+) => {$(
@@ -514,10 +502,15 @@ macro_rules! fortran_waitall {
             ierr: *mut Fint,
         ) {
             let real = fortran_real!($name as WaitallFn);
-            let token = tag_fortran(count, requests);
-            real(count, requests, statuses, ierr);
+            if nothing_pending() {
+                return real(count, requests, statuses, ierr);
+            }
+            let tagged = tag_fortran(count, requests);
+            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
+            real(count, requests, statuses.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {
-                complete_tagged(token, None);
+                tagged.complete_all(statuses);
             }
         }
     )+};
@@ -534,10 +527,16 @@ macro_rules! fortran_testall {
             ierr: *mut Fint,
         ) {
             let real = fortran_real!($name as CountFlagFn);
-            let token = tag_fortran(count, requests);
-            real(count, requests, flag, statuses, ierr);
+            if nothing_pending() {
+                return real(count, requests, flag, statuses, ierr);
+            }
+            let tagged = tag_fortran(count, requests);
+            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
+            real(count, requests, flag, statuses.as_ptr().cast(), ierr);
+            // Not all complete (flag false), the statuses are undefined and nothing is completed.
             if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                complete_tagged(token, None);
+                tagged.complete_all(statuses);
             }
         }
     )+};
@@ -554,11 +553,15 @@ macro_rules! fortran_waitany {
             ierr: *mut Fint,
         ) {
             let real = fortran_real!($name as CountFlagFn);
-            let token = tag_fortran(count, requests);
-            real(count, requests, index, status, ierr);
-            // Fortran positions start at 1.
-            if ierror(ierr) == 0 && token != 0 && !index.is_null() && *index >= 1 {
-                complete_tagged(token, Some(*index as usize - 1));
+            if nothing_pending() {
+                return real(count, requests, index, status, ierr);
+            }
+            let tagged = tag_fortran(count, requests);
+            let mut space: StatusSpace = [0; 8];
+            let status = tagged.status(Status::Fortran(status), &mut space);
+            real(count, requests, index, status.as_ptr().cast(), ierr);
+            if ierror(ierr) == 0 && !index.is_null() && *index >= 1 {
+                tagged.complete_one(*index as usize - 1, status);
             }
         }
     )+};
@@ -578,11 +581,16 @@ macro_rules! fortran_testany {
             let real = fortran_real!(
                 $name as CountIndexFn
             );
-            let token = tag_fortran(count, requests);
-            real(count, requests, index, flag, status, ierr);
+            if nothing_pending() {
+                return real(count, requests, index, flag, status, ierr);
+            }
+            let tagged = tag_fortran(count, requests);
+            let mut space: StatusSpace = [0; 8];
+            let status = tagged.status(Status::Fortran(status), &mut space);
+            real(count, requests, index, flag, status.as_ptr().cast(), ierr);
             let done = !flag.is_null() && *flag != 0;
-            if ierror(ierr) == 0 && token != 0 && done && !index.is_null() && *index >= 1 {
-                complete_tagged(token, Some(*index as usize - 1));
+            if ierror(ierr) == 0 && done && !index.is_null() && *index >= 1 {
+                tagged.complete_one(*index as usize - 1, status);
             }
         }
     )+};
@@ -602,10 +610,15 @@ macro_rules! fortran_some {
             let real = fortran_real!(
                 $name as CountIndexFn
             );
-            let token = tag_fortran(incount, requests);
-            real(incount, requests, outcount, indices, statuses, ierr);
+            if nothing_pending() {
+                return real(incount, requests, outcount, indices, statuses, ierr);
+            }
+            let tagged = tag_fortran(incount, requests);
+            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let statuses = tagged.statuses(value(incount) as Fint, Statuses::Fortran(statuses), &mut space);
+            real(incount, requests, outcount, indices, statuses.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {
-                complete_fortran_some(token, outcount, indices);
+                tagged.complete_some(outcount, indices, 1, statuses);
             }
         }
     )+};

@@ -7,7 +7,8 @@
 //! Where MPICH is installed beside Open MPI, the same program built by its `mpicc.mpich` (MPI 4:
 //! every large-count `_c` form too) is traced under its `mpirun.mpich`; a Fortran program
 //! (`data/mpiio_fortran.f90`, `mpif.h`, and the same through `use mpi_f08`) is traced under
-//! both libraries.
+//! both libraries. Programs reading past the end of their files (`data/*eof*`) check that each
+//! read records the bytes its status says it moved, however it completes.
 #![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
@@ -430,13 +431,17 @@ fn mpiio_reads(csv: &str) -> (u64, u64, u64) {
         })
 }
 
-/// A Fortran read past the end of the file records the bytes it moved, as the program's own
-/// `MPI_Get_count` says (its status decoded by `MPI_Status_f2c`), not those it asked for; so do
-/// one whose status the program ignores (the hook gives the library a status of its own) and a
-/// nonblocking one (from the status of its `MPI_WAIT`).
-fn check_fortran_short_reads(library: Library) {
+/// What each rank of the programs reading past the end of a file asks for per read: 4096 bytes
+/// (1024 Fortran integers), of a file of 400 bytes.
+const EOF_READ_BYTES: u64 = 4096;
+
+/// The program `source`, compiled by `compiler` and run under `library`, reads past the end of
+/// its files `reads` times per rank: each read records the bytes asked and those it moved, as the
+/// program's own `MPI_Get_count` says (where it ignores a status, it adds what the status would
+/// have said), not those it asked for.
+fn check_short_reads(library: Library, compiler: &str, source: &str, reads: u64) {
     let dir = tempfile::tempdir().unwrap();
-    let app = compile(library.mpif90(), "mpiio_fortran_eof.f90", dir.path());
+    let app = compile(compiler, source, dir.path());
     let (_, stdout) = preloaded_then_analyzed(library, &app, dir.path());
     let stdout = String::from_utf8_lossy(&stdout);
     let said: Vec<u64> = stdout
@@ -453,11 +458,18 @@ fn check_fortran_short_reads(library: Library) {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = std::fs::read_to_string(&csv).unwrap();
-    // Per rank: 4 reads of 1024 integers asked (one nonblocking), of a file of 400 bytes.
-    let (reads, asked, moved) = mpiio_reads(&rows);
-    assert_eq!((reads, asked), (RANKS * 4, RANKS * 4 * 4096), "{rows}");
-    assert_eq!(moved, said.iter().sum::<u64>(), "{rows}");
+    let (calls, asked, moved) = mpiio_reads(&rows);
+    assert_eq!((calls, asked), (RANKS * reads, RANKS * reads * EOF_READ_BYTES), "{rows}");
+    assert_eq!(moved, said.iter().sum::<u64>(), "bytes moved per rank: {said:?}\n{rows}");
     assert!(moved < asked, "the reads past the end were short: {said:?}");
+}
+
+/// A Fortran read past the end of the file records the bytes it moved, as the program's own
+/// `MPI_Get_count` says (its status decoded by `MPI_Status_f2c`), not those it asked for; so do
+/// one whose status the program ignores (the hook gives the library a status of its own) and a
+/// nonblocking one (from the status of its `MPI_WAIT`): 4 reads per rank.
+fn check_fortran_short_reads(library: Library) {
+    check_short_reads(library, library.mpif90(), "mpiio_fortran_eof.f90", 4);
 }
 
 #[test]
@@ -472,6 +484,48 @@ fn fortran_reads_past_the_end_count_the_bytes_read_under_mpich() {
         return;
     }
     check_fortran_short_reads(Library::Mpich);
+}
+
+/// Nonblocking reads past the end of the file completed by `MPI_Waitall`, `MPI_Testall`,
+/// `MPI_Waitany`, `MPI_Testany`, `MPI_Waitsome` and `MPI_Testsome` (with statuses and with
+/// `MPI_STATUS(ES)_IGNORE`, a nonblocking write among them) and split collective reads ended
+/// with a status and without record the bytes their statuses say they moved: 20 reads per rank.
+fn check_c_completions_of_short_reads(library: Library) {
+    check_short_reads(library, library.mpicc(), "mpiio_eof_completions.c", 20);
+}
+
+/// The same in Fortran (`mpi_waitall` with statuses and with `MPI_STATUSES_IGNORE`,
+/// `mpi_waitany`, `mpi_waitsome`, `mpi_file_read_at_all_begin/_end`): 12 reads per rank.
+fn check_fortran_completions_of_short_reads(library: Library) {
+    check_short_reads(library, library.mpif90(), "mpiio_fortran_eof_completions.f90", 12);
+}
+
+#[test]
+fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_open_mpi() {
+    check_c_completions_of_short_reads(Library::OpenMpi);
+}
+
+#[test]
+fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
+    if !Library::Mpich.installed() {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+        return;
+    }
+    check_c_completions_of_short_reads(Library::Mpich);
+}
+
+#[test]
+fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_open_mpi() {
+    check_fortran_completions_of_short_reads(Library::OpenMpi);
+}
+
+#[test]
+fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
+    if !Library::Mpich.installed() {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+        return;
+    }
+    check_fortran_completions_of_short_reads(Library::Mpich);
 }
 
 /// `mpirun -np 4 iolens trace -- app` where rank 2's program kills itself mid-run while the
