@@ -53,6 +53,16 @@ impl SaturateConfig {
         }
     }
 
+    /// The requests in flight per rank, point by point: doubling from 1 while all `ranks`
+    /// together stay within the cap (the first point runs regardless). A curve may stop
+    /// earlier, once throughput has flattened.
+    pub fn levels(&self, ranks: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(Some(1u32), |c| c.checked_mul(2))
+            .enumerate()
+            .take_while(move |(i, c)| *i == 0 || ranks.saturating_mul(*c) <= self.max_concurrency)
+            .map(|(_, c)| c)
+    }
+
     /// The saturation test as run, every default filled in: the `job` of its result's envelope.
     pub fn job(&self) -> serde_json::Value {
         serde_json::json!({
@@ -173,8 +183,7 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
         let mut points: Vec<SaturatePoint> = Vec::new();
         let mut ended = format!("reached the cap of {}", cfg.max_concurrency);
         // Requests in flight per rank; the storage sees ranks × c.
-        let mut c = 1u32;
-        while points.is_empty() || ranks.saturating_mul(c) <= cfg.max_concurrency {
+        for c in cfg.levels(ranks) {
             if ctx.stopped() {
                 ended = "interrupted".into();
                 break;
@@ -214,7 +223,6 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
                     format!("throughput grew less than {:.0}% {FLAT_STEPS} times in a row", 100.0 * MIN_GAIN);
                 break;
             }
-            c = c.saturating_mul(2);
         }
         let peak_iops = points.iter().map(|p| p.iops).fold(0.0, f64::max);
         let saturation_concurrency = saturation_point(&points);
@@ -317,6 +325,17 @@ mod tests {
             });
         }
         v
+    }
+
+    #[test]
+    fn levels_double_within_the_cap_and_the_first_always_runs() {
+        let mut cfg = SaturateConfig::new("/tmp".into());
+        cfg.max_concurrency = 32;
+        assert_eq!(cfg.levels(1).collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32]);
+        assert_eq!(cfg.levels(4).collect::<Vec<_>>(), [1, 2, 4, 8]);
+        assert_eq!(cfg.levels(64).collect::<Vec<_>>(), [1], "ranks past the cap still run one point");
+        cfg.max_concurrency = u32::MAX;
+        assert_eq!(cfg.levels(1).count(), 32, "no level overflows");
     }
 
     #[test]

@@ -124,12 +124,7 @@ fn planned_seconds(
 ) -> Vec<(&'static str, f64)> {
     let ranks = u32::try_from(ranks).unwrap_or(u32::MAX).max(1);
     let sweep_points = sweep.sizes().len() * sweep.threads.len();
-    // Requests in flight per rank double from 1 while all ranks together stay within the cap;
-    // the first point runs regardless.
-    let levels = std::iter::successors(Some(1u32), |c| c.checked_mul(2))
-        .take_while(|c| ranks.saturating_mul(*c) <= saturate.max_concurrency)
-        .count()
-        .max(1);
+    let levels = saturate.levels(ranks).count();
     let mode_s = modes.time_cap.map_or(0.0, |t| t.as_secs_f64());
     vec![
         ("sweep", sweep_points as f64 * sweep.time_per_point.as_secs_f64()),
