@@ -101,6 +101,16 @@ impl Library {
     }
 }
 
+/// Whether MPICH is missing (it is optional beside Open MPI): its tests then say they were
+/// skipped, and pass.
+fn mpich_missing() -> bool {
+    let missing = !Library::Mpich.installed();
+    if missing {
+        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    }
+    missing
+}
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_iolens")
 }
@@ -346,8 +356,7 @@ fn preloaded_ranks_then_analyze_give_the_same_figures_on_rank_0s_clock() {
 
 #[test]
 fn under_mpich_every_large_count_form_is_counted() {
-    if !Library::Mpich.installed() {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    if mpich_missing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -405,8 +414,7 @@ fn fortran_2008_mpiio_calls_are_counted_under_open_mpi() {
 /// MPICH's Fortran wrappers call the C functions: counted once, not twice.
 #[test]
 fn fortran_mpiio_calls_are_counted_once_under_mpich() {
-    if !Library::Mpich.installed() {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    if mpich_missing() {
         return;
     }
     check_fortran(Library::Mpich, "mpiio_fortran.f90", true);
@@ -479,8 +487,7 @@ fn fortran_reads_past_the_end_count_the_bytes_read_under_open_mpi() {
 
 #[test]
 fn fortran_reads_past_the_end_count_the_bytes_read_under_mpich() {
-    if !Library::Mpich.installed() {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    if mpich_missing() {
         return;
     }
     check_fortran_short_reads(Library::Mpich);
@@ -507,8 +514,7 @@ fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_und
 
 #[test]
 fn reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
-    if !Library::Mpich.installed() {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    if mpich_missing() {
         return;
     }
     check_c_completions_of_short_reads(Library::Mpich);
@@ -521,8 +527,7 @@ fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_
 
 #[test]
 fn fortran_reads_past_the_end_completed_by_waitall_etc_or_split_count_the_bytes_read_under_mpich() {
-    if !Library::Mpich.installed() {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
+    if mpich_missing() {
         return;
     }
     check_fortran_completions_of_short_reads(Library::Mpich);
