@@ -47,7 +47,11 @@ fn peak_of_sorted(intervals: &[Interval]) -> u64 {
 }
 
 fn compact(v: &mut Vec<Interval>) {
-    v.sort_unstable_by_key(|iv| iv.start);
+    // Stable, for its run detection: what is compacted is a sorted prefix (the last compaction)
+    // and calls appended since, which come in runs in start order (one file's or one thread's
+    // calls), so the sort merges a few runs instead of sorting from scratch. The order of
+    // equal starts does not change the union.
+    v.sort_by_key(|iv| iv.start);
     let mut out = 0;
     for i in 0..v.len() {
         let iv = v[i];
@@ -146,7 +150,7 @@ impl ExternalUnion {
         if !self.pristine {
             return None;
         }
-        self.buffer.sort_unstable_by_key(|iv| iv.start);
+        self.buffer.sort_by_key(|iv| iv.start);
         Some(peak_of_sorted(&self.buffer))
     }
 
