@@ -104,14 +104,44 @@ struct Row {
     tid: u32,
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes at `i`, the first in the lowest byte; None past the end.
+#[inline(always)]
+fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
+    bytes.get(i..i + 8).map(|w| u64::from_le_bytes(w.try_into().expect("eight bytes")))
+}
+
+/// The high bit of each byte of `word` that is not a space. Exact per byte: no lane carries
+/// into the next.
+#[inline(always)]
+fn not_spaces(word: u64) -> u64 {
+    let x = word ^ (ONES * u64::from(b' '));
+    (((x & !HIGHS) + !HIGHS) | x) & HIGHS
+}
+
+/// The high bit of each byte of `word` outside printable ASCII (`0x21..=0x7e`). Exact per byte:
+/// each lane adds to at most seven bits, so no lane carries into the next.
+#[inline(always)]
+fn not_printable(word: u64) -> u64 {
+    let low = word & !HIGHS;
+    let at_least_21 = (low + ONES * 0x5f) & HIGHS;
+    let at_least_7f = (low + ONES) & HIGHS;
+    !(at_least_21 & !at_least_7f & !(word & HIGHS)) & HIGHS
+}
+
 /// Skips ASCII whitespace from `at`; then the token there (an empty one at the end of the row),
-/// or None at a byte that is neither printable ASCII nor ASCII whitespace.
+/// or None at a byte that is neither printable ASCII nor ASCII whitespace. Eight bytes at a
+/// time where eight are left (darshan-dxt-parser pads its columns with long runs of spaces);
+/// byte by byte after them and for whitespace other than spaces.
 #[inline(always)]
 fn next_token<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
     let mut i = *at;
-    // darshan-dxt-parser pads its columns with long runs of spaces: skip them eight at a time.
-    while let Some(word) = bytes.get(i..i + 8) {
-        if u64::from_ne_bytes(word.try_into().expect("eight bytes")) != EIGHT_SPACES {
+    while let Some(word) = word_at(bytes, i) {
+        let found = not_spaces(word);
+        if found != 0 {
+            i += (found.trailing_zeros() / 8) as usize;
             break;
         }
         i += 8;
@@ -120,6 +150,14 @@ fn next_token<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
         i += 1;
     }
     let start = i;
+    while let Some(word) = word_at(bytes, i) {
+        let found = not_printable(word);
+        if found != 0 {
+            i += (found.trailing_zeros() / 8) as usize;
+            break;
+        }
+        i += 8;
+    }
     while i < bytes.len() && matches!(bytes[i], 0x21..=0x7e) {
         i += 1;
     }
@@ -491,6 +529,69 @@ mod tests {
             b"# X_POSIX 0 read 0 0 1 1.0 2.0",
         ] {
             assert!(super::plain_row(row).is_none(), "{row:?}");
+        }
+    }
+
+    /// [`super::next_token`] as a byte-by-byte loop.
+    fn next_token_bytewise<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
+        let mut i = *at;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && matches!(bytes[i], 0x21..=0x7e) {
+            i += 1;
+        }
+        if i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+            return None;
+        }
+        *at = i;
+        Some(&bytes[start..i])
+    }
+
+    #[test]
+    fn tokens_read_eight_bytes_at_a_time_as_byte_by_byte() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..100_000 {
+            let len = round % 40;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    // Mostly spaces and printable bytes, any byte now and then.
+                    match rng % 8 {
+                        0..=3 => b' ',
+                        4..=5 => b'0' + (rng >> 8) as u8 % 75,
+                        _ => (rng >> 16) as u8,
+                    }
+                })
+                .collect();
+            let (mut a, mut b) = (0, 0);
+            loop {
+                let (x, y) = (super::next_token(&bytes, &mut a), next_token_bytewise(&bytes, &mut b));
+                assert_eq!(x, y, "{bytes:?}");
+                assert_eq!(a, b, "{bytes:?}");
+                if x.is_none_or(|t| t.is_empty()) {
+                    break;
+                }
+            }
+        }
+        for byte in 0..=255u8 {
+            let word = u64::from_le_bytes([b'a', byte, b' ', 0x7f, byte, b'~', b'!', byte]);
+            let expected = [b'a', byte, b' ', 0x7f, byte, b'~', b'!', byte]
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| !matches!(b, 0x21..=0x7e))
+                .fold(0u64, |m, (i, _)| m | 0x80 << (8 * i));
+            assert_eq!(super::not_printable(word), expected, "{byte:#x}");
+            let spaces = [byte, b' ', byte, b' ', b' ', byte, 0xa0, b'\t']
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b != b' ')
+                .fold(0u64, |m, (i, _)| m | 0x80 << (8 * i));
+            let word = u64::from_le_bytes([byte, b' ', byte, b' ', b' ', byte, 0xa0, b'\t']);
+            assert_eq!(super::not_spaces(word), spaces, "{byte:#x}");
         }
     }
 
