@@ -12,7 +12,7 @@ use iolens_record::Interval;
 pub const MAX_BUSY_BUCKETS: u64 = 1024;
 
 /// The busy periods of one process.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone)]
 pub struct BusyTimeline {
     /// Bucket width is 2^level ns.
     level: u32,
@@ -20,6 +20,16 @@ pub struct BusyTimeline {
     runs: Vec<(u64, u64)>,
     /// Buckets the runs cover.
     busy: u64,
+    /// Where the last call before the last run went: the next such call, of the same file in a
+    /// trace written file by file (DXT), goes there or a little after it. Only a hint.
+    hint: usize,
+}
+
+/// Timelines are equal when their periods are (the hint is no part of them).
+impl PartialEq for BusyTimeline {
+    fn eq(&self, o: &BusyTimeline) -> bool {
+        (self.level, &self.runs, self.busy) == (o.level, &o.runs, o.busy)
+    }
 }
 
 impl BusyTimeline {
@@ -58,8 +68,10 @@ impl BusyTimeline {
     /// move of the runs after it), so a trace whose calls come file by file (DXT) costs no
     /// pass over every run per call.
     fn insert_out_of_order(&mut self, first: u64, end: u64) {
-        let lo = self.runs.partition_point(|r| r.1 < first);
-        let hi = self.runs.partition_point(|r| r.0 <= end);
+        let lo = self.first_reaching(first);
+        // Runs before `lo` end before `first`, so start before `end`: `hi` is at least `lo`.
+        let hi = lo + self.runs[lo..].partition_point(|r| r.0 <= end);
+        self.hint = lo;
         if lo == hi {
             self.runs.insert(lo, (first, end));
             self.busy += end - first;
@@ -70,6 +82,26 @@ impl BusyTimeline {
         self.runs[lo] = joined;
         self.runs.drain(lo + 1..hi);
         self.busy = self.busy - covered + (joined.1 - joined.0);
+    }
+
+    /// The first run ending at or after `first` (`runs.partition_point(|r| r.1 < first)`),
+    /// searched from the hint forward in doubling steps when the runs before the hint all end
+    /// before `first`, else among those runs.
+    #[inline]
+    fn first_reaching(&self, first: u64) -> usize {
+        let runs = &self.runs;
+        let hint = self.hint.min(runs.len());
+        if hint > 0 && runs[hint - 1].1 >= first {
+            return runs[..hint].partition_point(|r| r.1 < first);
+        }
+        // runs[..lo] end before `first`; the answer is in lo..=min(lo + step, len).
+        let (mut lo, mut step) = (hint, 1);
+        while lo + step <= runs.len() && runs[lo + step - 1].1 < first {
+            lo += step;
+            step *= 2;
+        }
+        let upto = (lo + step).min(runs.len());
+        lo + runs[lo..upto].partition_point(|r| r.1 < first)
     }
 
     /// Buckets twice as wide: each run covers the wider buckets its narrow ones fall in.
@@ -185,6 +217,29 @@ mod tests {
             calls in prop::collection::vec((0u64..1u64 << 16, 0u64..1u64 << 8), 1..400),
         ) {
             let calls: Vec<Interval> = calls.iter().map(|&(s, d)| Interval::new(s, s + d)).collect();
+            let mut t = BusyTimeline::default();
+            calls.iter().for_each(|iv| t.push(*iv));
+            let expected = buckets_of(&calls, t.level);
+            prop_assert_eq!(t.busy, expected.iter().map(|r| r.1 - r.0).sum::<u64>());
+            prop_assert_eq!(t.runs, expected);
+        }
+    }
+
+    proptest! {
+        /// Calls file by file, each file's in time order (as DXT writes them): the runs of
+        /// their busy buckets, as in any order.
+        #[test]
+        fn calls_file_by_file_give_their_busy_buckets(
+            files in prop::collection::vec(prop::collection::vec((0u64..1u64 << 10, 0u64..1u64 << 9), 0..300), 1..8),
+        ) {
+            let mut calls = Vec::new();
+            for steps in &files {
+                let mut t = 0;
+                for &(gap, len) in steps {
+                    t += gap;
+                    calls.push(Interval::new(t, t + len));
+                }
+            }
             let mut t = BusyTimeline::default();
             calls.iter().for_each(|iv| t.push(*iv));
             let expected = buckets_of(&calls, t.level);

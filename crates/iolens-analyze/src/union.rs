@@ -27,8 +27,31 @@ pub struct ExternalUnion {
     pristine: bool,
 }
 
+/// The peak number of `intervals` (sorted by start, each ending at or after its start) in
+/// flight at once. Ends come before starts at the same instant (touching intervals do not
+/// overlap), so an empty interval is never in flight.
+fn peak_of_sorted(intervals: &[Interval]) -> u64 {
+    let mut in_flight: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+    let mut peak = 0;
+    for iv in intervals {
+        if iv.end <= iv.start {
+            continue;
+        }
+        while in_flight.peek().is_some_and(|Reverse(end)| *end <= iv.start) {
+            in_flight.pop();
+        }
+        in_flight.push(Reverse(iv.end));
+        peak = peak.max(in_flight.len());
+    }
+    peak as u64
+}
+
 fn compact(v: &mut Vec<Interval>) {
-    v.sort_unstable_by_key(|iv| iv.start);
+    // Stable, for its run detection: what is compacted is a sorted prefix (the last compaction)
+    // and calls appended since, which come in runs in start order (one file's or one thread's
+    // calls), so the sort merges a few runs instead of sorting from scratch. The order of
+    // equal starts does not change the union.
+    v.sort_by_key(|iv| iv.start);
     let mut out = 0;
     for i in 0..v.len() {
         let iv = v[i];
@@ -119,21 +142,16 @@ impl ExternalUnion {
         Ok(())
     }
 
-    /// Peak number of overlapping intervals, when every interval is still held.
-    pub fn peak_overlap(&self) -> Option<u64> {
+    /// Peak number of overlapping intervals, when every interval is still held. Sorts the held
+    /// intervals by start in place (as [`ExternalUnion::finish`] does anyway, so its sort then
+    /// finds them sorted) and sweeps them with the ends of those in flight in a min-heap:
+    /// memory for the peak, not for two edges per interval.
+    pub fn peak_overlap(&mut self) -> Option<u64> {
         if !self.pristine {
             return None;
         }
-        let mut edges: Vec<(u64, i8)> =
-            self.buffer.iter().flat_map(|iv| [(iv.start, 1i8), (iv.end, -1i8)]).collect();
-        // Ends before starts at the same instant: touching operations do not overlap.
-        edges.sort_unstable();
-        let (mut cur, mut peak) = (0i64, 0i64);
-        for (_, d) in edges {
-            cur += d as i64;
-            peak = peak.max(cur);
-        }
-        Some(peak as u64)
+        self.buffer.sort_by_key(|iv| iv.start);
+        Some(peak_of_sorted(&self.buffer))
     }
 
     pub fn finish(mut self) -> std::io::Result<UnionTotals> {
@@ -646,6 +664,45 @@ mod tests {
         for n in 0..4 {
             let planted = dir.path().join(format!("iolens-union-{}-{n}.busy", std::process::id()));
             assert!(std::fs::symlink_metadata(planted).unwrap().file_type().is_symlink());
+        }
+    }
+
+    /// The peak as the edges of the intervals give it: every start and end sorted, ends first
+    /// at the same instant.
+    fn peak_by_edges(intervals: &[Interval]) -> u64 {
+        let mut edges: Vec<(u64, i8)> =
+            intervals.iter().flat_map(|iv| [(iv.start, 1i8), (iv.end, -1i8)]).collect();
+        edges.sort_unstable();
+        let (mut cur, mut peak) = (0i64, 0i64);
+        for (_, d) in edges {
+            cur += d as i64;
+            peak = peak.max(cur);
+        }
+        peak as u64
+    }
+
+    proptest! {
+        #[test]
+        fn the_heap_sweep_peak_equals_the_edge_count(
+            ivs in prop::collection::vec((0u64..300, 0u64..40), 0..300),
+        ) {
+            let intervals: Vec<Interval> = ivs.iter().map(|&(s, d)| Interval::new(s, s + d)).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let mut u = ExternalUnion::new(1 << 20, dir.path());
+            // Pushed in any order, as stored; touching ones merged on arrival by push, as before.
+            let mut stored: Vec<Interval> = Vec::new();
+            for iv in &intervals {
+                u.push(*iv).unwrap();
+                match stored.last_mut() {
+                    Some(last) if iv.start == last.end => {
+                        *last = Interval::new(last.start, last.end.max(iv.end));
+                    }
+                    _ => stored.push(*iv),
+                }
+            }
+            prop_assert_eq!(u.peak_overlap(), Some(peak_by_edges(&stored)));
+            let mut reference = intervals.clone();
+            prop_assert_eq!(u.finish().unwrap(), union_of(&mut reference));
         }
     }
 

@@ -301,6 +301,31 @@ pub(crate) fn for_each_line(
     input: impl Read,
     mut f: impl FnMut(&mut Ctx, u64, &str) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
+    for_each_line_bytes(ctx, input, |ctx, line_no, bytes| line_text(ctx, line_no, bytes, &mut f))
+}
+
+/// Hands `bytes`, a line as [`for_each_line_bytes`] gives it, to `f` as text: checked as UTF-8
+/// in place, or with invalid sequences replaced (then copied).
+#[inline]
+pub(crate) fn line_text(
+    ctx: &mut Ctx,
+    line_no: u64,
+    bytes: &[u8],
+    f: &mut impl FnMut(&mut Ctx, u64, &str) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => f(ctx, line_no, text),
+        Err(_) => f(ctx, line_no, &String::from_utf8_lossy(bytes)),
+    }
+}
+
+/// [`for_each_line`] without the UTF-8 check: `f` gets each line's bytes, its `\n` and any
+/// `\r` before it cut off (overlong lines are reported here, as malformed, and not handed out).
+pub(crate) fn for_each_line_bytes(
+    ctx: &mut Ctx,
+    input: impl Read,
+    mut f: impl FnMut(&mut Ctx, u64, &[u8]) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
     let mut reader = BufReader::with_capacity(ctx.read_buffer_bytes, input);
     // The start of a line the buffer cut, and whether it is already too long (then skipped).
     let mut carry: Vec<u8> = Vec::new();
@@ -311,10 +336,7 @@ pub(crate) fn for_each_line(
             return ctx.malformed(line_no, format!("line longer than {} MiB", MAX_LINE >> 20));
         }
         let end = bytes.iter().rposition(|b| !matches!(b, b'\n' | b'\r')).map_or(0, |i| i + 1);
-        match std::str::from_utf8(&bytes[..end]) {
-            Ok(text) => f(ctx, line_no, text),
-            Err(_) => f(ctx, line_no, &String::from_utf8_lossy(&bytes[..end])),
-        }
+        f(ctx, line_no, &bytes[..end])
     };
     loop {
         if ctx.should_stop() {
@@ -387,7 +409,7 @@ pub(crate) fn seconds_to_ns(text: &str) -> Option<u64> {
 /// write times, in one pass over the bytes; None for anything else (left to the general parser,
 /// which gives the same value for these).
 #[inline]
-fn plain_seconds_to_ns(text: &[u8]) -> Option<u64> {
+pub(crate) fn plain_seconds_to_ns(text: &[u8]) -> Option<u64> {
     let (mut whole, mut whole_digits) = (0u64, 0u32);
     let (mut frac, mut frac_digits, mut dot) = (0u64, 0u32, false);
     for &c in text {
