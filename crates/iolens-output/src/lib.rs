@@ -11,6 +11,13 @@
 //!   (renaming over it would replace the device node or the pipe with a regular file).
 //! - a directory, block device, socket or dangling symlink: refused with an error.
 //!
+//! An existing regular file is replaced only if it holds a result iolens wrote: one it marked
+//! (the `user.iolens.output` attribute, set on every result file it writes) or an iolens JSON
+//! document (where the file system keeps no attributes), or nothing at all. Any other file — a
+//! trace named by mistake where an output belongs — and any read-only file (no write bit, which
+//! root could otherwise ignore) is refused before anything is written: iolens writes only to
+//! files it created.
+//!
 //! This crate sits below every crate that writes such files (it depends on nothing of iolens),
 //! so the same rules hold everywhere; `iolens_report` re-exports it.
 
@@ -162,6 +169,7 @@ fn plan(path: &Path) -> io::Result<Plan> {
     };
     let ft = meta.file_type();
     if ft.is_file() {
+        replaceable(path, &meta)?;
         return Ok(Plan::Atomic { target: path.to_path_buf(), mode: Some(meta.permissions().mode()) });
     }
     if ft.is_char_device() || ft.is_fifo() {
@@ -174,12 +182,67 @@ fn plan(path: &Path) -> io::Result<Plan> {
         .map_err(|e| io::Error::other(format!("a symlink whose target cannot be reached ({e})")))?;
     let tft = target.file_type();
     if tft.is_file() {
-        return Ok(Plan::Atomic { target: fs::canonicalize(path)?, mode: Some(target.permissions().mode()) });
+        let resolved = fs::canonicalize(path)?;
+        replaceable(&resolved, &target)?;
+        return Ok(Plan::Atomic { target: resolved, mode: Some(target.permissions().mode()) });
     }
     if tft.is_char_device() || tft.is_fifo() {
         return Ok(Plan::Direct { through_symlink: true, fifo: tft.is_fifo() });
     }
     Err(refused(&format!("a symlink to {}", describe_file_type(&tft))))
+}
+
+/// The extended attribute that marks a file as a result iolens wrote (kept across the rename).
+const OUTPUT_MARK: &std::ffi::CStr = c"user.iolens.output";
+
+/// Whether the existing regular file `path` (`meta`: its metadata) may be replaced by a result.
+fn replaceable(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+    let mode = meta.permissions().mode();
+    if mode & 0o222 == 0 {
+        return Err(io::Error::other(format!(
+            "the file is read-only (mode {:04o}): iolens does not replace it; make it writable, remove it, or choose another path",
+            mode & 0o7777
+        )));
+    }
+    if meta.len() == 0 || marked(path) || holds_iolens_json(path) {
+        return Ok(());
+    }
+    Err(io::Error::other(
+        "the file exists and is not a result iolens wrote (no user.iolens.output attribute, not an iolens JSON document): iolens does not replace it; remove it first or choose another path",
+    ))
+}
+
+/// Whether `path` carries [`OUTPUT_MARK`].
+fn marked(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let mut value = [0u8; 8];
+    // SAFETY: both strings are NUL-terminated; the value buffer is ours and its length given.
+    let n = unsafe {
+        libc::getxattr(name.as_ptr(), OUTPUT_MARK.as_ptr(), value.as_mut_ptr().cast(), value.len())
+    };
+    n >= 0
+}
+
+/// Whether `path` begins as every iolens JSON document does (an envelope naming the tool):
+/// results written where attributes are not kept, or by an iolens before the mark.
+fn holds_iolens_json(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let Ok(file) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else {
+        return false;
+    };
+    let Ok(n) = file.take(head.len() as u64).read(&mut head) else { return false };
+    let head = String::from_utf8_lossy(&head[..n]);
+    let compact: String = head.split_whitespace().collect();
+    compact.starts_with("{\"schema_version\":") && compact.contains("\"tool\":{\"name\":\"iolens\"")
+}
+
+/// Marks a result file as iolens's (where the file system keeps user attributes).
+fn mark(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the name is NUL-terminated, the one-byte value ours; a failure leaves no mark.
+    unsafe { libc::fsetxattr(file.as_raw_fd(), OUTPUT_MARK.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
 }
 
 /// A temporary file beside `target` (random name, `O_EXCL`) that `commit` renames over it.
@@ -197,6 +260,7 @@ fn atomic(target: &Path, mode: Option<u32>) -> io::Result<OutputFile> {
         .permissions(fs::Permissions::from_mode(mode.unwrap_or(0o666) & 0o777))
         .tempfile_in(dir)
         .map_err(plain)?;
+    mark(temp.as_file());
     Ok(OutputFile { dest: Dest::Atomic { temp, target: target.to_path_buf() } })
 }
 
@@ -273,11 +337,44 @@ mod tests {
         assert_eq!(names(dir.path()), ["r.json"]);
     }
 
+    /// A user's file named as an output (say, the trace given to `--json` by mistake) is left
+    /// as it is: iolens replaces only results it wrote (marked, or an iolens JSON document) and
+    /// empty files, and never a read-only file, root or not.
+    #[test]
+    fn files_iolens_did_not_write_and_read_only_files_are_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.txt");
+        fs::write(&trace, "precious\n").unwrap();
+        let e = write_output(&trace, |w| w.write_all(b"{}")).unwrap_err();
+        assert!(e.to_string().contains("not a result iolens wrote"), "{e}");
+        let link = dir.path().join("link.json");
+        symlink(&trace, &link).unwrap();
+        assert!(write_output(&link, |w| w.write_all(b"{}")).is_err(), "nor through a symlink");
+        assert_eq!(fs::read_to_string(&trace).unwrap(), "precious\n");
+        assert_eq!(names(dir.path()), ["link.json", "trace.txt"], "no temporary left");
+
+        let ours = dir.path().join("r.json");
+        write_output(&ours, |w| w.write_all(b"one")).unwrap();
+        fs::set_permissions(&ours, fs::Permissions::from_mode(0o444)).unwrap();
+        let e = write_output(&ours, |w| w.write_all(b"two")).unwrap_err();
+        assert!(e.to_string().contains("read-only"), "{e}");
+        assert_eq!(fs::read_to_string(&ours).unwrap(), "one");
+
+        let empty = dir.path().join("empty.csv");
+        fs::write(&empty, "").unwrap();
+        write_output(&empty, |w| w.write_all(b"a,b")).unwrap();
+        assert_eq!(fs::read_to_string(&empty).unwrap(), "a,b", "an empty file holds nothing to lose");
+        let earlier = dir.path().join("earlier.json");
+        fs::write(&earlier, "{\n  \"schema_version\": 2,\n  \"tool\": {\n    \"name\": \"iolens\",").unwrap();
+        write_output(&earlier, |w| w.write_all(b"{}")).unwrap();
+        assert_eq!(fs::read_to_string(&earlier).unwrap(), "{}", "an iolens JSON document is a result");
+    }
+
     #[test]
     fn a_failed_fill_leaves_the_old_file_and_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.json");
-        fs::write(&p, "old").unwrap();
+        write_output(&p, |w| w.write_all(b"old")).unwrap();
         let e = write_output(&p, |w| {
             w.write_all(b"half")?;
             Err(io::Error::other("boom"))
@@ -305,7 +402,7 @@ mod tests {
         let sub = dir.path().join("sub");
         fs::create_dir(&sub).unwrap();
         let real = sub.join("real");
-        fs::write(&real, "old").unwrap();
+        write_output(&real, |w| w.write_all(b"old")).unwrap();
         let link = dir.path().join("link");
         symlink(&real, &link).unwrap();
         write_output(&link, |w| w.write_all(b"new")).unwrap();

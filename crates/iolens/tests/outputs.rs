@@ -71,14 +71,21 @@ fn signal(child: &Child, sig: i32) {
 fn json_through_a_symlink_replaces_its_target_and_keeps_the_link() {
     let dir = scratch();
     let real = dir.path().join("real.json");
-    std::fs::write(&real, "old").unwrap();
+    let out = null_run(dir.path()).args(["--json", s(&real)]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(dir.path().join("stamp"), "").unwrap();
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let out = null_run(dir.path()).args(["--json", s(&link)]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
     assert!(read_json(&real)["aggregate"]["ops"].as_u64().unwrap() > 0);
-    assert_eq!(entries(dir.path()), vec![link, real], "no temporary file left");
+    assert!(
+        std::fs::metadata(&real).unwrap().modified().unwrap()
+            >= std::fs::metadata(dir.path().join("stamp")).unwrap().modified().unwrap(),
+        "written again through the link"
+    );
+    assert_eq!(entries(dir.path()), vec![link, real, dir.path().join("stamp")], "no temporary file left");
 }
 
 #[test]
@@ -146,11 +153,14 @@ fn a_trace_replaces_its_file_whole_and_leaves_no_temporary() {
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let trace = dir.path().join("t.bin");
-    std::fs::write(&trace, vec![b'x'; 1 << 20]).unwrap();
+    let out = null_run(&data).args(["--trace", s(&trace)]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let first = std::fs::read(&trace).unwrap();
     let out = null_run(&data).args(["--trace", s(&trace)]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let bytes = std::fs::read(&trace).unwrap();
-    assert_eq!(&bytes[..8], b"IOLTRACE", "a trace, not the old content");
+    assert_eq!(&bytes[..8], b"IOLTRACE", "a trace");
+    assert_ne!(bytes, first, "the new trace, not the old one");
     assert_eq!(entries(dir.path()), vec![data, trace], "no temporary file left");
 }
 
@@ -264,6 +274,30 @@ fn an_unwritable_json_path_fails_and_names_the_path() {
     }
     let out = null_run(dir.path()).args(["--csv", s(&dir.path().join("missing/o.csv"))]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
+
+/// A file iolens did not write is never replaced by a result: a trace named by mistake after
+/// `--json` (the trace argument left out) stays as it was, whether writable or read-only, and
+/// the error names it; so does a user's CSV named after `--csv`.
+#[test]
+fn a_file_named_by_mistake_as_an_output_is_left_as_it_was() {
+    let dir = scratch();
+    let trace = dir.path().join("trace.txt");
+    for mode in [0o644, 0o444] {
+        std::fs::write(&trace, "precious trace\n").unwrap();
+        std::fs::set_permissions(&trace, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+        let out = iolens().args(["analyze", "--json", s(&trace)]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "precious trace\n", "mode {mode:o}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(s(&trace)), "named: {}", text(&out));
+        std::fs::remove_file(&trace).unwrap();
+    }
+    let csv = dir.path().join("notes.csv");
+    std::fs::write(&csv, "keep me\n").unwrap();
+    let out = null_run(dir.path()).args(["--csv", s(&csv)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "keep me\n");
+    assert_eq!(entries(dir.path()), vec![csv], "no temporary file left");
 }
 
 #[test]
