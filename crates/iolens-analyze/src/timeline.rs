@@ -210,6 +210,16 @@ mod tests {
         runs
     }
 
+    /// `calls` pushed in their order give the runs of their busy buckets at the level reached.
+    fn pushed_give_their_busy_buckets(calls: &[Interval]) -> Result<(), TestCaseError> {
+        let mut t = BusyTimeline::default();
+        calls.iter().for_each(|iv| t.push(*iv));
+        let expected = buckets_of(calls, t.level);
+        prop_assert_eq!(t.busy, expected.iter().map(|r| r.1 - r.0).sum::<u64>());
+        prop_assert_eq!(t.runs, expected);
+        Ok(())
+    }
+
     proptest! {
         /// Calls in any order give the runs of their busy buckets at the level reached.
         #[test]
@@ -217,11 +227,7 @@ mod tests {
             calls in prop::collection::vec((0u64..1u64 << 16, 0u64..1u64 << 8), 1..400),
         ) {
             let calls: Vec<Interval> = calls.iter().map(|&(s, d)| Interval::new(s, s + d)).collect();
-            let mut t = BusyTimeline::default();
-            calls.iter().for_each(|iv| t.push(*iv));
-            let expected = buckets_of(&calls, t.level);
-            prop_assert_eq!(t.busy, expected.iter().map(|r| r.1 - r.0).sum::<u64>());
-            prop_assert_eq!(t.runs, expected);
+            pushed_give_their_busy_buckets(&calls)?;
         }
     }
 
@@ -240,11 +246,7 @@ mod tests {
                     calls.push(Interval::new(t, t + len));
                 }
             }
-            let mut t = BusyTimeline::default();
-            calls.iter().for_each(|iv| t.push(*iv));
-            let expected = buckets_of(&calls, t.level);
-            prop_assert_eq!(t.busy, expected.iter().map(|r| r.1 - r.0).sum::<u64>());
-            prop_assert_eq!(t.runs, expected);
+            pushed_give_their_busy_buckets(&calls)?;
         }
     }
 
