@@ -70,6 +70,34 @@ fn iolens_calls(csv: &str, op: &str, file: &Path) -> (u64, u64, u64) {
         })
 }
 
+/// `exe` run in `dir` under `strace -f -y` of `calls`: what it printed, and strace's log.
+fn under_strace(dir: &Path, exe: &Path, calls: &str) -> (String, String) {
+    let log = dir.join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-e", &format!("trace={calls}"), "-o"])
+        .arg(&log)
+        .arg(exe)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (String::from_utf8_lossy(&out.stdout).into_owned(), std::fs::read_to_string(&log).unwrap())
+}
+
+/// `exe` run in `dir` under `iolens trace OUTPUTS --`, which succeeded.
+fn traced(dir: &Path, exe: &Path, outputs: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
+        .arg("trace")
+        .args(outputs)
+        .arg("--")
+        .arg(exe)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
 #[test]
 fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move() {
     if !have("gcc") || !have("strace") {
@@ -80,17 +108,7 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
     let exe = compile(dir.path(), "posix_aio");
     let file = dir.path().join("aio.dat");
 
-    let log = dir.path().join("strace.txt");
-    let out = Command::new("strace")
-        .args(["-f", "-y", "-qq", "-e", "trace=pread64,pwrite64", "-o"])
-        .arg(&log)
-        .arg(&exe)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let said = String::from_utf8_lossy(&out.stdout).to_string();
-    let text = std::fs::read_to_string(&log).unwrap();
+    let (said, text) = under_strace(dir.path(), &exe, "pread64,pwrite64");
     let (strace_writes, strace_written) = strace_calls(&text, "pwrite64", &file);
     let (strace_reads, strace_read) = strace_calls(&text, "pread64", &file);
     assert_eq!((strace_writes, strace_reads), (8 + 2, 4), "one system call per request:\n{text}");
@@ -98,15 +116,7 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
 
     std::fs::remove_file(&file).unwrap();
     let csv = dir.path().join("ops.csv");
-    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
-        .args(["trace", "--csv"])
-        .arg(&csv)
-        .arg("--")
-        .arg(&exe)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    traced(dir.path(), &exe, &["--csv", csv.to_str().unwrap()]);
     let rows = std::fs::read_to_string(&csv).unwrap();
     let (writes, asked_written, written) = iolens_calls(&rows, "write", &file);
     let (reads, asked_read, read) = iolens_calls(&rows, "read", &file);
@@ -144,31 +154,12 @@ fn aio_requests_never_collected_are_counted_in_a_note() {
     let exe = compile(dir.path(), "posix_aio_uncollected");
     let file = dir.path().join("uncollected.dat");
 
-    let log = dir.path().join("strace.txt");
-    let out = Command::new("strace")
-        .args(["-f", "-y", "-qq", "-e", "trace=pwrite64", "-o"])
-        .arg(&log)
-        .arg(&exe)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (strace_writes, strace_written) =
-        strace_calls(&std::fs::read_to_string(&log).unwrap(), "pwrite64", &file);
+    let (_, text) = under_strace(dir.path(), &exe, "pwrite64");
+    let (strace_writes, strace_written) = strace_calls(&text, "pwrite64", &file);
     assert_eq!((strace_writes, strace_written), (4, 3 * 4096 + 1000));
 
     let (csv, json) = (dir.path().join("ops.csv"), dir.path().join("summary.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_iolens"))
-        .args(["trace", "--csv"])
-        .arg(&csv)
-        .arg("--json")
-        .arg(&json)
-        .arg("--")
-        .arg(&exe)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = traced(dir.path(), &exe, &["--csv", csv.to_str().unwrap(), "--json", json.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("left 3 requests uncollected"), "{said}");
     let (writes, _, written) = iolens_calls(&std::fs::read_to_string(&csv).unwrap(), "write", &file);
