@@ -28,22 +28,11 @@ pub struct ExternalUnion {
 }
 
 /// The peak number of `intervals` (sorted by start, each ending at or after its start) in
-/// flight at once. Ends come before starts at the same instant (touching intervals do not
-/// overlap), so an empty interval is never in flight.
+/// flight at once, swept as [`SweepUnion`] sweeps calls arriving in start order.
 fn peak_of_sorted(intervals: &[Interval]) -> u64 {
-    let mut in_flight: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
-    let mut peak = 0;
-    for iv in intervals {
-        if iv.end <= iv.start {
-            continue;
-        }
-        while in_flight.peek().is_some_and(|Reverse(end)| *end <= iv.start) {
-            in_flight.pop();
-        }
-        in_flight.push(Reverse(iv.end));
-        peak = peak.max(in_flight.len());
-    }
-    peak as u64
+    let mut tracker = PeakTracker::new(usize::MAX);
+    intervals.iter().for_each(|iv| tracker.sweep(*iv));
+    tracker.peak
 }
 
 fn compact(v: &mut Vec<Interval>) {
@@ -296,6 +285,18 @@ struct PeakTracker {
 }
 
 impl PeakTracker {
+    /// A tracker for a stored union bounded at `capacity` intervals (at least 2).
+    fn new(capacity: usize) -> PeakTracker {
+        PeakTracker {
+            in_flight: BinaryHeap::new(),
+            latest_end: 0,
+            peak: 0,
+            held_last_end: None,
+            held: 0,
+            capacity: capacity.max(2),
+        }
+    }
+
     /// Counts what the stored union would hold, in arrival order; whether the peak is still known.
     #[inline]
     fn arrive(&mut self, iv: Interval) -> bool {
@@ -338,17 +339,7 @@ impl SweepUnion {
     /// A union that also counts the peak in flight while fewer than `capacity` intervals would
     /// be held (the bound of the [`ExternalUnion`] it stands for).
     pub fn with_peak(capacity: usize) -> SweepUnion {
-        SweepUnion {
-            peak: Some(PeakTracker {
-                in_flight: BinaryHeap::new(),
-                latest_end: 0,
-                peak: 0,
-                held_last_end: None,
-                held: 0,
-                capacity: capacity.max(2),
-            }),
-            ..SweepUnion::default()
-        }
+        SweepUnion { peak: Some(PeakTracker::new(capacity)), ..SweepUnion::default() }
     }
 
     /// Lets intervals arrive up to about `window` out of start order (from then on; call it
