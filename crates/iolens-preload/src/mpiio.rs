@@ -499,8 +499,13 @@ impl Status {
         }
     }
 
-    /// The same kind of status, in `space`.
-    pub(crate) fn in_space(self, space: &mut StatusSpace) -> Status {
+    /// The status to give the library: this one, or one of ours of the same kind in `space`
+    /// when the program ignores it and `read()` says the call is a read (only its status tells
+    /// what a short read moved; the program never sees ours).
+    pub(crate) unsafe fn for_read(self, read: impl FnOnce() -> bool, space: &mut StatusSpace) -> Status {
+        if !self.ignored() || !read() {
+            return self;
+        }
         match self {
             Status::C(_) => Status::C(space.as_mut_ptr().cast()),
             Status::Fortran(_) => Status::Fortran(space.as_mut_ptr().cast()),
@@ -638,10 +643,8 @@ pub(crate) unsafe fn blocking(
     let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
     let bytes = bytes_of(count, datatype);
     let offset = byte_offset(fh, at);
-    // A read whose status the program ignores is given one of ours: only the status tells the
-    // bytes a short read moved, and the program never sees it.
     let mut space: StatusSpace = [0; 8];
-    let status = if op == IoOp::Read && status.ignored() { status.in_space(&mut space) } else { status };
+    let status = status.for_read(|| op == IoOp::Read, &mut space);
     let t0 = now_ns();
     let ret = call(status.as_ptr());
     let t1 = now_ns();
@@ -697,18 +700,17 @@ pub(crate) unsafe fn complete(request: u64) {
     }
 }
 
-/// The status a completion call of the single request `request` is to be given: the program's,
-/// or one of ours in `space` when the program ignores it and the request is a read in flight
-/// (only its status tells what a short read moved; the program never sees ours).
+/// The status a completion call of the single request `request` is to be given
+/// ([`Status::for_read`]: the request is a read in flight).
 pub(crate) unsafe fn status_for(request: u64, status: Status, space: &mut StatusSpace) -> Status {
-    let awaited_read = || {
-        PENDING.find(request).is_some_and(|slot| Posted::from_words(PENDING.words_of(slot)).op == IoOp::Read)
-    };
-    if status.ignored() && awaited_read() {
-        status.in_space(space)
-    } else {
-        status
-    }
+    status.for_read(
+        || {
+            PENDING
+                .find(request)
+                .is_some_and(|slot| Posted::from_words(PENDING.words_of(slot)).op == IoOp::Read)
+        },
+        space,
+    )
 }
 
 /// The nonblocking call behind `request` completed (now), with `status`: what a read moved.
@@ -764,14 +766,10 @@ pub(crate) unsafe fn tag_keys(count: c_int, key_at: impl Fn(usize) -> u64) -> Ta
 }
 
 impl Tagged {
-    /// The status a call completing one of the requests (`…any`) is to be given: the
-    /// program's, or one of ours in `space` when it ignores it and a read is among them.
+    /// The status a call completing one of the requests (`…any`) is to be given
+    /// ([`Status::for_read`]: a read is among them).
     pub(crate) unsafe fn status(self, status: Status, space: &mut StatusSpace) -> Status {
-        if self.read && status.ignored() {
-            status.in_space(space)
-        } else {
-            status
-        }
+        status.for_read(|| self.read, space)
     }
 
     /// The statuses a call completing `count` requests (`…all`, `…some`) is to be given: the
@@ -1116,9 +1114,11 @@ pub(crate) unsafe fn split_begin(
 /// a read moved).
 pub(crate) unsafe fn split_end(fh: Handle, status: Status, call: impl FnOnce(*mut c_void) -> c_int) -> c_int {
     let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
-    let read = SPLIT.get(fh as u64).is_some_and(|words| Posted::from_words(words).op == IoOp::Read);
     let mut space: StatusSpace = [0; 8];
-    let status = if read && status.ignored() { status.in_space(&mut space) } else { status };
+    let status = status.for_read(
+        || SPLIT.get(fh as u64).is_some_and(|words| Posted::from_words(words).op == IoOp::Read),
+        &mut space,
+    );
     let ret = call(status.as_ptr());
     if let Some(words) = SPLIT.take(fh as u64) {
         let begun = Posted::from_words(words);
