@@ -110,12 +110,56 @@ pub enum AnalyzeError {
     OutOfOrder,
 }
 
-/// Which calls the aggregate counts (see the crate docs).
+/// Which calls the aggregate counts (see the crate docs), in the order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Class {
-    MpiIo,
-    Application,
-    Block,
+    MpiIo = 0,
+    Application = 1,
+    Block = 2,
+}
+
+const CLASSES: usize = 3;
+
+/// One accumulator per class, indexed by class: a call finds its own without a lookup.
+#[derive(Default)]
+struct ClassTable([Option<Box<ClassAcc>>; CLASSES]);
+
+impl ClassTable {
+    #[inline]
+    fn get_or_insert_with(&mut self, class: Class, make: impl FnOnce() -> ClassAcc) -> &mut ClassAcc {
+        self.0[class as usize].get_or_insert_with(|| Box::new(make()))
+    }
+
+    fn contains(&self, class: Class) -> bool {
+        self.0[class as usize].is_some()
+    }
+
+    fn get_mut(&mut self, class: Class) -> Option<&mut ClassAcc> {
+        self.0[class as usize].as_deref_mut()
+    }
+
+    fn insert(&mut self, class: Class, acc: ClassAcc) {
+        self.0[class as usize] = Some(Box::new(acc));
+    }
+
+    fn remove(&mut self, class: Class) -> Option<ClassAcc> {
+        self.0[class as usize].take().map(|b| *b)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &ClassAcc> {
+        self.0.iter().flatten().map(|b| &**b)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut ClassAcc> {
+        self.0.iter_mut().flatten().map(|b| &mut **b)
+    }
+
+    fn into_entries(self) -> impl Iterator<Item = (Class, ClassAcc)> {
+        [Class::MpiIo, Class::Application, Class::Block]
+            .into_iter()
+            .zip(self.0)
+            .filter_map(|(class, acc)| acc.map(|a| (class, *a)))
+    }
 }
 
 fn class_of(layer: Layer) -> Class {
@@ -257,7 +301,7 @@ struct FileAcc {
 
 /// Ids below this index a dense table; importers number paths from 0.
 const DENSE_FILE_IDS: usize = 1 << 20;
-const LAYERS: usize = 4;
+const LAYERS: usize = Layer::ALL.len();
 
 /// Per-file accumulators by (file id, layer), dense by id: one index per call, no hashing.
 #[derive(Default)]
@@ -310,6 +354,44 @@ struct ProcAcc {
     sweep: SweepUnion,
 }
 
+/// A process, a file and a layer: the calls that go to the same three sweeps.
+type RunKey = (u32, u32, Layer);
+
+/// The calls of one process on one file in one layer in a row, counted once for the layer's,
+/// the file's and the process's rows and added to theirs when the run ends, instead of three
+/// times per call. Their busy time too, when they come in start order without a reorder window:
+/// swept once, then added to the three sweeps. Adding is exact only for calls that start after
+/// every period the three have open (`horizon`): until one does, calls go to the three directly.
+/// Short runs (calls of several files interleaved) never get that far and cost no more than
+/// direct sweeps.
+#[derive(Default)]
+struct KeyRun {
+    key: Option<RunKey>,
+    totals: RunTotals,
+    /// Calls of the run swept directly so far.
+    direct: u32,
+    /// At least the latest open period's end among the three sweeps, once `direct` reaches
+    /// [`KeyRun::DIRECT_CALLS`] (before that, only the run's own calls' ends).
+    horizon: u64,
+    /// The calls after `horizon`.
+    sweep: SweepUnion,
+}
+
+/// Data operations of a [`KeyRun`].
+#[derive(Default, Clone, Copy)]
+struct RunTotals {
+    /// Not saturating: it cannot exceed the number of events.
+    ops: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    latency_sum_ns: u64,
+}
+
+impl KeyRun {
+    /// Calls swept directly before the run looks up where the three sweeps' periods end.
+    const DIRECT_CALLS: u32 = 4;
+}
+
 /// An operation ranked by duration (ties by arrival) for the slowest-operations table.
 struct Slow(u64, u64, IoEvent);
 
@@ -338,8 +420,9 @@ pub struct Analyzer {
     /// Path ids the filter rejects, and whether any call used them.
     filtered_ids: HashMap<u32, bool>,
     filter_report: FilterReport,
-    classes: BTreeMap<Class, ClassAcc>,
-    layers: BTreeMap<Layer, LayerRow>,
+    classes: ClassTable,
+    /// Indexed by layer.
+    layers: [Option<LayerRow>; LAYERS],
     /// Busy time of each layer on its own.
     layer_unions: BTreeMap<Layer, CompactUnion>,
     /// The same, swept, when the calls come in order (indexed by layer).
@@ -350,6 +433,7 @@ pub struct Analyzer {
     processes: HashMap<(u32, Layer), ProcAcc>,
     /// The process of the latest call, held outside `processes` (calls come in runs).
     current_process: Option<((u32, Layer), ProcAcc)>,
+    run: KeyRun,
     slowest: BinaryHeap<Reverse<Slow>>,
     seen: u64,
     first_start: u64,
@@ -518,13 +602,14 @@ impl Analyzer {
             paths: HashMap::new(),
             filtered_ids: HashMap::new(),
             filter_report: FilterReport::default(),
-            classes: BTreeMap::new(),
-            layers: BTreeMap::new(),
+            classes: ClassTable::default(),
+            layers: Default::default(),
             layer_unions: BTreeMap::new(),
             layer_sweeps: Default::default(),
             files: FileTable::default(),
             processes: HashMap::new(),
             current_process: None,
+            run: KeyRun::default(),
             slowest: BinaryHeap::new(),
             seen: 0,
             first_start: u64::MAX,
@@ -626,7 +711,7 @@ impl Analyzer {
         let dur = if timed { iv.len() } else { 0 };
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
-        let acc = self.classes.entry(class_of(e.layer)).or_insert_with(|| ClassAcc {
+        let acc = self.classes.get_or_insert_with(class_of(e.layer), || ClassAcc {
             raw: AgentRaw::default(),
             union: ExternalUnion::new(
                 self.opts.union_buffer,
@@ -694,79 +779,130 @@ impl Analyzer {
                 }
                 acc.max_extent = acc.max_extent.max(e.offset.saturating_add(e.requested));
             }
-            let row = self
-                .layers
-                .entry(e.layer)
-                .or_insert_with(|| LayerRow { layer: e.layer.name().into(), ..Default::default() });
-            row.ops = row.ops.saturating_add(1);
-            row.bytes = row.bytes.saturating_add(e.requested);
-            if write {
-                row.write_bytes = row.write_bytes.saturating_add(e.requested);
-            } else {
-                row.read_bytes = row.read_bytes.saturating_add(e.requested);
-            }
         } else {
             c.fsyncs = c.fsyncs.saturating_add(1);
             c.fsync_ns = c.fsync_ns.saturating_add(dur);
         }
 
-        if timed {
-            if in_order {
-                let sweep = &mut self.layer_sweeps[e.layer as usize];
-                sweep.allow_reorder(self.opts.reorder_window);
-                sweep.push(iv);
+        let key = (e.pid, e.file, e.layer);
+        if self.run.key != Some(key) {
+            self.end_run();
+            self.run.key = Some(key);
+        }
+        if data {
+            let t = &mut self.run.totals;
+            t.ops += 1;
+            t.latency_sum_ns = t.latency_sum_ns.saturating_add(dur);
+            if write {
+                t.write_bytes = t.write_bytes.saturating_add(e.requested);
             } else {
-                self.layer_unions.entry(e.layer).or_default().push(iv);
+                t.read_bytes = t.read_bytes.saturating_add(e.requested);
             }
         }
-        if self.opts.top_files > 0 {
-            let f = self.files.get_or_default((e.file, e.layer));
-            if timed {
-                if in_order {
-                    f.sweep.allow_reorder(self.opts.reorder_window);
-                    f.sweep.push(iv);
-                } else {
-                    f.union.push(iv);
-                }
-            }
-            if data {
-                f.ops = f.ops.saturating_add(1);
-                f.latency_sum_ns = f.latency_sum_ns.saturating_add(dur);
-                if write {
-                    f.write_bytes = f.write_bytes.saturating_add(e.requested);
-                } else {
-                    f.read_bytes = f.read_bytes.saturating_add(e.requested);
-                }
-            }
-        }
-        let key = (e.pid, e.layer);
-        if self.current_process.as_ref().is_none_or(|(k, _)| *k != key) {
+        let process = (e.pid, e.layer);
+        if self.current_process.as_ref().is_none_or(|(k, _)| *k != process) {
             if let Some((k, acc)) = self.current_process.take() {
                 self.processes.insert(k, acc);
             }
-            let acc = self.processes.remove(&key).unwrap_or_default();
-            self.current_process = Some((key, acc));
+            let acc = self.processes.remove(&process).unwrap_or_default();
+            self.current_process = Some((process, acc));
         }
         let (_, p) = self.current_process.as_mut().expect("set above");
-        if timed {
-            p.timeline.push(iv);
-            if in_order {
-                p.sweep.allow_reorder(self.opts.reorder_window);
-                p.sweep.push(iv);
-            } else {
-                p.union.push(iv);
-            }
-        }
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
             p.last_tid = Some(e.tid);
         }
-        if data {
-            p.ops = p.ops.saturating_add(1);
-            p.bytes = p.bytes.saturating_add(e.requested);
+        if timed {
+            p.timeline.push(iv);
+            if !in_order {
+                p.union.push(iv);
+                self.layer_unions.entry(e.layer).or_default().push(iv);
+                if self.opts.top_files > 0 {
+                    self.files.get_or_default((e.file, e.layer)).union.push(iv);
+                }
+            } else if self.opts.reorder_window > 0 {
+                let window = self.opts.reorder_window;
+                self.for_each_sweep_of(key, |sweep| {
+                    sweep.allow_reorder(window);
+                    sweep.push(iv);
+                });
+            } else {
+                self.run_push(key, iv);
+            }
         }
         if timed {
             self.keep_if_slow(dur, self.seen, *e);
+        }
+    }
+
+    /// Sweeps `iv`, of a call of `key`, for its layer, file and process.
+    #[inline]
+    fn run_push(&mut self, key: RunKey, iv: Interval) {
+        if self.run.sweep.is_empty() {
+            if self.run.direct == KeyRun::DIRECT_CALLS {
+                let open_end = self.open_end_of(key);
+                self.run.horizon = self.run.horizon.max(open_end);
+            }
+            let run = &mut self.run;
+            if run.direct <= KeyRun::DIRECT_CALLS || iv.start <= run.horizon {
+                run.direct = run.direct.saturating_add(1);
+                run.horizon = run.horizon.max(iv.end);
+                self.for_each_sweep_of(key, |sweep| sweep.push(iv));
+                return;
+            }
+        }
+        self.run.sweep.push(iv);
+    }
+
+    /// The latest open period's end among the layer's, file's and process's sweeps of `key`.
+    fn open_end_of(&mut self, key: RunKey) -> u64 {
+        let mut end = 0;
+        self.for_each_sweep_of(key, |sweep| end = end.max(sweep.open_end().unwrap_or(0)));
+        end
+    }
+
+    /// Calls `f` on the layer's, file's and process's sweeps of `key`.
+    fn for_each_sweep_of(&mut self, (pid, file, layer): RunKey, mut f: impl FnMut(&mut SweepUnion)) {
+        f(&mut self.layer_sweeps[layer as usize]);
+        if self.opts.top_files > 0 {
+            f(&mut self.files.get_or_default((file, layer)).sweep);
+        }
+        f(&mut self.process_acc((pid, layer)).sweep);
+    }
+
+    fn process_acc(&mut self, key: (u32, Layer)) -> &mut ProcAcc {
+        match &mut self.current_process {
+            Some((k, p)) if *k == key => p,
+            _ => self.processes.entry(key).or_default(),
+        }
+    }
+
+    /// Adds the run's totals and its own sweep to its layer's, file's and process's.
+    fn end_run(&mut self) {
+        let run = std::mem::take(&mut self.run);
+        let Some(key @ (pid, file, layer)) = run.key else { return };
+        let t = run.totals;
+        let bytes = t.read_bytes.saturating_add(t.write_bytes);
+        if t.ops > 0 {
+            let row = self.layers[layer as usize]
+                .get_or_insert_with(|| LayerRow { layer: layer.name().into(), ..Default::default() });
+            row.ops = row.ops.saturating_add(t.ops);
+            row.bytes = row.bytes.saturating_add(bytes);
+            row.read_bytes = row.read_bytes.saturating_add(t.read_bytes);
+            row.write_bytes = row.write_bytes.saturating_add(t.write_bytes);
+        }
+        if self.opts.top_files > 0 {
+            let f = self.files.get_or_default((file, layer));
+            f.ops = f.ops.saturating_add(t.ops);
+            f.latency_sum_ns = f.latency_sum_ns.saturating_add(t.latency_sum_ns);
+            f.read_bytes = f.read_bytes.saturating_add(t.read_bytes);
+            f.write_bytes = f.write_bytes.saturating_add(t.write_bytes);
+        }
+        let p = self.process_acc((pid, layer));
+        p.ops = p.ops.saturating_add(t.ops);
+        p.bytes = p.bytes.saturating_add(bytes);
+        if !run.sweep.is_empty() {
+            self.for_each_sweep_of(key, |sweep| sweep.absorb(run.sweep.copy_plain()));
         }
     }
 
@@ -790,6 +926,7 @@ impl Analyzer {
 
     /// Puts what is held outside the tables back in.
     fn flush_caches(&mut self) {
+        self.end_run();
         if let Some((k, acc)) = self.current_process.take() {
             self.processes.insert(k, acc);
         }
@@ -806,6 +943,7 @@ impl Analyzer {
             return true;
         }
         self.classes.values().all(|c| c.sweep.ordered())
+            && self.run.sweep.ordered()
             && self.layer_sweeps.iter().all(SweepUnion::ordered)
             && self.files.accs.iter().all(|(_, f)| f.sweep.ordered())
             && self
@@ -838,8 +976,8 @@ impl Analyzer {
         let exports = export::OpExports(self.exports);
         let mut classes = self.classes;
         let chosen =
-            [Class::MpiIo, Class::Application, Class::Block].into_iter().find(|c| classes.contains_key(c));
-        if chosen == Some(Class::MpiIo) && classes.contains_key(&Class::Application) {
+            [Class::MpiIo, Class::Application, Class::Block].into_iter().find(|c| classes.contains(*c));
+        if chosen == Some(Class::MpiIo) && classes.contains(Class::Application) {
             notes.push(
                 "the trace has MPI-IO and POSIX calls: the aggregate counts the MPI-IO calls (the POSIX calls beneath them would count the same bytes twice); see `layers`".into(),
             );
@@ -854,7 +992,7 @@ impl Analyzer {
         let first = if empty { 0 } else { self.first_start };
         let wall_ns = self.opts.program_wall_ns.unwrap_or(self.last_end.saturating_sub(first));
         let (mut raw, union_totals, sizes, seq, duration_sum, peak, max_extent) = match chosen
-            .and_then(|c| classes.remove(&c))
+            .and_then(|c| classes.remove(c))
         {
             Some(mut acc) => {
                 let (peak, totals) = if in_order {
@@ -993,8 +1131,8 @@ impl Analyzer {
         slowest.sort_by(|a, b| b.duration_s.total_cmp(&a.duration_s));
         let mut layer_unions = self.layer_unions;
         let block_unit = self.opts.block_unit.max(1) as f64;
-        let mut layers = Vec::with_capacity(self.layers.len());
-        for (layer, row) in self.layers {
+        let mut layers = Vec::with_capacity(LAYERS);
+        for (layer, row) in Layer::ALL.into_iter().zip(self.layers).filter_map(|(l, r)| Some((l, r?))) {
             let busy_ns = match layer_unions.get_mut(&layer) {
                 _ if in_order => self.layer_sweeps[layer as usize].totals().busy_ns,
                 Some(union) => union.busy_ns().map_err(AnalyzeError::Spill)?,

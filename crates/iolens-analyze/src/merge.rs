@@ -100,8 +100,8 @@ impl Analyzer {
         r.ops_out = r.ops_out.saturating_add(o.ops_out);
         r.bytes_out = r.bytes_out.saturating_add(o.bytes_out);
         r.syncs_out = r.syncs_out.saturating_add(o.syncs_out);
-        for (class, acc) in later.classes {
-            match self.classes.get_mut(&class) {
+        for (class, acc) in later.classes.into_entries() {
+            match self.classes.get_mut(class) {
                 Some(mine) => {
                     if let Err(err) = mine.absorb(acc) {
                         self.spill_error.get_or_insert(err);
@@ -112,11 +112,10 @@ impl Analyzer {
                 }
             }
         }
-        for (layer, row) in later.layers {
-            let mine = self
-                .layers
-                .entry(layer)
-                .or_insert_with(|| LayerRow { layer: row.layer.clone(), ..Default::default() });
+        for (mine, row) in self.layers.iter_mut().zip(later.layers) {
+            let Some(row) = row else { continue };
+            let mine =
+                mine.get_or_insert_with(|| LayerRow { layer: row.layer.clone(), ..Default::default() });
             mine.ops = mine.ops.saturating_add(row.ops);
             mine.bytes = mine.bytes.saturating_add(row.bytes);
             mine.read_bytes = mine.read_bytes.saturating_add(row.read_bytes);

@@ -583,6 +583,53 @@ fn the_in_order_sweep_gives_the_stored_summary() {
     }
 }
 
+/// [`generated_trace`] with its calls in runs of up to 60 on one process, file and layer, the
+/// threads of the process overlapping within a run and across its ends.
+fn runs_trace(n: usize, seed: u64) -> Vec<IoEvent> {
+    let mut events = generated_trace(n, seed);
+    let mut state = seed ^ 0x9e37_79b9;
+    let mut next = move |m: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    };
+    let mut i = 0;
+    while i < events.len() {
+        let len = 1 + next(60) as usize;
+        let first = events[i];
+        for e in events.iter_mut().skip(i).take(len) {
+            (e.pid, e.file, e.layer) = (first.pid, first.file, first.layer);
+            e.tid = first.pid * 10 + next(3) as u32;
+            let start = e.start_ns;
+            e.end_ns = start + [0, 3, 40, 400, 9_000][next(5) as usize];
+        }
+        i += len;
+    }
+    events
+}
+
+#[test]
+fn runs_of_calls_on_one_file_sweep_as_the_stored_unions() {
+    for (seed, n) in [(11, 3_000), (12, 8_000), (13, 500)] {
+        let opts = AnalyzeOptions { slowest: 5, ..AnalyzeOptions::default() };
+        let events = runs_trace(n, seed);
+        let stored = summary_json(&chunked(&events, &[], &opts));
+        let swept = chunked(&events, &[], &with_in_order(&opts));
+        assert_eq!(summary_json(&swept), stored, "seed {seed}");
+        assert!(swept.files.iter().filter(|f| f.busy_s > 0.0).count() > 3, "the runs cover several files");
+        // A single stream (nothing overlaps) cut anywhere, mid-run included.
+        let events: Vec<IoEvent> = one_stream_trace(n, seed)
+            .into_iter()
+            .zip(runs_trace(n, seed))
+            .map(|(timed, keyed)| IoEvent { pid: 1, tid: 1, file: keyed.file, layer: keyed.layer, ..timed })
+            .collect();
+        let stored = summary_json(&chunked(&events, &[], &opts));
+        for cuts in [vec![n / 2], vec![3, 70, n / 3, n - 2]] {
+            let swept = summary_json(&chunked(&events, &cuts, &with_in_order(&opts)));
+            assert_eq!(swept, stored, "seed {seed}, cuts {cuts:?}");
+        }
+    }
+}
+
 /// Analyzes `events` in order-assuming chunks; None when the analyzer finds they were not.
 fn swept_chunks(events: &[IoEvent], cuts: &[usize]) -> Option<TraceSummary> {
     let opts = with_in_order(&AnalyzeOptions::default());

@@ -425,6 +425,23 @@ impl SweepUnion {
         !self.out_of_order
     }
 
+    /// The end of the open period (None before the first interval): a later interval starting
+    /// after it cannot join any period swept so far.
+    pub fn open_end(&self) -> Option<u64> {
+        self.current.map(|c| c.end)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.current.is_none() && !self.out_of_order
+    }
+
+    /// A copy of a union without a peak count or a reorder window (one that has either is not
+    /// copied cheaply, and has no need to be).
+    pub fn copy_plain(&self) -> SweepUnion {
+        debug_assert!(self.peak.is_none() && self.reorder.is_none());
+        SweepUnion { peak: None, reorder: None, ..*self }
+    }
+
     /// Adds a union of later intervals. Exact when the later ones start after every interval of
     /// this one has ended (touching is fine); otherwise the result is marked out of order.
     pub fn absorb(&mut self, mut later: SweepUnion) {

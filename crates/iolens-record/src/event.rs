@@ -244,8 +244,11 @@ pub enum Layer {
 }
 
 impl Layer {
+    /// Every layer, in the order of their numbers.
+    pub const ALL: [Layer; 4] = [Layer::Posix, Layer::Stdio, Layer::MpiIo, Layer::Block];
+
     pub fn from_u8(v: u8) -> Option<Layer> {
-        [Layer::Posix, Layer::Stdio, Layer::MpiIo, Layer::Block].get(v as usize).copied()
+        Layer::ALL.get(v as usize).copied()
     }
 
     pub fn name(self) -> &'static str {
