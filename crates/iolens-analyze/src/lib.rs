@@ -238,6 +238,28 @@ struct ClassAcc {
     max_extent: u64,
 }
 
+impl ClassAcc {
+    #[cold]
+    #[inline(never)]
+    fn new(opts: &AnalyzeOptions) -> ClassAcc {
+        ClassAcc {
+            raw: AgentRaw::default(),
+            union: ExternalUnion::new(
+                opts.union_buffer,
+                opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
+            ),
+            sweep: SweepUnion::with_peak(opts.union_buffer),
+            short_latencies: ShortLatencies::new(),
+            sizes: [[0; 2]; SIZE_BUCKETS],
+            seq_known: 0,
+            seq_hits: 0,
+            seq: SeqTracker::default(),
+            duration_sum_ns: 0,
+            max_extent: 0,
+        }
+    }
+}
+
 /// Where each (pid, file)'s last data operation with a known offset ended, to tell sequential
 /// operations. The latest key is held outside the map: runs of calls on one file hash nothing.
 #[derive(Default)]
@@ -711,21 +733,7 @@ impl Analyzer {
         let dur = if timed { iv.len() } else { 0 };
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
-        let acc = self.classes.get_or_insert_with(class_of(e.layer), || ClassAcc {
-            raw: AgentRaw::default(),
-            union: ExternalUnion::new(
-                self.opts.union_buffer,
-                self.opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
-            ),
-            sweep: SweepUnion::with_peak(self.opts.union_buffer),
-            short_latencies: ShortLatencies::new(),
-            sizes: [[0; 2]; SIZE_BUCKETS],
-            seq_known: 0,
-            seq_hits: 0,
-            seq: SeqTracker::default(),
-            duration_sum_ns: 0,
-            max_extent: 0,
-        });
+        let acc = self.classes.get_or_insert_with(class_of(e.layer), || ClassAcc::new(&self.opts));
         let in_order = self.opts.in_order;
         if timed {
             if in_order {
@@ -800,14 +808,10 @@ impl Analyzer {
             }
         }
         let process = (e.pid, e.layer);
-        if self.current_process.as_ref().is_none_or(|(k, _)| *k != process) {
-            if let Some((k, acc)) = self.current_process.take() {
-                self.processes.insert(k, acc);
-            }
-            let acc = self.processes.remove(&process).unwrap_or_default();
-            self.current_process = Some((process, acc));
-        }
-        let (_, p) = self.current_process.as_mut().expect("set above");
+        let p = match &mut self.current_process {
+            Some((k, p)) if *k == process => p,
+            _ => self.switch_process(process),
+        };
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
             p.last_tid = Some(e.tid);
@@ -835,6 +839,17 @@ impl Analyzer {
         }
     }
 
+    /// Makes `key` the process held outside the table.
+    #[cold]
+    #[inline(never)]
+    fn switch_process(&mut self, key: (u32, Layer)) -> &mut ProcAcc {
+        if let Some((k, acc)) = self.current_process.take() {
+            self.processes.insert(k, acc);
+        }
+        let acc = self.processes.remove(&key).unwrap_or_default();
+        &mut self.current_process.insert((key, acc)).1
+    }
+
     /// Sweeps `iv`, of a call of `key`, for its layer, file and process.
     #[inline]
     fn run_push(&mut self, key: RunKey, iv: Interval) {
@@ -851,7 +866,7 @@ impl Analyzer {
                 return;
             }
         }
-        self.run.sweep.push(iv);
+        self.run.sweep.push_plain(iv);
     }
 
     /// The latest open period's end among the layer's, file's and process's sweeps of `key`.
@@ -878,6 +893,7 @@ impl Analyzer {
     }
 
     /// Adds the run's totals and its own sweep to its layer's, file's and process's.
+    #[inline(never)]
     fn end_run(&mut self) {
         let run = std::mem::take(&mut self.run);
         let Some(key @ (pid, file, layer)) = run.key else { return };

@@ -388,6 +388,13 @@ impl SweepUnion {
         r.pending = pending;
     }
 
+    /// [`SweepUnion::push`] for a union made without a peak count or reorder window.
+    #[inline(always)]
+    pub fn push_plain(&mut self, iv: Interval) {
+        debug_assert!(self.peak.is_none() && self.reorder.is_none());
+        self.sweep(iv);
+    }
+
     /// Sweeps every waiting interval.
     fn settle_all(&mut self) {
         self.settle(usize::MAX);

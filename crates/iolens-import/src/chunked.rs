@@ -72,13 +72,17 @@ pub fn import_run_trace_chunked<S: EventSink + Send>(
     path: &Path,
     sinks: &mut [S],
 ) -> Result<ImportReport, ImportError> {
-    import_run_trace_chunked_counted(path, sinks, None)
+    let threads = sinks.len();
+    import_run_trace_chunked_counted(path, sinks, threads, None)
 }
 
-/// [`import_run_trace_chunked`], telling `progress` how far the threads have got together.
+/// [`import_run_trace_chunked`] on `threads` threads, each taking the next range not yet taken
+/// when it is done with one (a core that runs slower, or is shared, reads fewer), and telling
+/// `progress` how far the threads have got together.
 pub fn import_run_trace_chunked_counted<S: EventSink + Send>(
     path: &Path,
     sinks: &mut [S],
+    threads: usize,
     progress: Option<&ReadProgress>,
 ) -> Result<ImportReport, ImportError> {
     let io_err = |source| ImportError::Io { path: path.to_path_buf(), source };
@@ -101,23 +105,31 @@ pub fn import_run_trace_chunked_counted<S: EventSink + Send>(
             sink.path(*id, name);
         }
     }
-    let parts = sinks.len().max(1) as u64;
-    let parts: Vec<Part> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sinks
-            .iter_mut()
-            .enumerate()
-            .map(|(i, sink)| {
-                let i = i as u64;
-                let first = records * i / parts;
-                let count = records * (i + 1) / parts - first;
-                let (file, ids) = (&file, &ids);
+    let ranges = sinks.len().max(1);
+    let threads = threads.clamp(1, ranges);
+    let untaken = std::sync::Mutex::new(sinks.iter_mut().enumerate());
+    let ranges = ranges as u64;
+    let mut parts: Vec<(usize, Part)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (file, ids, untaken) = (&file, &ids, &untaken);
                 scope.spawn(move || {
-                    read_range(file, data_offset + first * RECORD_SIZE as u64, count, ids, sink, progress)
+                    let mut done = Vec::new();
+                    loop {
+                        let next = untaken.lock().expect("no reader panics holding it").next();
+                        let Some((i, sink)) = next else { break done };
+                        let first = records * i as u64 / ranges;
+                        let count = records * (i as u64 + 1) / ranges - first;
+                        let at = data_offset + first * RECORD_SIZE as u64;
+                        done.push((i, read_range(file, at, count, ids, sink, progress)));
+                    }
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a chunk reader does not panic")).collect()
+        handles.into_iter().flat_map(|h| h.join().expect("a chunk reader does not panic")).collect()
     });
+    parts.sort_by_key(|(i, _)| *i);
+    let parts = parts.into_iter().map(|(_, part)| part);
 
     // The report of a sequential read, with a sink that only counts.
     let mut counter = CountOnly;
@@ -175,13 +187,13 @@ mod tests {
         write_trace(&path, 100_003);
         let mut whole = Collect::default();
         let expected = crate::import(&path, Format::Iolens, false, &mut whole).unwrap();
-        for chunks in [1, 2, 3, 7] {
+        for (chunks, threads) in [(1, 1), (2, 2), (3, 3), (7, 7), (7, 2), (12, 3), (5, 1)] {
             let mut sinks: Vec<Collect> = (0..chunks).map(|_| Collect::default()).collect();
-            let report = import_run_trace_chunked(&path, &mut sinks).unwrap();
+            let report = import_run_trace_chunked_counted(&path, &mut sinks, threads, None).unwrap();
             assert_eq!(report.events, expected.events);
             let events: Vec<_> = sinks.iter().flat_map(|s| s.events.iter().copied()).collect();
-            assert_eq!(events, whole.events, "{chunks} chunks");
-            assert!(sinks.iter().all(|s| s.paths == whole.paths));
+            assert_eq!(events, whole.events, "{chunks} chunks on {threads} threads");
+            assert!(sinks.iter().all(|s| s.paths == whole.paths && !s.events.is_empty()));
         }
     }
 
@@ -194,7 +206,7 @@ mod tests {
         for chunks in [1, 3] {
             let progress = ReadProgress::default();
             let mut sinks: Vec<Collect> = (0..chunks).map(|_| Collect::default()).collect();
-            import_run_trace_chunked_counted(&path, &mut sinks, Some(&progress)).unwrap();
+            import_run_trace_chunked_counted(&path, &mut sinks, 2, Some(&progress)).unwrap();
             assert_eq!((progress.bytes(), progress.events()), (len, 100_003), "{chunks} chunks");
             progress.restart();
             assert_eq!((progress.bytes(), progress.events()), (0, 0));

@@ -301,6 +301,8 @@ fn summarize(
 const MIN_CHUNK_RECORDS: u64 = 1 << 20;
 /// Threads reading one run trace at most.
 const MAX_CHUNK_THREADS: usize = 8;
+/// Chunks of a run trace per reading thread.
+const CHUNKS_PER_THREAD: usize = 4;
 
 /// An analyzer of one chunk of a run trace.
 struct ChunkSink(Analyzer);
@@ -378,15 +380,18 @@ fn read_chunks(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = threads
         .unwrap_or_else(|| cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize));
+    // A few chunks per thread, taken in turn, so that a thread on a slower or busier core
+    // leaves more of them to the others.
+    let chunks = if threads > 1 { threads * CHUNKS_PER_THREAD } else { 1 };
     // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
     // every interval is still held (and the peak in flight can be counted): memory is bounded
-    // by the number of threads, not by the trace.
-    let mut parts = (0..threads)
+    // by the number of chunks, not by the trace.
+    let mut parts = (0..chunks)
         .map(|_| Analyzer::new(opts.clone()).map(ChunkSink))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let report =
-        import_run_trace_chunked_counted(path, &mut parts, Some(progress)).map_err(|e| e.to_string())?;
+    let report = import_run_trace_chunked_counted(path, &mut parts, threads, Some(progress))
+        .map_err(|e| e.to_string())?;
     let mut parts = parts.into_iter().map(|ChunkSink(part)| part);
     let mut merged = parts.next().expect("at least one chunk");
     for part in parts {
