@@ -19,7 +19,7 @@
 //! says it moved, whichever call completes it: the status of `MPI_Wait`/`MPI_Test`/`…any`, the
 //! one at its position in the statuses of `…all`/`…some`, or the status of a split collective's
 //! `_end`; where the program ignores them, a status or an array of ours (on the stack, room for
-//! [`STATUSES_ROOM`]) stands in while a read is awaited. The POSIX calls the middleware makes
+//! [`STATUSES_ROOM`], more on the heap) stands in while a read is awaited. The POSIX calls the middleware makes
 //! beneath (data sieving, collective buffering; nonblocking calls through POSIX aio, see
 //! [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the
 //! recursion guard while the real function runs.
@@ -550,15 +550,44 @@ pub(crate) enum Statuses {
     Fortran(*mut c_int),
 }
 
-/// How many statuses the array of ours holds that stands in for `MPI_STATUSES_IGNORE` while a
-/// read is awaited: on the stack, so that a completion call does not allocate. A call of more
-/// requests keeps `MPI_STATUSES_IGNORE`, its reads recording the bytes they asked.
+/// How many statuses the array of ours that stands in for `MPI_STATUSES_IGNORE` while a read is
+/// awaited holds on the stack, so that a completion call of that many requests or fewer does not
+/// allocate. A call of more requests has its array on the heap.
 pub(crate) const STATUSES_ROOM: usize = 64;
 /// The bytes of a status, C or Fortran, in any library: 24 at most (Open MPI).
 const STATUS_BYTES_MAX: usize = 24;
-/// Room for [`STATUSES_ROOM`] statuses of any library, C or Fortran, aligned.
-pub(crate) type StatusesSpace = [u64; STATUSES_WORDS];
-pub(crate) const STATUSES_WORDS: usize = STATUSES_ROOM * STATUS_BYTES_MAX / 8;
+const STATUSES_WORDS: usize = STATUSES_ROOM * STATUS_BYTES_MAX / 8;
+/// The most statuses an array of ours holds (24 MiB): a count past it is more likely a
+/// program's mistake than requests it awaits.
+const STATUSES_HEAP_MAX: usize = 1 << 20;
+
+/// Room for the statuses of any library, C or Fortran, aligned: [`STATUSES_ROOM`] on the stack,
+/// more on the heap.
+pub(crate) struct StatusesSpace {
+    stack: [u64; STATUSES_WORDS],
+    heap: Vec<u64>,
+}
+
+impl StatusesSpace {
+    pub(crate) fn new() -> StatusesSpace {
+        StatusesSpace { stack: [0; STATUSES_WORDS], heap: Vec::new() }
+    }
+
+    /// Room for `count` statuses; None past [`STATUSES_HEAP_MAX`] or when the heap has no room
+    /// (the call then keeps `MPI_STATUSES_IGNORE` and its reads record the bytes they asked).
+    fn room(&mut self, count: usize) -> Option<*mut u64> {
+        if count <= STATUSES_ROOM {
+            return Some(self.stack.as_mut_ptr());
+        }
+        if count > STATUSES_HEAP_MAX {
+            return None;
+        }
+        let words = count * STATUS_BYTES_MAX / 8;
+        self.heap.try_reserve_exact(words).ok()?;
+        self.heap.resize(words, 0);
+        Some(self.heap.as_mut_ptr())
+    }
+}
 
 /// The bytes from one status to the next in an array of them. C: `sizeof(MPI_Status)`, 24 in
 /// Open MPI (3 public ints, `_cancelled`, a `size_t` count) and 20 in MPICH (5 ints). Fortran:
@@ -585,11 +614,12 @@ impl Statuses {
         }
     }
 
-    /// The same kind of array, in `space`.
-    pub(crate) fn in_space(self, space: &mut StatusesSpace) -> Statuses {
+    /// The same kind of array, of `count` statuses, in `space` (itself if there is no room).
+    pub(crate) fn in_space(self, count: usize, space: &mut StatusesSpace) -> Statuses {
+        let Some(room) = space.room(count) else { return self };
         match self {
-            Statuses::C(_) => Statuses::C(space.as_mut_ptr().cast()),
-            Statuses::Fortran(_) => Statuses::Fortran(space.as_mut_ptr().cast()),
+            Statuses::C(_) => Statuses::C(room.cast()),
+            Statuses::Fortran(_) => Statuses::Fortran(room.cast()),
         }
     }
 
@@ -774,15 +804,15 @@ impl Tagged {
 
     /// The statuses a call completing `count` requests (`…all`, `…some`) is to be given: the
     /// program's, or an array of ours in `space` when it ignores them and a read is among the
-    /// requests, if they fit ([`STATUSES_ROOM`]; past that the reads record the bytes asked).
+    /// requests.
     pub(crate) unsafe fn statuses(
         self,
         count: c_int,
         statuses: Statuses,
         space: &mut StatusesSpace,
     ) -> Statuses {
-        if self.read && count as usize <= STATUSES_ROOM && statuses.ignored() {
-            statuses.in_space(space)
+        if self.read && count > 0 && statuses.ignored() {
+            statuses.in_space(count as usize, space)
         } else {
             statuses
         }
@@ -1273,7 +1303,7 @@ pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut c_void, status
         return real(count, requests, statuses);
     }
     let tagged = tag_requests(count, requests);
-    let mut space: StatusesSpace = [0; STATUSES_WORDS];
+    let mut space = StatusesSpace::new();
     let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
     let ret = real(count, requests, statuses.as_ptr());
     if ret == MPI_SUCCESS {
@@ -1295,7 +1325,7 @@ pub unsafe extern "C" fn MPI_Testall(
         return real(count, requests, flag, statuses);
     }
     let tagged = tag_requests(count, requests);
-    let mut space: StatusesSpace = [0; STATUSES_WORDS];
+    let mut space = StatusesSpace::new();
     let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
     let ret = real(count, requests, flag, statuses.as_ptr());
     // Not all complete (flag false), the statuses are undefined and nothing is completed.
@@ -1370,7 +1400,7 @@ macro_rules! some_hook {
                 return real(incount, requests, outcount, indices, statuses);
             }
             let tagged = tag_requests(incount, requests);
-            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let mut space = StatusesSpace::new();
             let statuses = tagged.statuses(incount, Statuses::C(statuses), &mut space);
             let ret = real(incount, requests, outcount, indices, statuses.as_ptr());
             if ret == MPI_SUCCESS {
@@ -1440,9 +1470,9 @@ mod tests {
 
     #[test]
     fn statuses_lie_at_the_stride_of_the_librarys_status_and_ours_stand_in_for_few_enough() {
-        let mut space: StatusesSpace = [0; STATUSES_WORDS];
-        let base: *mut c_void = space.as_mut_ptr().cast();
-        assert!(std::mem::size_of::<StatusesSpace>() >= STATUSES_ROOM * 24, "room for Open MPI's");
+        let mut space = StatusesSpace::new();
+        let base: *mut c_void = space.room(STATUSES_ROOM).unwrap().cast();
+        assert!(std::mem::size_of_val(&space.stack) >= STATUSES_ROOM * 24, "room for Open MPI's");
         // SAFETY: positions inside `space`; the ABI is set by hand (no MPI library here).
         unsafe {
             for (abi, stride) in [(1, 24), (2, 20)] {
@@ -1462,10 +1492,15 @@ mod tests {
             assert!(Statuses::Fortran(std::ptr::null_mut()).at(0).is_none());
             let read = Tagged { token: 1, read: true };
             let given = read.statuses(STATUSES_ROOM as c_int, ignored, &mut space);
-            assert!(given.as_ptr() != ignored.as_ptr(), "ours stand in");
-            let mut space: StatusesSpace = [0; STATUSES_WORDS];
-            let given = read.statuses(STATUSES_ROOM as c_int + 1, ignored, &mut space);
-            assert!(given.as_ptr() == ignored.as_ptr(), "too many: ignored, the bytes asked recorded");
+            assert!(given.as_ptr() == space.stack.as_mut_ptr().cast(), "ours, on the stack, stand in");
+            let mut space = StatusesSpace::new();
+            let many = 3 * STATUSES_ROOM;
+            let given = read.statuses(many as c_int, ignored, &mut space);
+            assert!(given.as_ptr() == space.heap.as_mut_ptr().cast(), "more: ours on the heap");
+            assert!(space.heap.len() * 8 >= many * 24, "room for Open MPI's");
+            let mut space = StatusesSpace::new();
+            let given = read.statuses(c_int::MAX, ignored, &mut space);
+            assert!(given.as_ptr() == ignored.as_ptr(), "no room: ignored, the bytes asked recorded");
             let given = Tagged { token: 1, read: false }.statuses(2, ignored, &mut space);
             assert!(given.as_ptr() == ignored.as_ptr(), "no read: nothing to learn");
             ABI.store(0, Relaxed);

@@ -26,7 +26,7 @@ use crate::clock::now_ns;
 use crate::mpiio::{
     abi, blocking, closed, complete, complete_with_status, nothing_pending, opened, posted, split_begin,
     split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status, StatusSpace,
-    Statuses, StatusesSpace, Tagged, STATUSES_WORDS,
+    Statuses, StatusesSpace, Tagged,
 };
 use iolens_record::event::IoOp;
 
@@ -506,7 +506,7 @@ macro_rules! fortran_waitall {
                 return real(count, requests, statuses, ierr);
             }
             let tagged = tag_fortran(count, requests);
-            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let mut space = StatusesSpace::new();
             let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
             real(count, requests, statuses.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {
@@ -531,7 +531,7 @@ macro_rules! fortran_testall {
                 return real(count, requests, flag, statuses, ierr);
             }
             let tagged = tag_fortran(count, requests);
-            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let mut space = StatusesSpace::new();
             let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
             real(count, requests, flag, statuses.as_ptr().cast(), ierr);
             // Not all complete (flag false), the statuses are undefined and nothing is completed.
@@ -614,7 +614,7 @@ macro_rules! fortran_some {
                 return real(incount, requests, outcount, indices, statuses, ierr);
             }
             let tagged = tag_fortran(incount, requests);
-            let mut space: StatusesSpace = [0; STATUSES_WORDS];
+            let mut space = StatusesSpace::new();
             let statuses = tagged.statuses(value(incount) as Fint, Statuses::Fortran(statuses), &mut space);
             real(incount, requests, outcount, indices, statuses.as_ptr().cast(), ierr);
             if ierror(ierr) == 0 {

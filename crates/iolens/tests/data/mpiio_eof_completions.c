@@ -8,8 +8,11 @@
  *   MPI_Waitany with a status (2 reads) and with MPI_STATUS_IGNORE (2 reads),
  *   MPI_Testany in a loop with a status (2 reads),
  *   MPI_Waitsome and MPI_Testsome in loops with statuses (3 reads each),
- * then the split collectives MPI_File_read_at_all_begin/_end (a status) and
- * MPI_File_read_all_begin/_end (MPI_STATUS_IGNORE): 20 reads of 4096 bytes in all. It prints,
+ *   MPI_Waitall with MPI_STATUSES_IGNORE over more requests than the hook keeps statuses for
+ *   on its stack (70 reads),
+ * then the split collectives MPI_File_read_at_all_begin/_end (a status),
+ * MPI_File_read_all_begin/_end (MPI_STATUS_IGNORE) and MPI_File_read_ordered_begin/_end (a
+ * status, at the shared file pointer): 91 reads of 4096 bytes in all. It prints,
  * as `rank R read B bytes`, what MPI_Get_count said each read moved where it had a status, plus
  * what the status would have said where it ignored it: what the file held past the offset
  * (400 - offset), except that Open MPI's ROMIO says a nonblocking read moved all it asked for,
@@ -24,7 +27,9 @@
 #define SIZE 400
 #define ASK 4096
 
-static char buf[16][ASK];
+#define MANY 70
+
+static char buf[MANY][ASK];
 static long total;
 /* Whether the library's status of a nonblocking read tells what it moved (MPICH) or what it
  * asked (Open MPI's ROMIO). */
@@ -152,6 +157,18 @@ int main(int argc, char **argv) {
         done += outcount;
     }
 
+    /* MPI_Waitall over many reads, statuses ignored. */
+    MPI_Offset many[MANY];
+    MPI_Request many_requests[MANY];
+    for (int i = 0; i < MANY; i++) {
+        many[i] = i * 5;
+    }
+    post(fh, many, MANY, many_requests);
+    check(MPI_Waitall(MANY, many_requests, MPI_STATUSES_IGNORE), "waitall");
+    for (int i = 0; i < MANY; i++) {
+        total += told(many[i]);
+    }
+
     /* Split collectives: at an offset with a status, at the file pointer ignoring it. */
     check(MPI_File_read_at_all_begin(fh, 120, buf[0], ASK, MPI_BYTE), "read_at_all_begin");
     check(MPI_File_read_at_all_end(fh, buf[0], &status), "read_at_all_end");
@@ -160,6 +177,10 @@ int main(int argc, char **argv) {
     check(MPI_File_read_all_begin(fh, buf[0], ASK, MPI_BYTE), "read_all_begin");
     check(MPI_File_read_all_end(fh, buf[0], MPI_STATUS_IGNORE), "read_all_end");
     total += SIZE - 330;
+    check(MPI_File_seek_shared(fh, 280, MPI_SEEK_SET), "seek_shared");
+    check(MPI_File_read_ordered_begin(fh, buf[0], ASK, MPI_BYTE), "read_ordered_begin");
+    check(MPI_File_read_ordered_end(fh, buf[0], &status), "read_ordered_end");
+    count(&status);
 
     check(MPI_File_close(&fh), "close");
     printf("rank %d read %ld bytes\n", rank, total);
