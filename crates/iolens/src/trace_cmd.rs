@@ -381,8 +381,9 @@ fn read_chunks(
     let threads = threads
         .unwrap_or_else(|| cores.min(MAX_CHUNK_THREADS).min((records / MIN_CHUNK_RECORDS).max(1) as usize));
     // A few chunks per thread, taken in turn, so that a thread on a slower or busier core
-    // leaves more of them to the others.
-    let chunks = if threads > 1 { threads * CHUNKS_PER_THREAD } else { 1 };
+    // leaves more of them to the others; one per thread for the stored unions, whose memory is
+    // bounded per chunk (a sweep stores nothing).
+    let chunks = if threads > 1 && opts.in_order { threads * CHUNKS_PER_THREAD } else { threads };
     // Each chunk keeps the one-pass union bound, so the merge decides as one pass would whether
     // every interval is still held (and the peak in flight can be counted): memory is bounded
     // by the number of chunks, not by the trace.
