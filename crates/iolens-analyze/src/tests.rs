@@ -397,15 +397,20 @@ fn file_table_and_slowest_list_are_sized_apart() {
     assert_eq!(none.processes.len(), 2, "the process table has its own size");
 }
 
+/// Pseudo-random numbers below the bound asked for, the same for the same `seed`.
+fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |m: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    }
+}
+
 /// A trace with what makes merging hard: several processes, threads, files and layers, calls
 /// overlapping across any cut, sequential runs, unknown offsets, failures, in-kernel copies,
 /// syncs, mmaps, equal durations (ties in the slowest list).
 fn generated_trace(n: usize, seed: u64) -> Vec<IoEvent> {
-    let mut state = seed;
-    let mut next = move |m: u64| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (state >> 33) % m
-    };
+    let mut next = below(seed);
     let mut offsets = [0u64; 8];
     let mut t = 1_000u64;
     (0..n)
@@ -587,11 +592,7 @@ fn the_in_order_sweep_gives_the_stored_summary() {
 /// threads of the process overlapping within a run and across its ends.
 fn runs_trace(n: usize, seed: u64) -> Vec<IoEvent> {
     let mut events = generated_trace(n, seed);
-    let mut state = seed ^ 0x9e37_79b9;
-    let mut next = move |m: u64| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (state >> 33) % m
-    };
+    let mut next = below(seed ^ 0x9e37_79b9);
     let mut i = 0;
     while i < events.len() {
         let len = 1 + next(60) as usize;
