@@ -118,7 +118,12 @@ enum Class {
     Block = 2,
 }
 
-const CLASSES: usize = 3;
+impl Class {
+    /// Every class, in the order of preference (and of their numbers).
+    const ALL: [Class; 3] = [Class::MpiIo, Class::Application, Class::Block];
+}
+
+const CLASSES: usize = Class::ALL.len();
 
 /// One accumulator per class, indexed by class: a call finds its own without a lookup.
 #[derive(Default)]
@@ -155,10 +160,7 @@ impl ClassTable {
     }
 
     fn into_entries(self) -> impl Iterator<Item = (Class, ClassAcc)> {
-        [Class::MpiIo, Class::Application, Class::Block]
-            .into_iter()
-            .zip(self.0)
-            .filter_map(|(class, acc)| acc.map(|a| (class, *a)))
+        Class::ALL.into_iter().zip(self.0).filter_map(|(class, acc)| acc.map(|a| (class, *a)))
     }
 }
 
@@ -807,11 +809,7 @@ impl Analyzer {
                 t.read_bytes = t.read_bytes.saturating_add(e.requested);
             }
         }
-        let process = (e.pid, e.layer);
-        let p = match &mut self.current_process {
-            Some((k, p)) if *k == process => p,
-            _ => self.switch_process(process),
-        };
+        let p = self.process_acc((e.pid, e.layer));
         if p.last_tid != Some(e.tid) {
             p.threads.insert(e.tid);
             p.last_tid = Some(e.tid);
@@ -833,8 +831,6 @@ impl Analyzer {
             } else {
                 self.run_push(key, iv);
             }
-        }
-        if timed {
             self.keep_if_slow(dur, self.seen, *e);
         }
     }
@@ -842,12 +838,12 @@ impl Analyzer {
     /// Makes `key` the process held outside the table.
     #[cold]
     #[inline(never)]
-    fn switch_process(&mut self, key: (u32, Layer)) -> &mut ProcAcc {
+    fn switch_process(&mut self, key: (u32, Layer)) {
         if let Some((k, acc)) = self.current_process.take() {
             self.processes.insert(k, acc);
         }
         let acc = self.processes.remove(&key).unwrap_or_default();
-        &mut self.current_process.insert((key, acc)).1
+        self.current_process = Some((key, acc));
     }
 
     /// Sweeps `iv`, of a call of `key`, for its layer, file and process.
@@ -885,11 +881,13 @@ impl Analyzer {
         f(&mut self.process_acc((pid, layer)).sweep);
     }
 
+    /// The process `key`, made the one held outside the table (calls come in runs).
+    #[inline]
     fn process_acc(&mut self, key: (u32, Layer)) -> &mut ProcAcc {
-        match &mut self.current_process {
-            Some((k, p)) if *k == key => p,
-            _ => self.processes.entry(key).or_default(),
+        if self.current_process.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.switch_process(key);
         }
+        &mut self.current_process.as_mut().expect("switched to above").1
     }
 
     /// Adds the run's totals and its own sweep to its layer's, file's and process's.
@@ -991,8 +989,7 @@ impl Analyzer {
         notes.extend(self.export_errors);
         let exports = export::OpExports(self.exports);
         let mut classes = self.classes;
-        let chosen =
-            [Class::MpiIo, Class::Application, Class::Block].into_iter().find(|c| classes.contains(*c));
+        let chosen = Class::ALL.into_iter().find(|c| classes.contains(*c));
         if chosen == Some(Class::MpiIo) && classes.contains(Class::Application) {
             notes.push(
                 "the trace has MPI-IO and POSIX calls: the aggregate counts the MPI-IO calls (the POSIX calls beneath them would count the same bytes twice); see `layers`".into(),
