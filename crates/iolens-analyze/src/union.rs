@@ -438,8 +438,9 @@ impl SweepUnion {
         self.current.map(|c| c.end)
     }
 
+    /// Whether no interval has been swept (one out of order is only ever met after one was).
     pub fn is_empty(&self) -> bool {
-        self.current.is_none() && !self.out_of_order
+        self.current.is_none()
     }
 
     /// A copy of a union without a peak count or a reorder window (one that has either is not

@@ -19,10 +19,10 @@
 //! says it moved, whichever call completes it: the status of `MPI_Wait`/`MPI_Test`/`…any`, the
 //! one at its position in the statuses of `…all`/`…some`, or the status of a split collective's
 //! `_end`; where the program ignores them, a status or an array of ours (on the stack, room for
-//! [`STATUSES_ROOM`], more on the heap) stands in while a read is awaited. The POSIX calls the middleware makes
-//! beneath (data sieving, collective buffering; nonblocking calls through POSIX aio, see
-//! [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold the
-//! recursion guard while the real function runs.
+//! [`STATUSES_ROOM`], more on the heap) stands in while a read is awaited. The POSIX calls the
+//! middleware makes beneath (data sieving, collective buffering; nonblocking calls through POSIX
+//! aio, see [`crate::aio`]) are recorded by the POSIX hooks as usual: an MPI-IO hook does not hold
+//! the recursion guard while the real function runs.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
