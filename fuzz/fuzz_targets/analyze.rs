@@ -3,7 +3,7 @@
 //! in two, each half on an analyzer of its own and the two merged, give the same summary.
 #![no_main]
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeOptions, Analyzer};
+use iolens_analyze::{emit_workload, render_summary, AnalyzeError, AnalyzeOptions, Analyzer};
 use iolens_import::{import_reader, EventSink, Format};
 use iolens_record::event::IoEvent;
 use libfuzzer_sys::fuzz_target;
@@ -23,13 +23,11 @@ impl EventSink for Collect {
 }
 
 fn analyzer(paths: &[(u32, String)], events: &[IoEvent]) -> Analyzer {
-    let opts = AnalyzeOptions {
-        top_files: 3,
-        top_processes: 3,
-        slowest: 3,
-        union_buffer: 256,
-        ..AnalyzeOptions::default()
-    };
+    analyzer_with(paths, events, AnalyzeOptions::default())
+}
+
+fn analyzer_with(paths: &[(u32, String)], events: &[IoEvent], opts: AnalyzeOptions) -> Analyzer {
+    let opts = AnalyzeOptions { top_files: 3, top_processes: 3, slowest: 3, union_buffer: 256, ..opts };
     let mut a = Analyzer::new(opts).unwrap();
     for (id, path) in paths {
         a.path(*id, path);
@@ -56,6 +54,22 @@ fuzz_target!(|data: &[u8]| {
     merged.merge(analyzer(&feed.paths, &feed.events[cut..]));
     let merged = merged.finish().unwrap();
     assert_eq!(format!("{merged:?}"), format!("{summary:?}"), "the merged halves give the whole");
+    // Swept as the calls arrive (a run's calls on one file swept once for its rows), with and
+    // without a reorder window: the stored summary when the calls were in order, else refused.
+    for reorder_window in [0, 4] {
+        let opts = AnalyzeOptions { in_order: true, reorder_window, ..AnalyzeOptions::default() };
+        let mut swept = analyzer_with(&feed.paths, &feed.events[..cut], opts.clone());
+        swept.merge(analyzer_with(&feed.paths, &feed.events[cut..], opts));
+        let in_order = swept.in_order();
+        match swept.finish() {
+            Ok(s) => {
+                assert!(in_order);
+                assert_eq!(format!("{s:?}"), format!("{summary:?}"), "swept (window {reorder_window})");
+            }
+            Err(AnalyzeError::OutOfOrder) => assert!(!in_order),
+            Err(e) => panic!("{e}"),
+        }
+    }
     let _ = render_summary(&summary);
     if let Ok(job) = emit_workload(&summary, "/tmp/replay") {
         if let Err(e) = iolens_workload::parse_job(&job, "replay.toml") {
