@@ -23,6 +23,7 @@ pub mod export;
 mod filter;
 mod merge;
 mod render;
+mod reorder;
 pub mod timeline;
 mod union;
 mod workload;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use iolens_metrics::{AgentRaw, Figures};
 use iolens_record::busy::Interval;
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_COPY_SOURCE, NO_FILE, UNKNOWN_OFFSET};
+use reorder::{StartOrder, Starts};
 use serde::Serialize;
 
 pub use filter::{FilterError, FilterReport, PathFilter};
@@ -232,6 +234,9 @@ struct ClassAcc {
     union: ExternalUnion,
     /// The union when the calls come in order ([`AnalyzeOptions::in_order`]).
     sweep: SweepUnion,
+    /// With a reorder window, the calls waiting to be put in start order for `sweep` and the
+    /// layer's, file's and process's sweeps.
+    staged: StartOrder<Staged>,
     sizes: [[u64; 2]; SIZE_BUCKETS],
     seq_known: u64,
     seq_hits: u64,
@@ -251,6 +256,7 @@ impl ClassAcc {
                 opts.spill_dir.as_deref().unwrap_or(&std::env::temp_dir()),
             ),
             sweep: SweepUnion::with_peak(opts.union_buffer),
+            staged: StartOrder::new(opts.reorder_window),
             short_latencies: ShortLatencies::new(),
             sizes: [[0; 2]; SIZE_BUCKETS],
             seq_known: 0,
@@ -381,6 +387,23 @@ struct ProcAcc {
 /// A process, a file and a layer: the calls that go to the same three sweeps.
 type RunKey = (u32, u32, Layer);
 
+/// A call waiting in a reorder window, with what its sweeps are found by.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    iv: Interval,
+    key: RunKey,
+}
+
+impl Starts for Staged {
+    #[inline(always)]
+    fn start(&self) -> u64 {
+        self.iv.start
+    }
+}
+
+/// Calls released from a reorder window at a time: the buffer they pass through stays small.
+const RELEASE_BATCH: usize = 1024;
+
 /// The calls of one process on one file in one layer in a row, counted once for the layer's,
 /// the file's and the process's rows and added to theirs when the run ends, instead of three
 /// times per call. Their busy time too, when they come in start order without a reorder window:
@@ -451,6 +474,8 @@ pub struct Analyzer {
     layer_unions: BTreeMap<Layer, CompactUnion>,
     /// The same, swept, when the calls come in order (indexed by layer).
     layer_sweeps: [SweepUnion; LAYERS],
+    /// Calls released from a reorder window, on their way to their sweeps.
+    released: Vec<Staged>,
     /// Per file and per process, each layer on its own: an MPI-IO call and the POSIX calls
     /// beneath it move the same bytes, so adding them would count them twice.
     files: FileTable,
@@ -630,6 +655,7 @@ impl Analyzer {
             layers: Default::default(),
             layer_unions: BTreeMap::new(),
             layer_sweeps: Default::default(),
+            released: Vec::new(),
             files: FileTable::default(),
             processes: HashMap::new(),
             current_process: None,
@@ -735,11 +761,15 @@ impl Analyzer {
         let dur = if timed { iv.len() } else { 0 };
         let write = e.op == IoOp::Write || e.op == IoOp::Copy;
 
-        let acc = self.classes.get_or_insert_with(class_of(e.layer), || ClassAcc::new(&self.opts));
+        let class = class_of(e.layer);
+        let acc = self.classes.get_or_insert_with(class, || ClassAcc::new(&self.opts));
         let in_order = self.opts.in_order;
+        let staging = in_order && self.opts.reorder_window > 0;
         if timed {
-            if in_order {
-                acc.sweep.allow_reorder(self.opts.reorder_window);
+            if staging {
+                // Swept when the window releases it, with its layer's, file's and process's.
+                acc.sweep.arrive(iv);
+            } else if in_order {
                 acc.sweep.push(iv);
             } else if let Err(err) = acc.union.push(iv) {
                 self.spill_error.get_or_insert(err);
@@ -822,12 +852,8 @@ impl Analyzer {
                 if self.opts.top_files > 0 {
                     self.files.get_or_default((e.file, e.layer)).union.push(iv);
                 }
-            } else if self.opts.reorder_window > 0 {
-                let window = self.opts.reorder_window;
-                self.for_each_sweep_of(key, |sweep| {
-                    sweep.allow_reorder(window);
-                    sweep.push(iv);
-                });
+            } else if staging {
+                self.stage(class, Staged { iv, key });
             } else {
                 self.run_push(key, iv);
             }
@@ -844,6 +870,39 @@ impl Analyzer {
         }
         let acc = self.processes.remove(&key).unwrap_or_default();
         self.current_process = Some((key, acc));
+    }
+
+    /// Puts a call in its class's reorder window, and sweeps the window's earlier half when full.
+    #[inline]
+    fn stage(&mut self, class: Class, call: Staged) {
+        let Some(acc) = self.classes.get_mut(class) else { return };
+        acc.staged.push(call);
+        if acc.staged.full() {
+            let window = acc.staged.window();
+            self.release_staged(class, window);
+        }
+    }
+
+    /// Sweeps the `n` earliest calls waiting in `class`'s reorder window, for the class, and
+    /// for their layer, file and process.
+    #[cold]
+    #[inline(never)]
+    fn release_staged(&mut self, class: Class, n: usize) {
+        let mut released = std::mem::take(&mut self.released);
+        let mut left = n;
+        while left > 0 {
+            let Some(acc) = self.classes.get_mut(class) else { break };
+            acc.staged.release(left.min(RELEASE_BATCH), &mut released);
+            if released.is_empty() {
+                break;
+            }
+            left -= released.len();
+            released.iter().for_each(|call| acc.sweep.sweep(call.iv));
+            for call in released.drain(..) {
+                self.for_each_sweep_of(call.key, |sweep| sweep.push(call.iv));
+            }
+        }
+        self.released = released;
     }
 
     /// Sweeps `iv`, of a call of `key`, for its layer, file and process.
@@ -940,6 +999,9 @@ impl Analyzer {
 
     /// Puts what is held outside the tables back in.
     fn flush_caches(&mut self) {
+        for class in Class::ALL {
+            self.release_staged(class, usize::MAX);
+        }
         self.end_run();
         if let Some((k, acc)) = self.current_process.take() {
             self.processes.insert(k, acc);
@@ -956,7 +1018,7 @@ impl Analyzer {
         if !self.opts.in_order {
             return true;
         }
-        self.classes.values().all(|c| c.sweep.ordered())
+        self.classes.values().all(|c| c.sweep.ordered() && c.staged.ordered())
             && self.run.sweep.ordered()
             && self.layer_sweeps.iter().all(SweepUnion::ordered)
             && self.files.accs.iter().all(|(_, f)| f.sweep.ordered())

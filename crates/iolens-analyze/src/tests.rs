@@ -710,3 +710,62 @@ fn directions_split_when_the_second_appears_keep_each_its_own_latencies() {
         check(&chunked(&events, &[cut], &AnalyzeOptions::default()));
     }
 }
+
+/// `events` as several agents write them: each thread's calls in blocks of `block`, the
+/// threads' blocks in turn.
+fn in_blocks_per_thread(events: &[IoEvent], block: usize) -> Vec<IoEvent> {
+    let mut threads: BTreeMap<u32, Vec<IoEvent>> = BTreeMap::new();
+    for e in events {
+        threads.entry(e.tid).or_default().push(*e);
+    }
+    let mut arrival = Vec::new();
+    for round in 0.. {
+        let before = arrival.len();
+        for calls in threads.values() {
+            arrival.extend(calls.iter().skip(round * block).take(block));
+        }
+        if arrival.len() == before {
+            return arrival;
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn interleaved_blocks_swept_through_a_reorder_window_give_the_stored_summary_or_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut refused = 0;
+    for (seed, n) in [(1, 2_000), (2, 5_000), (3, 300)] {
+        for events in [generated_trace(n, seed), runs_trace(n, seed)] {
+            for block in [1, 13, 200] {
+                let arrival = in_blocks_per_thread(&events, block);
+                for union_buffer in [4 << 20, 64] {
+                    let opts = AnalyzeOptions {
+                        union_buffer,
+                        spill_dir: Some(dir.path().to_path_buf()),
+                        slowest: 7,
+                        ..AnalyzeOptions::default()
+                    };
+                    let stored = summary_json(&chunked(&arrival, &[], &opts));
+                    for reorder_window in [n, 150, 3] {
+                        let windowed = AnalyzeOptions { in_order: true, reorder_window, ..opts.clone() };
+                        let mut a = Analyzer::new(windowed).unwrap();
+                        for id in 0..6 {
+                            a.path(id, &format!("/f{id}"));
+                        }
+                        arrival.iter().for_each(|e| a.event(e));
+                        let what = format!("seed {seed}, block {block}, window {reorder_window}");
+                        match a.finish() {
+                            Ok(swept) => assert_eq!(summary_json(&swept), stored, "{what}"),
+                            Err(AnalyzeError::OutOfOrder) if reorder_window < n => refused += 1,
+                            Err(e) => panic!("{what}: {e}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The small windows must sometimes be too small, or the test would not tell a refusal
+    // from a sweep.
+    assert!(refused > 0);
+}

@@ -255,17 +255,6 @@ pub struct SweepUnion {
     out_of_order: bool,
     /// Counted only for the aggregate union, which reports the peak in flight.
     peak: Option<PeakTracker>,
-    reorder: Option<Reorder>,
-}
-
-/// Intervals waiting to be swept, for input that is in start order only within a window (the
-/// blocks of several agents' records interleaved): when twice `window` wait, they are sorted
-/// and the earlier half is swept. One arriving before the last swept start breaks the order.
-#[derive(Debug)]
-struct Reorder {
-    pending: Vec<Interval>,
-    window: usize,
-    floor: u64,
 }
 
 /// The peak in flight of intervals in start order, as [`ExternalUnion::peak_overlap`] gives it
@@ -342,17 +331,17 @@ impl SweepUnion {
         SweepUnion { peak: Some(PeakTracker::new(capacity)), ..SweepUnion::default() }
     }
 
-    /// Lets intervals arrive up to about `window` out of start order (from then on; call it
-    /// before the first push). Memory: at most twice `window` intervals.
-    #[inline]
-    pub fn allow_reorder(&mut self, window: usize) {
-        if self.reorder.is_none() && window > 0 {
-            self.reorder = Some(Reorder { pending: Vec::new(), window, floor: 0 });
-        }
-    }
-
     #[inline(always)]
     pub fn push(&mut self, iv: Interval) {
+        self.arrive(iv);
+        self.sweep(iv);
+    }
+
+    /// Counts `iv`'s arrival for the peak, for a caller that sweeps it later, put in start order
+    /// ([`SweepUnion::sweep`]): the peak is known only while the stored union, which
+    /// takes intervals as they arrive, would not merge any.
+    #[inline(always)]
+    pub fn arrive(&mut self, iv: Interval) {
         if let Some(peak) = &mut self.peak {
             if !peak.arrive(iv) {
                 // The stored union would have merged intervals: it has no peak, and neither
@@ -360,48 +349,18 @@ impl SweepUnion {
                 self.peak = None;
             }
         }
-        match &mut self.reorder {
-            None => self.sweep(iv),
-            Some(r) if iv.start < r.floor => self.out_of_order = true,
-            Some(r) => {
-                r.pending.push(iv);
-                if r.pending.len() >= 2 * r.window {
-                    let window = r.window;
-                    self.settle(window);
-                }
-            }
-        }
     }
 
-    /// Sweeps the `n` earliest-starting waiting intervals.
-    fn settle(&mut self, n: usize) {
-        let Some(r) = &mut self.reorder else { return };
-        let mut pending = std::mem::take(&mut r.pending);
-        // Stable: it merges the sorted runs (one per agent's block) the input is made of.
-        pending.sort_by_key(|iv| iv.start);
-        let n = n.min(pending.len());
-        for iv in pending.drain(..n) {
-            self.sweep(iv);
-        }
-        let r = self.reorder.as_mut().expect("checked above");
-        r.floor = r.floor.max(self.last_start);
-        r.pending = pending;
-    }
-
-    /// [`SweepUnion::push`] for a union made without a peak count or reorder window.
+    /// [`SweepUnion::push`] for a union made without a peak count.
     #[inline(always)]
     pub fn push_plain(&mut self, iv: Interval) {
-        debug_assert!(self.peak.is_none() && self.reorder.is_none());
+        debug_assert!(self.peak.is_none());
         self.sweep(iv);
     }
 
-    /// Sweeps every waiting interval.
-    fn settle_all(&mut self) {
-        self.settle(usize::MAX);
-    }
-
+    /// Sweeps `iv` (its arrival counted by [`SweepUnion::arrive`] when the union has a peak).
     #[inline(always)]
-    fn sweep(&mut self, iv: Interval) {
+    pub fn sweep(&mut self, iv: Interval) {
         match &mut self.current {
             Some(cur) => {
                 if iv.start < self.last_start {
@@ -443,18 +402,16 @@ impl SweepUnion {
         self.current.is_none()
     }
 
-    /// A copy of a union without a peak count or a reorder window (one that has either is not
-    /// copied cheaply, and has no need to be).
+    /// A copy of a union without a peak count (one with it is not copied cheaply, and has no
+    /// need to be).
     pub fn copy_plain(&self) -> SweepUnion {
-        debug_assert!(self.peak.is_none() && self.reorder.is_none());
-        SweepUnion { peak: None, reorder: None, ..*self }
+        debug_assert!(self.peak.is_none());
+        SweepUnion { peak: None, ..*self }
     }
 
     /// Adds a union of later intervals. Exact when the later ones start after every interval of
     /// this one has ended (touching is fine); otherwise the result is marked out of order.
-    pub fn absorb(&mut self, mut later: SweepUnion) {
-        self.settle_all();
-        later.settle_all();
+    pub fn absorb(&mut self, later: SweepUnion) {
         self.out_of_order |= later.out_of_order;
         let Some(theirs) = later.current else { return };
         let Some(mine) = self.current else {
@@ -495,7 +452,6 @@ impl SweepUnion {
     }
 
     pub fn totals(&mut self) -> UnionTotals {
-        self.settle_all();
         match self.current {
             Some(cur) => UnionTotals {
                 busy_ns: self.closed_ns + cur.len(),
@@ -509,7 +465,6 @@ impl SweepUnion {
 
     /// The peak in flight, when the stored union would know it (see [`PeakTracker`]).
     pub fn peak_overlap(&mut self) -> Option<u64> {
-        self.settle_all();
         self.peak.as_ref().filter(|p| p.known()).map(|p| p.peak)
     }
 }
@@ -614,12 +569,22 @@ mod tests {
             }
             let dir = tempfile::tempdir().unwrap();
             let mut stored = ExternalUnion::new(capacity, dir.path());
+            // As the analyzer does: arrivals counted as they come, swept as the stage releases.
             let mut swept = SweepUnion::with_peak(capacity);
-            swept.allow_reorder(window);
+            let mut stage = crate::reorder::StartOrder::new(window);
+            let mut released = Vec::new();
+            let mut ordered = true;
             for iv in &arrival {
                 stored.push(*iv).unwrap();
-                swept.push(*iv);
+                swept.arrive(*iv);
+                ordered &= stage.push(*iv);
+                if stage.full() {
+                    stage.release(stage.window(), &mut released);
+                }
             }
+            stage.release(usize::MAX, &mut released);
+            released.iter().for_each(|iv| swept.sweep(*iv));
+            prop_assert_eq!(ordered, stage.ordered());
             let peak = stored.peak_overlap();
             let expected = stored.finish().unwrap();
             // A window holding every interval always sweeps. A smaller one may not: a stream
@@ -627,9 +592,10 @@ mod tests {
             // stream of 21 calls at t=0 beside one at t=1, blocks of 1, window 2). The sweep
             // then says so instead of guessing, and the reader falls back to the stored union.
             if window >= arrival.len() {
-                prop_assert!(swept.ordered());
+                prop_assert!(stage.ordered());
             }
-            if swept.ordered() {
+            prop_assert!(swept.ordered(), "a stage releases in start order");
+            if stage.ordered() {
                 prop_assert_eq!(swept.peak_overlap(), peak);
                 prop_assert_eq!(swept.totals(), expected);
             }
