@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 
 use bzip2::bufread::MultiBzDecoder;
-use flate2::bufread::ZlibDecoder;
+use flate2::{Decompress, FlushDecompress, Status};
 use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
 use serde::Serialize;
 
@@ -585,25 +585,58 @@ fn read_record(r: &mut (impl Read + ?Sized), buf: &mut [u8]) -> io::Result<Resul
 }
 
 /// A region compressed as zlib streams one after another (darshan-runtime starts a new
-/// stream for each flush): decodes them in turn until the input ends.
-struct ZlibStreams<R: BufRead> {
-    decoder: Option<ZlibDecoder<R>>,
+/// stream for each flush): decodes them in turn until the input ends. One decompressor serves
+/// every stream of every region, reset between them: a log has hundreds of streams, and a new
+/// decompressor (its 32 KiB window and tables) for each was most of the time a small log took.
+struct ZlibStreams<'d, R: BufRead> {
+    input: R,
+    state: &'d mut Decompress,
+    /// The current stream has ended: the next byte, if any, starts another.
+    stream_ended: bool,
 }
 
-impl<R: BufRead> Read for ZlibStreams<R> {
+impl<'d, R: BufRead> ZlibStreams<'d, R> {
+    fn new(input: R, state: &'d mut Decompress) -> Self {
+        state.reset(true);
+        ZlibStreams { input, state, stream_ended: false }
+    }
+}
+
+impl<R: BufRead> Read for ZlibStreams<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         loop {
-            let Some(decoder) = self.decoder.as_mut() else { return Ok(0) };
-            let n = decoder.read(buf)?;
-            if n > 0 || buf.is_empty() {
-                return Ok(n);
+            let input = self.input.fill_buf()?;
+            if self.stream_ended {
+                if input.is_empty() {
+                    return Ok(0);
+                }
+                self.state.reset(true);
+                self.stream_ended = false;
             }
-            // This stream has ended; another follows if input is left.
-            let mut input = self.decoder.take().expect("checked above").into_inner();
-            let more = !input.fill_buf()?.is_empty();
-            self.decoder = Some(ZlibDecoder::new(input));
-            if !more {
+            let eof = input.is_empty();
+            let (in_before, out_before) = (self.state.total_in(), self.state.total_out());
+            let flush = if eof { FlushDecompress::Finish } else { FlushDecompress::None };
+            let status = self
+                .state
+                .decompress(input, buf, flush)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("corrupt zlib data: {e}")))?;
+            let consumed = (self.state.total_in() - in_before) as usize;
+            let produced = (self.state.total_out() - out_before) as usize;
+            self.input.consume(consumed);
+            self.stream_ended = status == Status::StreamEnd;
+            if produced > 0 {
+                return Ok(produced);
+            }
+            if eof {
+                // A stream cut short ends the data: the record it leaves incomplete is reported
+                // by whoever reads the records.
                 return Ok(0);
+            }
+            if consumed == 0 && !self.stream_ended {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "corrupt zlib data: no progress"));
             }
         }
     }
@@ -646,13 +679,18 @@ impl<R: Read> Read for Inflation<R> {
 }
 
 /// The decompressed bytes of one region of `compressed` bytes.
-fn region_reader<'r>(compression: u8, raw: &'r mut dyn Read, compressed: u64) -> Box<dyn Read + 'r> {
+fn region_reader<'r>(
+    compression: u8,
+    raw: &'r mut dyn Read,
+    compressed: u64,
+    zlib: &'r mut Decompress,
+) -> Box<dyn Read + 'r> {
     let limit = compressed.saturating_mul(MAX_INFLATION).max(MIN_REGION_LIMIT);
     let bounded = |inner: Box<dyn Read + 'r>| -> Box<dyn Read + 'r> {
         Box::new(Inflation { inner, left: limit, limit, compressed })
     };
     match compression {
-        0 => bounded(Box::new(ZlibStreams { decoder: Some(ZlibDecoder::new(BufReader::new(raw))) })),
+        0 => bounded(Box::new(ZlibStreams::new(BufReader::new(raw), zlib))),
         // darshan-util ends a bzip2 stream at each flush and starts another.
         1 => bounded(Box::new(MultiBzDecoder::new(BufReader::new(raw)))),
         _ => Box::new(raw),
@@ -683,6 +721,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     // One path id per file, whichever DXT module names it first.
     let mut paths: HashMap<u64, u32> = HashMap::new();
     let mut pos = header.len;
+    let mut zlib = Decompress::new(true);
     for &(region, off, len) in &header.regions {
         if ctx.report.interrupted {
             break;
@@ -700,7 +739,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             ));
         }
         let mut raw = (&mut input).take(len);
-        let mut data = region_reader(header.compression, &mut raw, len);
+        let mut data = region_reader(header.compression, &mut raw, len, &mut zlib);
         let outcome =
             read_region(ctx, &header, (region, off, len), &mut data, &mut log, &mut names, &mut paths);
         drop(data);
