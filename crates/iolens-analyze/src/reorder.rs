@@ -27,10 +27,13 @@ impl Starts for iolens_record::busy::Interval {
 /// interleave without a sort, few enough that finding a call's lane stays cheap.
 pub const MAX_LANES: usize = 64;
 
+/// Room a lane keeps whatever it holds.
+const SMALL_LANE: usize = 64;
+
 /// Items in start order within a window. When twice `window` wait, the `window` earliest are
 /// released, in start order; an item starting before the last one released cannot be put in
 /// order any more: it is refused and the stage says so ([`StartOrder::ordered`]). Memory: at
-/// most twice `window` items.
+/// most twice `window` items, in lanes with room for at most four times what they hold.
 #[derive(Debug)]
 pub struct StartOrder<T> {
     lanes: Vec<VecDeque<T>>,
@@ -151,6 +154,14 @@ impl<T: Starts> StartOrder<T> {
             }
         }
         self.lanes.retain(|lane| !lane.is_empty());
+        for lane in &mut self.lanes {
+            // A lane keeps room for at most four times what it holds: the lanes together stay
+            // within a few times the window, however long each once was. Shrinking copies
+            // what is left, at most a quarter of what was popped since the room was made.
+            if lane.capacity() > SMALL_LANE && lane.capacity() / 4 > lane.len() {
+                lane.shrink_to(2 * lane.len());
+            }
+        }
         self.last_lane = self.lanes.len().saturating_sub(1);
     }
 
@@ -294,6 +305,22 @@ mod tests {
         stage.release(usize::MAX, &mut out);
         assert!(out.windows(2).all(|w| w[0].start <= w[1].start));
         assert_eq!(out.len(), 1000);
+    }
+
+    #[test]
+    fn lanes_that_were_long_once_do_not_keep_their_room() {
+        // A lane that held the whole window keeps a few calls (its thread goes on, slowly):
+        // without giving its room back, each of `MAX_LANES` such lanes could hold room for
+        // twice the window, far past the stage's bound.
+        let window = 10_000;
+        let mut stage = StartOrder::new(window);
+        for start in 0..2 * window as u64 {
+            stage.push(Item { start, arrival: 0 });
+        }
+        let mut out = Vec::new();
+        stage.release(2 * window - 3, &mut out);
+        assert_eq!(stage.lanes[0].len(), 3);
+        assert!(stage.lanes[0].capacity() <= SMALL_LANE, "room for {}", stage.lanes[0].capacity());
     }
 
     #[test]
