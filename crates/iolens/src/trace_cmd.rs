@@ -36,7 +36,10 @@ use crate::trace_mpi::RankOfJob;
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
 struct Feed<'a> {
-    analyzer: &'a mut Analyzer,
+    analyzer: Analyzer,
+    /// Whether the import stops at the first call out of start order (a swept reading, which
+    /// is of no use past it: the trace is read again).
+    stop_out_of_order: bool,
     io_uring_pids: BTreeSet<u32>,
     io_uring_files: BTreeSet<u32>,
     /// Processes that exec'd a program the loader runs without the preload, and that program.
@@ -61,7 +64,23 @@ struct ExecutableAcc {
     bytes: u64,
 }
 
-impl Feed<'_> {
+impl<'a> Feed<'a> {
+    fn new(analyzer: Analyzer, only_exe: &'a [String]) -> Feed<'a> {
+        Feed {
+            analyzer,
+            stop_out_of_order: false,
+            io_uring_pids: Default::default(),
+            io_uring_files: Default::default(),
+            secure_execs: Default::default(),
+            aio_uncollected: Default::default(),
+            only_exe,
+            exe_of: HashMap::new(),
+            executables: BTreeMap::new(),
+            counted_span: None,
+            trees: ProcessForest::default(),
+        }
+    }
+
     fn counts(&self, exe: Option<&str>) -> bool {
         self.only_exe.is_empty()
             || exe.is_some_and(|exe| {
@@ -143,7 +162,7 @@ impl EventSink for Feed<'_> {
         self.analyzer.event(e);
     }
     fn stop_requested(&mut self) -> bool {
-        self.analyzer.stop_requested()
+        self.analyzer.stop_requested() || (self.stop_out_of_order && !self.analyzer.in_order())
     }
 }
 
@@ -190,25 +209,12 @@ fn summarize(
         && only_exe.is_empty()
         && opts.per_op_csv.is_none()
         && opts.per_op_parquet.is_none();
-    let part_opts = opts.clone();
-    let mut analyzer = Analyzer::new(opts).map_err(|e| e.to_string())?;
-    let mut feed = Feed {
-        analyzer: &mut analyzer,
-        io_uring_pids: Default::default(),
-        io_uring_files: Default::default(),
-        secure_execs: Default::default(),
-        aio_uncollected: Default::default(),
-        only_exe,
-        exe_of: HashMap::new(),
-        executables: BTreeMap::new(),
-        counted_span: None,
-        trees: ProcessForest::default(),
-    };
-    let report = if chunked {
-        import_in_chunks(path, part_opts, feed.analyzer, &reading)?
+    let (report, mut feed) = if chunked {
+        let mut feed = Feed::new(Analyzer::new(opts.clone()).map_err(|e| e.to_string())?, only_exe);
+        let report = import_in_chunks(path, opts, &mut feed.analyzer, &reading)?;
+        (report, feed)
     } else {
-        import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
-            .map_err(|e| e.to_string())?
+        import_sweeping_if_one_process(path, format, strict, opts, only_exe, &reading)?
     };
     reading.step("summarizing");
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
@@ -221,8 +227,9 @@ fn summarize(
     if let (true, Some((start, end))) = (wall_from_markers || !only_exe.is_empty(), counted_span) {
         feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
     }
-    let io_uring_files: Vec<&str> =
-        feed.io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
+    let io_uring_files = std::mem::take(&mut feed.io_uring_files);
+    let mut analyzer = feed.analyzer;
+    let io_uring_files: Vec<&str> = io_uring_files.iter().filter_map(|id| analyzer.path_name(*id)).collect();
     let registered = if io_uring_files.is_empty() {
         String::new()
     } else {
@@ -295,6 +302,42 @@ fn summarize(
     }
     summary.notes.extend(report.notes.iter().cloned());
     Ok((summary, report, exports))
+}
+
+/// Imports a trace that is not a run trace. A trace of one process (one file, or a directory
+/// with one stream file) is read first with busy time swept through a window of
+/// [`REORDER_WINDOW`] calls, as a run trace of several agents is: exact when each thread's calls
+/// come in start order, and its blocks of calls are within the window of each other, as the
+/// tracer writes them. The reading stops at the first call out of order, and the trace is then
+/// read again with unions that take any order. Several processes' streams are read one after
+/// another, not in time order, so they are read with those unions at once; so is a trace
+/// whose calls must pass in order to per-op exports, which a second reading would write twice.
+fn import_sweeping_if_one_process<'a>(
+    path: &Path,
+    format: Format,
+    strict: bool,
+    opts: AnalyzeOptions,
+    only_exe: &'a [String],
+    reading: &ReadingLine,
+) -> Result<(ImportReport, Feed<'a>), String> {
+    let one_process = path.is_file() || stream_files(path).is_ok_and(|files| files.len() == 1);
+    let exported = opts.per_op_csv.is_some() || opts.per_op_parquet.is_some();
+    if one_process && !exported && !opts.in_order {
+        let sweeping = AnalyzeOptions { in_order: true, reorder_window: REORDER_WINDOW, ..opts.clone() };
+        let mut feed = Feed::new(Analyzer::new(sweeping).map_err(|e| e.to_string())?, only_exe);
+        feed.stop_out_of_order = true;
+        let report = import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
+            .map_err(|e| e.to_string())?;
+        if feed.analyzer.in_order() {
+            feed.stop_out_of_order = false;
+            return Ok((report, feed));
+        }
+        reading.restart("reading again, storing calls");
+    }
+    let mut feed = Feed::new(Analyzer::new(opts).map_err(|e| e.to_string())?, only_exe);
+    let report = import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
+        .map_err(|e| e.to_string())?;
+    Ok((report, feed))
 }
 
 /// Records per chunk below which a run trace is not split further.

@@ -1162,3 +1162,67 @@ fn a_daemon_still_running_at_the_end_is_named_in_a_note() {
     let notes = summary["notes"].to_string();
     assert!(notes.contains("still running when it exited"), "{notes}");
 }
+
+/// Four threads read one file with pread, each call at its own offset, and write to a file of
+/// their own, with an fsync at the end: more calls than the sweep's reorder window holds.
+const THREADS_PREAD_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static int in;
+static void *reader(void *arg) {
+    long t = (long)arg;
+    char buf[512], name[32];
+    snprintf(name, sizeof name, "out%ld.dat", t);
+    int out = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (long i = 0; i < 150000; i++) {
+        pread(in, buf, sizeof buf, ((i * 7 + t) % 64) * 512);
+        if (i % 1000 == 0) write(out, buf, 100);
+    }
+    fsync(out);
+    close(out);
+    return NULL;
+}
+int main(void) {
+    char block[512] = {0};
+    int f = open("in.dat", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 64; i++) write(f, block, sizeof block);
+    close(f);
+    in = open("in.dat", O_RDONLY);
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, reader, (void *)i);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+/// A trace of one process is read first with busy time swept as the calls come, through a
+/// reorder window (its threads' calls come in blocks); with a per-op export it is read with
+/// stored unions. The two summaries are the same.
+#[test]
+fn a_traced_process_s_threads_swept_give_the_stored_summary() {
+    let dir = scratch();
+    let Some(prog) = compile_c(dir.path(), "threads_pread", THREADS_PREAD_PROGRAM) else { return };
+    let trace = dir.path().join("trace");
+    let out = iolens()
+        .current_dir(dir.path())
+        .args(["trace", "--quiet", "--out"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let without_run_fields = |mut v: serde_json::Value| {
+        for key in ["tool", "command", "started_at", "ended_at", "exports"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        v
+    };
+    let swept = without_run_fields(analyze_json(&trace, &[]));
+    let csv = dir.path().join("ops.csv");
+    let stored = without_run_fields(analyze_json(&trace, &["--csv", csv.to_str().unwrap()]));
+    assert_eq!(swept["ops"], 4 * 150_000 + 4 * 150 + 64);
+    assert_eq!(swept, stored);
+}
