@@ -122,6 +122,8 @@ fn import_stream(
     // Path ids are local to each stream: map them to global ones when first used. Threads
     // flush their buffers in any order, so ids need not be defined in increasing order.
     let mut global: HashMap<u32, u32> = HashMap::new();
+    // The last id mapped: calls come in runs on one file.
+    let mut last: Option<(u32, u32)> = None;
     let cut = loop {
         if ctx.should_stop() {
             break StreamEnd::Whole;
@@ -129,17 +131,25 @@ fn import_stream(
         match reader.next_event() {
             Ok(Some(mut e)) => {
                 if e.file != NO_FILE {
-                    e.file = match global.get(&e.file) {
-                        Some(&id) => id,
-                        None => match reader.paths.get(e.file) {
-                            Some(p) => {
-                                let id = ctx.new_path(p);
-                                global.insert(e.file, id);
-                                id
-                            }
-                            None => NO_FILE,
+                    let local = e.file;
+                    e.file = match last {
+                        Some((l, id)) if l == local => id,
+                        _ => match global.get(&local) {
+                            Some(&id) => id,
+                            None => match reader.paths.get(local) {
+                                Some(p) => {
+                                    let id = ctx.new_path(p);
+                                    global.insert(local, id);
+                                    id
+                                }
+                                // Not defined (yet): the call is on no known file.
+                                None => NO_FILE,
+                            },
                         },
                     };
+                    if e.file != NO_FILE {
+                        last = Some((local, e.file));
+                    }
                 }
                 if let Some(clock) = clock {
                     e.start_ns = clock.to_rank0(e.start_ns);

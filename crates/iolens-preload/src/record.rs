@@ -9,8 +9,8 @@ use iolens_record::event::{
 use libc::{c_char, c_int, iovec};
 
 use crate::stream::{
-    append, enter_slot, flush_slot, leave_slot, push_decimal, slot_of, with_my_slot, Slot, DROPPED,
-    SLOT_BYTES, STREAM_FD,
+    append, append_path_frame, enter_slot, flush_slot, leave_slot, push_decimal, slot_of, with_my_slot, Slot,
+    DROPPED, SLOT_BYTES, STREAM_FD,
 };
 use crate::ThreadState;
 
@@ -67,7 +67,7 @@ pub(crate) unsafe fn define_path(path: *const c_char, dirfd: c_int) -> u32 {
     head[0] = 2;
     head[1..5].copy_from_slice(&id.to_le_bytes());
     head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
-    append(&[&head, &full[..len]], 0);
+    append_path_frame(&[&head, &full[..len]]);
     id
 }
 

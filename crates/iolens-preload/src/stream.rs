@@ -229,6 +229,16 @@ pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
     }
 }
 
+/// Appends a path frame and writes the calling thread's buffer out: the reader names a file
+/// from the frame before the calls on it, and another thread's calls on the descriptor (opened
+/// here, used there) may reach the stream long before this thread's buffer fills.
+pub(crate) unsafe fn append_path_frame(frames: &[&[u8]]) {
+    with_my_slot(|slot| {
+        append_to(slot, frames, 0);
+        flush_slot(slot);
+    });
+}
+
 unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
     let total: usize = frames.iter().map(|f| f.len()).sum();
     let len = &mut *slot.len.get();

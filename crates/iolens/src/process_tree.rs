@@ -31,6 +31,25 @@ fn file_name(exe: &str) -> &str {
     Path::new(exe).file_name().and_then(|n| n.to_str()).unwrap_or(exe)
 }
 
+/// The totals of some data calls of one process.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DataCalls {
+    pub ops: u64,
+    pub bytes: u64,
+    /// Those of them the process selection counts.
+    pub counted_ops: u64,
+    pub last_end_ns: u64,
+}
+
+impl DataCalls {
+    pub fn add(&mut self, bytes: u64, counted: bool, end_ns: u64) {
+        self.ops = self.ops.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.counted_ops = self.counted_ops.saturating_add(counted as u64);
+        self.last_end_ns = self.last_end_ns.max(end_ns);
+    }
+}
+
 impl ProcessForest {
     /// A process image started (its start marker): `parent` is its parent's pid.
     pub fn start(&mut self, pid: u32, parent: u32, exe: &str, counted: bool, at_ns: u64) {
@@ -54,14 +73,19 @@ impl ProcessForest {
     }
 
     /// A data call of `pid` (of a process without a start marker: not in any tree).
+    #[cfg(test)]
     pub fn data(&mut self, pid: u32, bytes: u64, counted: bool, end_ns: u64) {
+        let calls = DataCalls { ops: 1, bytes, counted_ops: counted as u64, last_end_ns: end_ns };
+        self.data_calls(pid, &calls);
+    }
+
+    /// Data calls of `pid` (of a process without a start marker: not in any tree).
+    pub fn data_calls(&mut self, pid: u32, calls: &DataCalls) {
         if let Some(p) = self.processes.get_mut(&pid) {
-            p.ops = p.ops.saturating_add(1);
-            p.bytes = p.bytes.saturating_add(bytes);
-            if counted {
-                p.counted_ops = p.counted_ops.saturating_add(1);
-            }
-            p.last_ns = p.last_ns.max(end_ns);
+            p.ops = p.ops.saturating_add(calls.ops);
+            p.bytes = p.bytes.saturating_add(calls.bytes);
+            p.counted_ops = p.counted_ops.saturating_add(calls.counted_ops);
+            p.last_ns = p.last_ns.max(calls.last_end_ns);
         }
     }
 

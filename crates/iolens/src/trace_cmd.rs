@@ -30,7 +30,7 @@ use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{
     check_write, parquet_envelope, write_json_or_warn, ReadingLine, EXIT_FAILED, EXIT_USAGE,
 };
-use crate::process_tree::ProcessForest;
+use crate::process_tree::{DataCalls, ProcessForest};
 use crate::trace_mpi::RankOfJob;
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
@@ -54,6 +54,10 @@ struct Feed<'a> {
     /// First start and last end of the counted processes (markers and calls).
     counted_span: Option<(u64, u64)>,
     trees: ProcessForest,
+    /// The process whose calls are coming, whether the selection counts it, and its data calls
+    /// not yet added to its executable's and tree's rows: calls come in long runs of one
+    /// process, so its rows are found once per run, not twice per call.
+    run: Option<(u32, bool, DataCalls)>,
 }
 
 #[derive(Default)]
@@ -78,7 +82,41 @@ impl<'a> Feed<'a> {
             executables: BTreeMap::new(),
             counted_span: None,
             trees: ProcessForest::default(),
+            run: None,
         }
+    }
+
+    /// Whether the selection counts `pid`'s calls, making it the process of the run.
+    #[inline]
+    fn run_of(&mut self, pid: u32) -> &mut (u32, bool, DataCalls) {
+        if self.run.is_none_or(|(p, _, _)| p != pid) {
+            self.start_run(pid);
+        }
+        self.run.as_mut().expect("started above")
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start_run(&mut self, pid: u32) {
+        self.end_run();
+        let counted = self.counts(self.exe_of.get(&pid).map(String::as_str));
+        self.run = Some((pid, counted, DataCalls::default()));
+    }
+
+    /// Adds the run's data calls to its executable's and its tree's rows.
+    fn end_run(&mut self) {
+        let Some((pid, _, calls)) = self.run.take() else { return };
+        if calls.ops == 0 {
+            return;
+        }
+        let exe = self.exe_of.get(&pid).map_or("?", String::as_str);
+        if !self.executables.contains_key(exe) {
+            self.executables.insert(exe.to_string(), ExecutableAcc::default());
+        }
+        let acc = self.executables.get_mut(exe).expect("inserted above");
+        acc.ops = acc.ops.saturating_add(calls.ops);
+        acc.bytes = acc.bytes.saturating_add(calls.bytes);
+        self.trees.data_calls(pid, &calls);
     }
 
     fn counts(&self, exe: Option<&str>) -> bool {
@@ -119,6 +157,10 @@ impl EventSink for Feed<'_> {
             self.secure_execs.insert((e.pid, e.file));
             return;
         }
+        if e.op == IoOp::Other && e.flags & (FLAG_PROCESS_START | FLAG_PROCESS_END) != 0 {
+            // A start marker changes the process's executable: its calls so far are the old one's.
+            self.end_run();
+        }
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 {
             let exe = self.analyzer.path_name(e.file).unwrap_or("?").to_string();
             let counted = self.counts(Some(&exe));
@@ -133,25 +175,18 @@ impl EventSink for Feed<'_> {
             self.exe_of.insert(e.pid, exe);
             return;
         }
-        let exe = self.exe_of.get(&e.pid).map(String::as_str);
-        let counted = self.counts(exe);
         if e.op == IoOp::Other && e.flags & FLAG_PROCESS_END != 0 {
             self.trees.end(e.pid, e.end_ns);
-            if counted {
+            if self.counts(self.exe_of.get(&e.pid).map(String::as_str)) {
                 self.widen_span(e.start_ns, e.end_ns);
             }
             return;
         }
-        if e.op.is_data() && self.analyzer.counts_file(e.file) {
-            let exe = exe.unwrap_or("?");
-            // Looked up before inserting: a data call allocates nothing.
-            if !self.executables.contains_key(exe) {
-                self.executables.insert(exe.to_string(), ExecutableAcc::default());
-            }
-            let acc = self.executables.get_mut(exe).expect("inserted above");
-            acc.ops = acc.ops.saturating_add(1);
-            acc.bytes = acc.bytes.saturating_add(e.requested);
-            self.trees.data(e.pid, e.requested, counted, e.end_ns);
+        let data_counted = e.op.is_data() && self.analyzer.counts_file(e.file);
+        let (_, counted, calls) = self.run_of(e.pid);
+        let counted = *counted;
+        if data_counted {
+            calls.add(e.requested, counted, e.end_ns);
         }
         if !counted {
             return;
@@ -217,6 +252,7 @@ fn summarize(
         import_sweeping_if_one_process(path, format, strict, opts, only_exe, &reading)?
     };
     reading.step("summarizing");
+    feed.end_run();
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let secure_execs = std::mem::take(&mut feed.secure_execs);
     let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);

@@ -1226,3 +1226,57 @@ fn a_traced_process_s_threads_swept_give_the_stored_summary() {
     assert_eq!(swept["ops"], 4 * 150_000 + 4 * 150 + 64);
     assert_eq!(swept, stored);
 }
+
+/// The main thread opens a file and a worker thread reads it, more calls than fill a buffer:
+/// the worker's buffers reach the stream before the main thread's, which holds the open.
+const WORKER_READS_WHAT_MAIN_OPENED: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+static int fd;
+static void *worker(void *arg) {
+    char buf[512];
+    for (long i = 0; i < 20000; i++) pread(fd, buf, sizeof buf, (i % 16) * 512);
+    return arg;
+}
+int main(void) {
+    char block[512] = {0};
+    int f = open("data.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 16; i++) write(f, block, sizeof block);
+    close(f);
+    fd = open("data.bin", O_RDONLY);
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    close(fd);
+    return 0;
+}
+"#;
+
+/// Calls on a descriptor another thread opened are counted under its file, even when their
+/// thread's buffers reach the stream before the opener's.
+#[test]
+fn calls_of_a_thread_on_a_file_another_thread_opened_name_the_file() {
+    let dir = scratch();
+    let Some(prog) = compile_c(dir.path(), "worker_reads", WORKER_READS_WHAT_MAIN_OPENED) else { return };
+    let trace = dir.path().join("trace");
+    let out = iolens()
+        .current_dir(dir.path())
+        .args(["trace", "--quiet", "--out"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = analyze_json(&trace, &[]);
+    let files: Vec<(String, u64)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap().to_string(), f["ops"].as_u64().unwrap()))
+        .collect();
+    let data = dir.path().join("data.bin").canonicalize().unwrap();
+    let reads = files.iter().find(|(path, _)| Path::new(path) == data).map(|(_, ops)| *ops);
+    assert_eq!(reads, Some(20_000 + 16), "{files:?}");
+}
