@@ -9,7 +9,7 @@ use iolens_record::event::{
 use libc::{c_char, c_int, iovec};
 
 use crate::stream::{
-    append, append_path_frame, enter_slot, flush_slot, leave_slot, push_decimal, slot_of, with_my_slot, Slot,
+    append_path_frame, enter_slot, flush_slot, leave_slot, push_decimal, slot_of, with_my_slot, Slot,
     DROPPED, SLOT_BYTES, STREAM_FD,
 };
 use crate::ThreadState;

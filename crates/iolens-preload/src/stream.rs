@@ -222,24 +222,18 @@ pub(crate) unsafe fn enter_slot(slot: &Slot) {
     }
 }
 
-/// Appends frames to the thread's buffer, flushing it first when they do not fit.
-pub(crate) unsafe fn append(frames: &[&[u8]], events: u64) {
-    if with_my_slot(|slot| append_to(slot, frames, events)).is_none() {
-        DROPPED.fetch_add(events, Relaxed);
-    }
-}
-
 /// Appends a path frame and writes the calling thread's buffer out: the reader names a file
 /// from the frame before the calls on it, and another thread's calls on the descriptor (opened
 /// here, used there) may reach the stream long before this thread's buffer fills.
 pub(crate) unsafe fn append_path_frame(frames: &[&[u8]]) {
     with_my_slot(|slot| {
-        append_to(slot, frames, 0);
+        append_to(slot, frames);
         flush_slot(slot);
     });
 }
 
-unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
+/// Appends frames that are not events to `slot`, flushing it first when they do not fit.
+unsafe fn append_to(slot: &Slot, frames: &[&[u8]]) {
     let total: usize = frames.iter().map(|f| f.len()).sum();
     let len = &mut *slot.len.get();
     if *len + total > SLOT_BYTES {
@@ -250,7 +244,6 @@ unsafe fn append_to(slot: &Slot, frames: &[&[u8]], events: u64) {
         data[*len..*len + f.len()].copy_from_slice(f);
         *len += f.len();
     }
-    *slot.events.get() += events;
 }
 
 pub(crate) unsafe fn raw_write_all(fd: c_int, buf: &[u8]) -> bool {
