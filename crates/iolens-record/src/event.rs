@@ -52,7 +52,7 @@
 //! are local to each stream (readers map them through the stream's own table).
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Write};
 
 /// The magic of the stream version writers produce.
 pub const EVENT_MAGIC: &[u8; 8] = b"IOLEVT02";
@@ -584,7 +584,7 @@ pub fn encode_compact(
 }
 
 /// Reads an event stream: events in stream order, with the path table filled as it goes.
-pub struct EventReader<R: Read> {
+pub struct EventReader<R: BufRead> {
     input: R,
     pub paths: PathTable,
     /// Events the writer reported it could not record.
@@ -612,7 +612,7 @@ struct Block {
     predictor: Predictor,
 }
 
-impl<R: Read> EventReader<R> {
+impl<R: BufRead> EventReader<R> {
     pub fn new(mut input: R) -> Result<EventReader<R>, EventError> {
         let mut magic = [0u8; 8];
         input.read_exact(&mut magic).map_err(|_| EventError::BadMagic)?;
@@ -666,6 +666,9 @@ impl<R: Read> EventReader<R> {
 
     fn read_event(&mut self) -> Result<Option<IoEvent>, EventError> {
         loop {
+            if let Some(event) = self.buffered_event() {
+                return event.map(Some);
+            }
             let frame = self.offset;
             let mut tag = [0u8; 1];
             match self.input.read(&mut tag) {
@@ -745,94 +748,166 @@ impl<R: Read> EventReader<R> {
     }
 }
 
-impl<R: Read> EventReader<R> {
+impl<R: BufRead> EventReader<R> {
+    /// The compact or short event that starts the buffered input, decoded in place, when the
+    /// whole frame (and the slack its decoding reads) is in the buffer: most frames are, and
+    /// this spares the copies of reading them piece by piece.
+    #[inline]
+    fn buffered_event(&mut self) -> Option<Result<IoEvent, EventError>> {
+        let buf = self.input.fill_buf().ok()?;
+        let (&tag, _) = buf.split_first()?;
+        if self.version < 2 || buf.len() < COMPACT_EVENT_MAX_LEN + DECODE_SLACK {
+            return None;
+        }
+        let frame = self.offset;
+        let decoded = if tag & TAG_COMPACT != 0 {
+            decode_compact(self.block.as_mut(), &buf[..COMPACT_EVENT_MAX_LEN + DECODE_SLACK], frame)
+        } else if tag & TAG_SHORT != 0 {
+            decode_short(self.block.as_mut(), tag, buf[1..SHORT_EVENT_LEN].try_into().unwrap(), frame)
+                .map(|e| (e, SHORT_EVENT_LEN))
+        } else {
+            return None;
+        };
+        Some(decoded.map(|(e, len)| {
+            self.input.consume(len);
+            self.offset = self.offset.saturating_add(len as u64);
+            e
+        }))
+    }
+
     /// Reads the rest of the short compact event whose tag byte `tag` was at `frame`.
     fn read_short(&mut self, tag: u8, frame: u64) -> Result<IoEvent, EventError> {
-        let corrupt = |message: String| EventError::Corrupt { offset: frame, message };
-        let op =
-            IoOp::from_u8(tag & 0x0f).ok_or_else(|| corrupt(format!("invalid operation {}", tag & 0x0f)))?;
-        let layer = Layer::from_u8(tag >> 4 & 0x03).expect("two bits name a layer");
+        op_of(tag, frame)?;
         let mut b = [0u8; SHORT_EVENT_LEN - 1];
         self.fill(&mut b, frame)?;
-        let Some(block) = self.block.as_mut() else {
-            return Err(corrupt("compact event before any block header".into()));
-        };
-        let p = &mut block.predictor;
-        let (file, offset, requested) = (p.file, p.next_offset, p.requested);
-        let start = p.last_end.wrapping_add(u16::from_le_bytes([b[0], b[1]]) as u64);
-        let end = start.wrapping_add(u16::from_le_bytes([b[2], b[3]]) as u64);
-        p.advance(file, offset, requested, requested as i64, end);
-        Ok(IoEvent {
-            pid: block.pid,
-            tid: block.tid,
-            file,
-            op,
-            layer,
-            flags: 0,
-            offset,
-            requested,
-            result: requested as i64,
-            start_ns: block.line.ns(start),
-            end_ns: block.line.ns(end),
-        })
+        decode_short(self.block.as_mut(), tag, &b, frame)
     }
 
     /// Reads the rest of the compact event whose tag byte `tag` was at `frame`.
     fn read_compact(&mut self, tag: u8, frame: u64) -> Result<IoEvent, EventError> {
-        let corrupt = |message: String| EventError::Corrupt { offset: frame, message };
-        let op =
-            IoOp::from_u8(tag & 0x0f).ok_or_else(|| corrupt(format!("invalid operation {}", tag & 0x0f)))?;
-        let layer = Layer::from_u8(tag >> 4 & 0x03).expect("two bits name a layer");
-        let mut len_bytes = [0u8; 3];
-        self.fill(&mut len_bytes, frame)?;
-        let lens_word = u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], 0]);
-        let lens: [usize; COMPACT_FIELDS] = std::array::from_fn(|k| (lens_word >> (4 * k) & 0xf) as usize);
-        if let Some(bad) = lens.iter().find(|&&n| n > 8) {
-            return Err(corrupt(format!("invalid field length {bad}")));
-        }
+        op_of(tag, frame)?;
+        // The frame again, as `decode_compact` takes it: tag, lengths, fields, slack.
+        let mut bytes = [0u8; COMPACT_EVENT_MAX_LEN + DECODE_SLACK];
+        bytes[0] = tag;
+        self.fill(&mut bytes[1..4], frame)?;
+        let lens = compact_lens(&bytes, frame)?;
         let flags_len = if tag & COMPACT_FLAGGED != 0 { 2 } else { 0 };
-        let mut body = [0u8; COMPACT_EVENT_MAX_LEN - 4];
         let body_len = lens.iter().sum::<usize>() + flags_len;
-        self.fill(&mut body[..body_len], frame)?;
-        let mut at = 0;
-        let values: [u64; COMPACT_FIELDS] = std::array::from_fn(|k| {
-            let mut v = [0u8; 8];
-            v[..lens[k]].copy_from_slice(&body[at..at + lens[k]]);
-            at += lens[k];
-            u64::from_le_bytes(v)
-        });
-        let flags = if flags_len > 0 { u16::from_le_bytes([body[at], body[at + 1]]) } else { 0 };
-        let Some(block) = self.block.as_mut() else {
-            return Err(corrupt("compact event before any block header".into()));
-        };
-        let p = &mut block.predictor;
-        let file = values[0] as u32 ^ p.file;
-        if values[0] > u32::MAX as u64 {
-            return Err(corrupt(format!("invalid file id delta {}", values[0])));
-        }
-        let offset = p.next_offset.wrapping_add(unzigzag(values[1]) as u64);
-        let requested = values[2] ^ p.requested;
-        let result = (requested as i64).wrapping_add(unzigzag(values[3]));
-        let start = p.last_end.wrapping_add(unzigzag(values[4]) as u64);
-        let end = start.wrapping_add(unzigzag(values[5]) as u64);
-        p.advance(file, offset, requested, result, end);
-        Ok(IoEvent {
-            pid: block.pid,
-            tid: block.tid,
-            file,
-            op,
-            layer,
-            flags,
-            offset,
-            requested,
-            result,
-            start_ns: block.line.ns(start),
-            end_ns: block.line.ns(end),
-        })
+        self.fill(&mut bytes[4..4 + body_len], frame)?;
+        decode_compact(self.block.as_mut(), &bytes, frame).map(|(e, _)| e)
     }
 }
 
-impl<R: Read> Iterator for EventReader<R> {
+/// Bytes past a compact frame's end that decoding it may read: each field is read as 8 bytes
+/// and masked to its length.
+const DECODE_SLACK: usize = 8;
+
+/// The operation and layer a compact or short event's tag names.
+fn op_of(tag: u8, frame: u64) -> Result<(IoOp, Layer), EventError> {
+    let op = IoOp::from_u8(tag & 0x0f).ok_or_else(|| EventError::Corrupt {
+        offset: frame,
+        message: format!("invalid operation {}", tag & 0x0f),
+    })?;
+    Ok((op, Layer::from_u8(tag >> 4 & 0x03).expect("two bits name a layer")))
+}
+
+/// The field lengths of the compact frame `bytes` (tag first).
+fn compact_lens(bytes: &[u8], frame: u64) -> Result<[usize; COMPACT_FIELDS], EventError> {
+    let lens_word = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], 0]);
+    let lens: [usize; COMPACT_FIELDS] = std::array::from_fn(|k| (lens_word >> (4 * k) & 0xf) as usize);
+    match lens.iter().find(|&&n| n > 8) {
+        Some(bad) => {
+            Err(EventError::Corrupt { offset: frame, message: format!("invalid field length {bad}") })
+        }
+        None => Ok(lens),
+    }
+}
+
+fn no_block(frame: u64) -> EventError {
+    EventError::Corrupt { offset: frame, message: "compact event before any block header".into() }
+}
+
+/// Decodes the short event of `block` whose tag is `tag` and whose other bytes are `b`.
+#[inline]
+fn decode_short(block: Option<&mut Block>, tag: u8, b: &[u8; 4], frame: u64) -> Result<IoEvent, EventError> {
+    let (op, layer) = op_of(tag, frame)?;
+    let block = block.ok_or_else(|| no_block(frame))?;
+    let p = &mut block.predictor;
+    let (file, offset, requested) = (p.file, p.next_offset, p.requested);
+    let start = p.last_end.wrapping_add(u16::from_le_bytes([b[0], b[1]]) as u64);
+    let end = start.wrapping_add(u16::from_le_bytes([b[2], b[3]]) as u64);
+    p.advance(file, offset, requested, requested as i64, end);
+    Ok(IoEvent {
+        pid: block.pid,
+        tid: block.tid,
+        file,
+        op,
+        layer,
+        flags: 0,
+        offset,
+        requested,
+        result: requested as i64,
+        start_ns: block.line.ns(start),
+        end_ns: block.line.ns(end),
+    })
+}
+
+/// Decodes the compact event of `block` that `bytes` starts with (its tag first, then
+/// [`DECODE_SLACK`] bytes or more past its end); the event and the frame's length.
+#[inline]
+fn decode_compact(
+    block: Option<&mut Block>,
+    bytes: &[u8],
+    frame: u64,
+) -> Result<(IoEvent, usize), EventError> {
+    let tag = bytes[0];
+    let (op, layer) = op_of(tag, frame)?;
+    let lens = compact_lens(bytes, frame)?;
+    let mut at = 4;
+    let values: [u64; COMPACT_FIELDS] = std::array::from_fn(|k| {
+        let word = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let v = if lens[k] == 8 { word } else { word & ((1u64 << (8 * lens[k])) - 1) };
+        at += lens[k];
+        v
+    });
+    let flags = if tag & COMPACT_FLAGGED != 0 {
+        at += 2;
+        u16::from_le_bytes([bytes[at - 2], bytes[at - 1]])
+    } else {
+        0
+    };
+    let block = block.ok_or_else(|| no_block(frame))?;
+    let p = &mut block.predictor;
+    let file = values[0] as u32 ^ p.file;
+    if values[0] > u32::MAX as u64 {
+        return Err(EventError::Corrupt {
+            offset: frame,
+            message: format!("invalid file id delta {}", values[0]),
+        });
+    }
+    let offset = p.next_offset.wrapping_add(unzigzag(values[1]) as u64);
+    let requested = values[2] ^ p.requested;
+    let result = (requested as i64).wrapping_add(unzigzag(values[3]));
+    let start = p.last_end.wrapping_add(unzigzag(values[4]) as u64);
+    let end = start.wrapping_add(unzigzag(values[5]) as u64);
+    p.advance(file, offset, requested, result, end);
+    let event = IoEvent {
+        pid: block.pid,
+        tid: block.tid,
+        file,
+        op,
+        layer,
+        flags,
+        offset,
+        requested,
+        result,
+        start_ns: block.line.ns(start),
+        end_ns: block.line.ns(end),
+    };
+    Ok((event, at))
+}
+
+impl<R: BufRead> Iterator for EventReader<R> {
     type Item = Result<IoEvent, EventError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_event().transpose()
@@ -1010,6 +1085,13 @@ mod tests {
         expected.push(ev(3));
         expected.extend_from_slice(&events[4..]);
         assert_eq!(read, expected);
+        // Read through buffers of every size: frames decoded in the buffer and frames read
+        // piece by piece (those the buffer does not hold whole) give the same events.
+        for capacity in 1..=bytes.len() {
+            let input = std::io::BufReader::with_capacity(capacity, &bytes[..]);
+            let read: Vec<IoEvent> = EventReader::new(input).unwrap().map(|e| e.unwrap()).collect();
+            assert_eq!(read, expected, "buffer of {capacity} bytes");
+        }
     }
 
     #[test]
