@@ -79,8 +79,9 @@ impl EventSink for BatchSink<'_> {
     }
 }
 
-/// [`import_counted`], with the parsing on a second thread when that pays: the trace is a file
-/// of at least [`PIPELINE_MIN_BYTES`] (not a directory of event streams) and there are two cores.
+/// [`import_counted`], with the parsing on a second thread when that pays: the trace (a file, or
+/// the stream files of a trace directory) has at least [`PIPELINE_MIN_BYTES`] and there are two
+/// cores.
 pub fn import_pipelined(
     path: &Path,
     format: Format,
@@ -88,9 +89,14 @@ pub fn import_pipelined(
     sink: &mut dyn EventSink,
     progress: Option<&ReadProgress>,
 ) -> Result<ImportReport, ImportError> {
-    let large = path.is_file() && std::fs::metadata(path).is_ok_and(|m| m.len() >= PIPELINE_MIN_BYTES);
+    let bytes = if path.is_dir() {
+        crate::stream_files(path)
+            .map_or(0, |files| files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum())
+    } else {
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if format == Format::Events || !large || cores < 2 {
+    if bytes < PIPELINE_MIN_BYTES || cores < 2 {
         return import_counted(path, format, strict, sink, progress);
     }
     import_on_two_threads(path, format, strict, sink, progress)
@@ -207,6 +213,47 @@ mod tests {
         assert_eq!(seq_report.malformed_count, pipe_report.malformed_count);
         assert_eq!(format!("{:?}", seq_report.malformed), format!("{:?}", pipe_report.malformed));
         assert_eq!(seq_report.notes, pipe_report.notes);
+    }
+
+    #[test]
+    fn a_pipelined_trace_directory_gives_what_a_sequential_one_gives() {
+        use iolens_record::event::{EventWriter, IoOp, Layer};
+        let dir = tempfile::tempdir().unwrap();
+        // Two processes' streams, each of two threads' blocks, paths defined along the way.
+        for pid in [100u32, 200] {
+            let mut w = EventWriter::new(Vec::new()).unwrap();
+            for block in 0..6u64 {
+                let path_id = block as u32 % 3;
+                w.path(path_id, &format!("/data/{pid}-{path_id}")).unwrap();
+                let t0 = block * 1_000_000;
+                let mut p =
+                    w.block(pid, pid + 1 + block as u32 % 2, (t0, t0), (t0 + 900_000, t0 + 900_000)).unwrap();
+                for i in 0..1_500u64 {
+                    let e = IoEvent {
+                        pid,
+                        tid: 0,
+                        file: path_id,
+                        op: if i % 3 == 0 { IoOp::Write } else { IoOp::Read },
+                        layer: Layer::Posix,
+                        flags: 0,
+                        offset: (i * 7 % 64) * 4096,
+                        requested: 4096,
+                        result: 4096,
+                        start_ns: t0 + i * 500,
+                        end_ns: t0 + i * 500 + 200 + i % 5,
+                    };
+                    w.compact_event(&e, &mut p).unwrap();
+                }
+            }
+            std::fs::write(dir.path().join(format!("{pid}.1.evt")), w.into_inner()).unwrap();
+        }
+        let mut sequential = Collect::default();
+        crate::import(dir.path(), Format::Events, false, &mut sequential).unwrap();
+        let mut pipelined = Collect::default();
+        import_on_two_threads(dir.path(), Format::Events, false, &mut pipelined, None).unwrap();
+        assert_eq!(sequential.events.len(), 2 * 6 * 1_500);
+        assert_eq!(sequential.paths, pipelined.paths);
+        assert_eq!(sequential.events, pipelined.events);
     }
 
     #[test]

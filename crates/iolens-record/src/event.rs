@@ -828,7 +828,7 @@ fn no_block(frame: u64) -> EventError {
 }
 
 /// Decodes the short event of `block` whose tag is `tag` and whose other bytes are `b`.
-#[inline]
+#[inline(always)]
 fn decode_short(block: Option<&mut Block>, tag: u8, b: &[u8; 4], frame: u64) -> Result<IoEvent, EventError> {
     let (op, layer) = op_of(tag, frame)?;
     let block = block.ok_or_else(|| no_block(frame))?;
@@ -854,7 +854,7 @@ fn decode_short(block: Option<&mut Block>, tag: u8, b: &[u8; 4], frame: u64) -> 
 
 /// Decodes the compact event of `block` that `bytes` starts with (its tag first, then
 /// [`DECODE_SLACK`] bytes or more past its end); the event and the frame's length.
-#[inline]
+#[inline(always)]
 fn decode_compact(
     block: Option<&mut Block>,
     bytes: &[u8],

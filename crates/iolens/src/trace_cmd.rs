@@ -341,11 +341,12 @@ fn summarize(
 }
 
 /// Imports a trace that is not a run trace. A trace of one process (one file, or a directory
-/// with one stream file) is read first with busy time swept through a window of
+/// with one stream file) is read first with busy time swept as the calls come, exact when they
+/// come in start order (one thread's do), then, if they do not, through a window of
 /// [`REORDER_WINDOW`] calls, as a run trace of several agents is: exact when each thread's calls
 /// come in start order, and its blocks of calls are within the window of each other, as the
-/// tracer writes them. The reading stops at the first call out of order, and the trace is then
-/// read again with unions that take any order. Several processes' streams are read one after
+/// tracer writes them. A reading stops at the first call out of order, and the trace is then
+/// read again, in the end with unions that take any order. Several processes' streams are read one after
 /// another, not in time order, so they are read with those unions at once; so is a trace
 /// whose calls must pass in order to per-op exports, which a second reading would write twice.
 fn import_sweeping_if_one_process<'a>(
@@ -359,16 +360,22 @@ fn import_sweeping_if_one_process<'a>(
     let one_process = path.is_file() || stream_files(path).is_ok_and(|files| files.len() == 1);
     let exported = opts.per_op_csv.is_some() || opts.per_op_parquet.is_some();
     if one_process && !exported && !opts.in_order {
-        let sweeping = AnalyzeOptions { in_order: true, reorder_window: REORDER_WINDOW, ..opts.clone() };
-        let mut feed = Feed::new(Analyzer::new(sweeping).map_err(|e| e.to_string())?, only_exe);
-        feed.stop_out_of_order = true;
-        let report = import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
-            .map_err(|e| e.to_string())?;
-        if feed.analyzer.in_order() {
-            feed.stop_out_of_order = false;
-            return Ok((report, feed));
+        // One thread's calls come in start order, and are swept at once; several threads'
+        // blocks go through the window.
+        for (reorder_window, next) in
+            [(0, "reading again, reordering calls"), (REORDER_WINDOW, "reading again, storing calls")]
+        {
+            let sweeping = AnalyzeOptions { in_order: true, reorder_window, ..opts.clone() };
+            let mut feed = Feed::new(Analyzer::new(sweeping).map_err(|e| e.to_string())?, only_exe);
+            feed.stop_out_of_order = true;
+            let report = import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
+                .map_err(|e| e.to_string())?;
+            if feed.analyzer.in_order() {
+                feed.stop_out_of_order = false;
+                return Ok((report, feed));
+            }
+            reading.restart(next);
         }
-        reading.restart("reading again, storing calls");
     }
     let mut feed = Feed::new(Analyzer::new(opts).map_err(|e| e.to_string())?, only_exe);
     let report = import_pipelined(path, format, strict, &mut feed, Some(reading.progress()))
