@@ -341,14 +341,15 @@ fn summarize(
 }
 
 /// Imports a trace that is not a run trace. A trace of one process (one file, or a directory
-/// with one stream file) is read first with busy time swept as the calls come, exact when they
-/// come in start order (one thread's do), then, if they do not, through a window of
-/// [`REORDER_WINDOW`] calls, as a run trace of several agents is: exact when each thread's calls
-/// come in start order, and its blocks of calls are within the window of each other, as the
-/// tracer writes them. A reading stops at the first call out of order, and the trace is then
-/// read again, in the end with unions that take any order. Several processes' streams are read one after
-/// another, not in time order, so they are read with those unions at once; so is a trace
-/// whose calls must pass in order to per-op exports, which a second reading would write twice.
+/// with one stream file; not a Darshan log) is read first with busy time swept as the calls
+/// come, exact when they come in start order (one thread's do), then, if they do not, through a
+/// window of [`REORDER_WINDOW`] calls, as a run trace of several agents is: exact when each
+/// thread's calls come in start order, and its blocks of calls are within the window of each
+/// other, as the tracer writes them. A reading stops at the first call out of order, and the
+/// trace is then read again, in the end with unions that take any order. Several processes'
+/// streams are read one after another, not in time order, so they are read with those unions
+/// at once; so is a trace whose calls must pass in order to per-op exports, which a second
+/// reading would write twice.
 fn import_sweeping_if_one_process<'a>(
     path: &Path,
     format: Format,
@@ -359,7 +360,10 @@ fn import_sweeping_if_one_process<'a>(
 ) -> Result<(ImportReport, Feed<'a>), String> {
     let one_process = path.is_file() || stream_files(path).is_ok_and(|files| files.len() == 1);
     let exported = opts.per_op_csv.is_some() || opts.per_op_parquet.is_some();
-    if one_process && !exported && !opts.in_order {
+    // Darshan's calls come file by file: the stored unions merge such runs faster than a
+    // window puts them in order (131k segments: 27 against 32 ms).
+    let file_by_file = matches!(format, Format::Dxt | Format::Darshan);
+    if one_process && !exported && !file_by_file && !opts.in_order {
         // One thread's calls come in start order, and are swept at once; several threads'
         // blocks go through the window.
         for (reorder_window, next) in
