@@ -5,6 +5,9 @@
    records): records/s of `analyze` (read in parallel chunks, one per core), its peak RSS, and
    `cat FILE > /dev/null` on the same file as the floor (the cost of the bytes alone).
    Target: >= 50M records/s with a warm cache, memory bounded whatever N.
+   Then the same for two agents (records in interleaved blocks: the windowed reading), and an
+   `iolens trace` directory of a C program (compiled with cc) whose 1 and 4 threads make N/2
+   512 B preads in all: calls/s of `analyze` on the event streams a traced program leaves.
 2. The Darshan DXT samples in ../shared/data/dxt: segments/s of `analyze` on the DXT text, and,
    when PyDarshan is importable (`pip install darshan`; this script also looks in
    $PYDARSHAN_PYTHON, a Python that has it), the time PyDarshan takes to load the DXT segments of
@@ -105,6 +108,32 @@ def pydarshan_load(py, log, repeat):
     return statistics.median(times), statistics.median(process_times), int(segments)
 
 
+PREADS_PROGRAM = r"""
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int fd;
+static long calls;
+static void *run(void *arg) {
+    char buf[512];
+    long t = (long)arg;
+    for (long i = 0; i < calls; i++) pread(fd, buf, sizeof buf, ((i * 7 + t) % 2048) * 512);
+    return NULL;
+}
+int main(int argc, char **argv) {
+    if (argc < 4) return 2;
+    calls = atol(argv[2]);
+    int threads = atoi(argv[3]);
+    fd = open(argv[1], O_RDONLY);
+    pthread_t t[64];
+    for (long i = 0; i < threads && i < 64; i++) pthread_create(&t[i], NULL, run, (void *)i);
+    for (int i = 0; i < threads && i < 64; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"""
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", type=int, default=10_000_000)
@@ -157,6 +186,39 @@ def main():
                                         "analyze_cpu_s": cpu_s, "records_per_s": records / analyze_s,
                                         "records_per_cpu_s": records / cpu_s,
                                         "peak_rss_bytes": rss}
+
+        # `iolens trace` of a C program whose threads pread 512 B from a 1 MiB file: the trace
+        # directory's event streams, as a user's traced program leaves them.
+        os.remove(trace)
+        source = os.path.join(tmp, "preads.c")
+        with open(source, "w") as f:
+            f.write(PREADS_PROGRAM)
+        program = os.path.join(tmp, "preads")
+        if subprocess.run(["cc", "-O2", "-pthread", "-o", program, source]).returncode != 0:
+            print("no C compiler (cc): the traced program is not measured")
+        else:
+            data = os.path.join(tmp, "preads.dat")
+            with open(data, "wb") as f:
+                f.write(os.urandom(1 << 20))
+            results["traced_program"] = []
+            for threads in (1, 4):
+                out = os.path.join(tmp, f"trace{threads}")
+                subprocess.run([iolens, "trace", "--quiet", "--out", out, "--", program, data,
+                                str(args.ops // 2 // threads), str(threads)],
+                               check=True, stdout=subprocess.DEVNULL)
+                calls = args.ops // 2 // threads * threads
+                stream_bytes = sum(p.stat().st_size for p in Path(out).rglob("*.evt"))
+                subprocess.run(["sh", "-c", f"cat {out}/*.evt > /dev/null"], check=True)
+                analyze_s, cpu_s, rss = measure([iolens, "analyze", out], args.repeat)
+                print(f"iolens trace of {threads} thread(s) making {calls} preads "
+                      f"({stream_bytes / 2**20:.0f} MiB of streams): analyze {analyze_s:.3f} s = "
+                      f"{calls / analyze_s / 1e6:.1f}M calls/s ({calls / cpu_s / 1e6:.1f}M per "
+                      f"CPU-second), peak RSS {rss / 2**20:.0f} MiB")
+                results["traced_program"].append({
+                    "threads": threads, "calls": calls, "stream_bytes": stream_bytes,
+                    "analyze_s": analyze_s, "analyze_cpu_s": cpu_s, "calls_per_s": calls / analyze_s,
+                    "peak_rss_bytes": rss})
+                shutil.rmtree(out)
 
     py = pydarshan_python()
     results["pydarshan"] = py is not None
