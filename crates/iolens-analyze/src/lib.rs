@@ -1012,6 +1012,14 @@ impl Analyzer {
         }
     }
 
+    /// Whether each class's calls have come in start order so far (or through its window): a
+    /// check cheap enough to poll while reading. A class's layers, files and processes see
+    /// parts of its calls in the same order, so they stay in order while it does; the full
+    /// check is [`Analyzer::in_order`].
+    pub fn in_order_so_far(&self) -> bool {
+        !self.opts.in_order || self.classes.values().all(|c| c.sweep.ordered() && c.staged.ordered())
+    }
+
     /// Whether every union saw its calls in start order (always true without
     /// [`AnalyzeOptions::in_order`]): when false, [`Analyzer::finish`] fails.
     pub fn in_order(&self) -> bool {

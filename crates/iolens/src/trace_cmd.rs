@@ -197,7 +197,7 @@ impl EventSink for Feed<'_> {
         self.analyzer.event(e);
     }
     fn stop_requested(&mut self) -> bool {
-        self.analyzer.stop_requested() || (self.stop_out_of_order && !self.analyzer.in_order())
+        self.analyzer.stop_requested() || (self.stop_out_of_order && !self.analyzer.in_order_so_far())
     }
 }
 
@@ -406,7 +406,7 @@ impl EventSink for ChunkSink {
     }
     fn stop_requested(&mut self) -> bool {
         // A sweep that met calls out of order is of no use: the trace is read again anyway.
-        self.0.stop_requested() || !self.0.in_order()
+        self.0.stop_requested() || !self.0.in_order_so_far()
     }
 }
 

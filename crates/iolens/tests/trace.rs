@@ -1163,6 +1163,23 @@ fn a_daemon_still_running_at_the_end_is_named_in_a_note() {
     assert!(notes.contains("still running when it exited"), "{notes}");
 }
 
+/// Compiles the C program `source` into `dir` and traces it there (`iolens trace --out
+/// dir/trace`); the trace directory. `None` without gcc.
+fn traced_c_program(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
+    let prog = compile_c(dir, name, source)?;
+    let trace = dir.join("trace");
+    let out = iolens()
+        .current_dir(dir)
+        .args(["trace", "--quiet", "--out"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(trace)
+}
+
 /// Four threads read one file with pread, each call at its own offset, and write to a file of
 /// their own, with an fsync at the end: more calls than the sweep's reorder window holds.
 const THREADS_PREAD_PROGRAM: &str = r#"
@@ -1203,17 +1220,7 @@ int main(void) {
 #[test]
 fn a_traced_process_s_threads_swept_give_the_stored_summary() {
     let dir = scratch();
-    let Some(prog) = compile_c(dir.path(), "threads_pread", THREADS_PREAD_PROGRAM) else { return };
-    let trace = dir.path().join("trace");
-    let out = iolens()
-        .current_dir(dir.path())
-        .args(["trace", "--quiet", "--out"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(trace) = traced_c_program(dir.path(), "threads_pread", THREADS_PREAD_PROGRAM) else { return };
     let without_run_fields = |mut v: serde_json::Value| {
         for key in ["tool", "command", "started_at", "ended_at", "exports"] {
             v.as_object_mut().unwrap().remove(key);
@@ -1258,17 +1265,9 @@ int main(void) {
 #[test]
 fn calls_of_a_thread_on_a_file_another_thread_opened_name_the_file() {
     let dir = scratch();
-    let Some(prog) = compile_c(dir.path(), "worker_reads", WORKER_READS_WHAT_MAIN_OPENED) else { return };
-    let trace = dir.path().join("trace");
-    let out = iolens()
-        .current_dir(dir.path())
-        .args(["trace", "--quiet", "--out"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(trace) = traced_c_program(dir.path(), "worker_reads", WORKER_READS_WHAT_MAIN_OPENED) else {
+        return;
+    };
     let v = analyze_json(&trace, &[]);
     let files: Vec<(String, u64)> = v["files"]
         .as_array()
