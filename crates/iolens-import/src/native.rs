@@ -107,6 +107,94 @@ enum StreamEnd {
     Empty,
 }
 
+/// One event stream being read: its events with the trace's path ids, an MPI rank's put on
+/// rank 0's clock.
+struct StreamCursor<'p, R: Read> {
+    reader: EventReader<BufReader<R>>,
+    file: &'p Path,
+    clock: Option<&'p RankClock>,
+    /// Path ids are local to each stream: mapped to global ones when first used. Threads flush
+    /// their buffers in any order, so ids need not be defined in increasing order.
+    global: HashMap<u32, u32>,
+    /// The last id mapped: calls come in runs on one file.
+    last: Option<(u32, u32)>,
+    end: StreamEnd,
+}
+
+impl<'p, R: Read> StreamCursor<'p, R> {
+    /// A cursor at the start of `input`, or how the stream ended when it has no bytes.
+    fn open(
+        ctx: &mut Ctx,
+        input: R,
+        file: &'p Path,
+        clock: Option<&'p RankClock>,
+    ) -> Result<Result<StreamCursor<'p, R>, StreamEnd>, ImportError> {
+        let mut input = BufReader::with_capacity(ctx.read_buffer_bytes, input);
+        if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
+            return Ok(Err(StreamEnd::Empty));
+        }
+        let reader = EventReader::new(input).map_err(|e| ctx.format_err(file, e))?;
+        Ok(Ok(StreamCursor {
+            reader,
+            file,
+            clock,
+            global: HashMap::new(),
+            last: None,
+            end: StreamEnd::Whole,
+        }))
+    }
+
+    /// The next event, None at the end of the stream (or where it is cut).
+    #[inline]
+    fn next(&mut self, ctx: &mut Ctx) -> Result<Option<IoEvent>, ImportError> {
+        let mut e = match self.reader.next_event() {
+            Ok(Some(e)) => e,
+            Ok(None) => return Ok(None),
+            Err(EventError::Truncated { offset }) => {
+                self.end = StreamEnd::Cut(offset);
+                return Ok(None);
+            }
+            Err(e) => return Err(ctx.format_err(self.file, e)),
+        };
+        if e.file != NO_FILE {
+            let local = e.file;
+            e.file = match self.last {
+                Some((l, id)) if l == local => id,
+                _ => match self.global.get(&local) {
+                    Some(&id) => id,
+                    None => match self.reader.paths.get(local) {
+                        Some(p) => {
+                            let id = ctx.new_path(p);
+                            self.global.insert(local, id);
+                            id
+                        }
+                        // Not defined (yet): the call is on no known file.
+                        None => NO_FILE,
+                    },
+                },
+            };
+            if e.file != NO_FILE {
+                self.last = Some((local, e.file));
+            }
+        }
+        if let Some(clock) = self.clock {
+            e.start_ns = clock.to_rank0(e.start_ns);
+            e.end_ns = clock.to_rank0(e.end_ns);
+        }
+        Ok(Some(e))
+    }
+
+    /// Adds what the writer counted (drops, calls left out) to the report; how the stream ended.
+    fn finish(self, ctx: &mut Ctx) -> StreamEnd {
+        ctx.report.dropped = ctx.report.dropped.saturating_add(self.reader.dropped);
+        ctx.report.drop_errno = self.reader.lost_errno.or(ctx.report.drop_errno);
+        for (total, (calls, bytes)) in ctx.report.excluded.iter_mut().zip(self.reader.excluded) {
+            *total = (total.0.saturating_add(calls), total.1.saturating_add(bytes));
+        }
+        self.end
+    }
+}
+
 /// Reads one event stream; an MPI rank's events are put on rank 0's clock.
 fn import_stream(
     ctx: &mut Ctx,
@@ -114,60 +202,63 @@ fn import_stream(
     file: &Path,
     clock: Option<&RankClock>,
 ) -> Result<StreamEnd, ImportError> {
-    let mut input = BufReader::with_capacity(ctx.read_buffer_bytes, input);
-    if input.fill_buf().map_err(|e| ImportError::Io { path: file.to_path_buf(), source: e })?.is_empty() {
-        return Ok(StreamEnd::Empty);
-    }
-    let mut reader = EventReader::new(input).map_err(|e| ctx.format_err(file, e))?;
-    // Path ids are local to each stream: map them to global ones when first used. Threads
-    // flush their buffers in any order, so ids need not be defined in increasing order.
-    let mut global: HashMap<u32, u32> = HashMap::new();
-    // The last id mapped: calls come in runs on one file.
-    let mut last: Option<(u32, u32)> = None;
-    let cut = loop {
-        if ctx.should_stop() {
-            break StreamEnd::Whole;
-        }
-        match reader.next_event() {
-            Ok(Some(mut e)) => {
-                if e.file != NO_FILE {
-                    let local = e.file;
-                    e.file = match last {
-                        Some((l, id)) if l == local => id,
-                        _ => match global.get(&local) {
-                            Some(&id) => id,
-                            None => match reader.paths.get(local) {
-                                Some(p) => {
-                                    let id = ctx.new_path(p);
-                                    global.insert(local, id);
-                                    id
-                                }
-                                // Not defined (yet): the call is on no known file.
-                                None => NO_FILE,
-                            },
-                        },
-                    };
-                    if e.file != NO_FILE {
-                        last = Some((local, e.file));
-                    }
-                }
-                if let Some(clock) = clock {
-                    e.start_ns = clock.to_rank0(e.start_ns);
-                    e.end_ns = clock.to_rank0(e.end_ns);
-                }
-                ctx.event(&e);
-            }
-            Ok(None) => break StreamEnd::Whole,
-            Err(EventError::Truncated { offset }) => break StreamEnd::Cut(offset),
-            Err(e) => return Err(ctx.format_err(file, e)),
-        }
+    let mut cursor = match StreamCursor::open(ctx, input, file, clock)? {
+        Ok(cursor) => cursor,
+        Err(end) => return Ok(end),
     };
-    ctx.report.dropped = ctx.report.dropped.saturating_add(reader.dropped);
-    ctx.report.drop_errno = reader.lost_errno.or(ctx.report.drop_errno);
-    for (total, (calls, bytes)) in ctx.report.excluded.iter_mut().zip(reader.excluded) {
-        *total = (total.0.saturating_add(calls), total.1.saturating_add(bytes));
+    while !ctx.should_stop() {
+        match cursor.next(ctx)? {
+            Some(e) => ctx.event(&e),
+            None => break,
+        }
     }
-    Ok(cut)
+    Ok(cursor.finish(ctx))
+}
+
+/// Streams read side by side at most: each holds a descriptor and a read buffer.
+pub const MERGED_STREAMS_MAX: usize = 256;
+/// Read buffer of each stream read side by side.
+const MERGED_READ_BUFFER: usize = 64 * 1024;
+
+/// Reads the streams of several processes side by side, each time the event that starts
+/// first among the next of each: the events come nearly in start order (each stream's threads
+/// still interleave by blocks), as one stream's do, so the busy time can be swept.
+fn import_streams_merged(
+    ctx: &mut Ctx,
+    files: &[std::path::PathBuf],
+    clocks: &[Option<RankClock>],
+    ends: &mut Vec<(std::path::PathBuf, StreamEnd)>,
+) -> Result<(), ImportError> {
+    // Each stream's cursor, or how it ended when it had no bytes.
+    let mut cursors = Vec::with_capacity(files.len());
+    let mut heads = Vec::with_capacity(files.len());
+    ctx.read_buffer_bytes = MERGED_READ_BUFFER;
+    for (file, clock) in files.iter().zip(clocks) {
+        let f = std::fs::File::open(file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
+        let mut cursor = StreamCursor::open(ctx, Counted::new(f, ctx.progress), file, clock.as_ref())?;
+        heads.push(match &mut cursor {
+            Ok(cursor) => cursor.next(ctx)?,
+            Err(_) => None,
+        });
+        cursors.push(cursor);
+    }
+    while !ctx.should_stop() {
+        let first = heads.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|e| (e.start_ns, i))).min();
+        let Some((_, i)) = first else { break };
+        let e = heads[i].take().expect("the earliest head is there");
+        ctx.event(&e);
+        if let Ok(cursor) = &mut cursors[i] {
+            heads[i] = cursor.next(ctx)?;
+        }
+    }
+    for (file, cursor) in files.iter().zip(cursors) {
+        let end = match cursor {
+            Ok(cursor) => cursor.finish(ctx),
+            Err(end) => end,
+        };
+        ends.push((file.clone(), end));
+    }
+    Ok(())
 }
 
 /// Notes streams cut inside a frame, and empty ones.
@@ -221,15 +312,21 @@ pub(crate) fn import_events(ctx: &mut Ctx) -> Result<(), ImportError> {
     for clock in clocks.iter_mut().flatten() {
         clock.align_with(rank0_boot.as_deref());
     }
-    for (file, clock) in files.into_iter().zip(clocks) {
-        if ctx.report.interrupted {
-            break;
+    if (2..=MERGED_STREAMS_MAX).contains(&files.len()) {
+        import_streams_merged(ctx, &files, &clocks, &mut ends)?;
+        ranks.extend(clocks.into_iter().flatten());
+    } else {
+        for (file, clock) in files.into_iter().zip(clocks) {
+            if ctx.report.interrupted {
+                break;
+            }
+            let f =
+                std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
+            ctx.read_buffer_bytes = crate::read_buffer_bytes(&f);
+            let end = import_stream(ctx, Counted::new(f, ctx.progress), &file, clock.as_ref())?;
+            ends.push((file, end));
+            ranks.extend(clock);
         }
-        let f = std::fs::File::open(&file).map_err(|e| ImportError::Io { path: file.clone(), source: e })?;
-        ctx.read_buffer_bytes = crate::read_buffer_bytes(&f);
-        let end = import_stream(ctx, Counted::new(f, ctx.progress), &file, clock.as_ref())?;
-        ends.push((file, end));
-        ranks.extend(clock);
     }
     note_stream_ends(ctx, ends);
     note_mpi_ranks(ctx, &ranks);
@@ -314,9 +411,31 @@ mod tests {
         assert_eq!(r.dropped, 4);
         assert_eq!(r.excluded[0], (10, 20), "excluded calls of both streams");
         let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
-        assert_eq!(files, ["/a", "/b", "/c", "/a"]);
+        // The streams are read side by side, by the start of their next call.
+        assert_eq!(files, ["/a", "/c", "/b", "/a"]);
         assert_eq!(c.paths.len(), 3, "one id per path name over the import, /a shared by both streams");
         assert_eq!(c.events[0].file, c.events[3].file);
+    }
+
+    #[test]
+    fn streams_of_several_processes_are_read_side_by_side_by_time() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, starts) in [("1.1.evt", &[0u64, 10, 20, 21][..]), ("2.1.evt", &[5, 15, 16])] {
+            let mut w = EventWriter::new(Vec::new()).unwrap();
+            w.path(0, name).unwrap();
+            for &start in starts {
+                w.event(&IoEvent { start_ns: start, end_ns: start + 1, ..ev(0, IoOp::Read, 0) }).unwrap();
+            }
+            std::fs::write(dir.path().join(name), w.into_inner()).unwrap();
+        }
+        std::fs::write(dir.path().join("3.1.evt"), b"").unwrap();
+        let mut c = Collect::default();
+        let r = import(dir.path(), Format::Events, false, &mut c).unwrap();
+        let starts: Vec<u64> = c.events.iter().map(|e| e.start_ns).collect();
+        assert_eq!(starts, [0, 5, 10, 15, 16, 20, 21]);
+        let files: Vec<&str> = c.events.iter().map(|e| c.path_of(e.file)).collect();
+        assert_eq!(files, ["1.1.evt", "2.1.evt", "1.1.evt", "2.1.evt", "2.1.evt", "1.1.evt", "1.1.evt"]);
+        assert!(r.notes.iter().any(|n| n.contains("1 event stream(s) are empty")), "{:?}", r.notes);
     }
 
     #[test]

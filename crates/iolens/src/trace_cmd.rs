@@ -19,7 +19,7 @@ use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{
     detect_format, import_pipelined, import_run_trace_chunked_counted, stream_files, EventSink, Format,
-    ImportReport, ReadProgress,
+    ImportReport, ReadProgress, MERGED_STREAMS_MAX,
 };
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
@@ -249,7 +249,7 @@ fn summarize(
         let report = import_in_chunks(path, opts, &mut feed.analyzer, &reading)?;
         (report, feed)
     } else {
-        import_sweeping_if_one_process(path, format, strict, opts, only_exe, &reading)?
+        import_sweeping_if_in_order(path, format, strict, opts, only_exe, &reading)?
     };
     reading.step("summarizing");
     feed.end_run();
@@ -340,17 +340,16 @@ fn summarize(
     Ok((summary, report, exports))
 }
 
-/// Imports a trace that is not a run trace. A trace of one process (one file, or a directory
-/// with one stream file; not a Darshan log) is read first with busy time swept as the calls
-/// come, exact when they come in start order (one thread's do), then, if they do not, through a
-/// window of [`REORDER_WINDOW`] calls, as a run trace of several agents is: exact when each
-/// thread's calls come in start order, and its blocks of calls are within the window of each
-/// other, as the tracer writes them. A reading stops at the first call out of order, and the
-/// trace is then read again, in the end with unions that take any order. Several processes'
-/// streams are read one after another, not in time order, so they are read with those unions
-/// at once; so is a trace whose calls must pass in order to per-op exports, which a second
-/// reading would write twice.
-fn import_sweeping_if_one_process<'a>(
+/// Imports a trace that is not a run trace. A trace file (not a Darshan log), or a trace
+/// directory of up to [`MERGED_STREAMS_MAX`] streams (read side by side, by time), is read first
+/// with busy time swept as the calls come, exact when they come in start order (one thread's
+/// do), then, if they do not, through a window of [`REORDER_WINDOW`] calls, as a run trace of
+/// several agents is: exact when each thread's calls come in start order, and its blocks of
+/// calls are within the window of each other, as the tracer writes them. A reading stops at
+/// its first call out of order, and the trace is then read again, in the end with unions that
+/// take any order; a trace of more streams is read with those unions at once, and so is a trace
+/// whose calls must pass in order to per-op exports, which a second reading would write twice.
+fn import_sweeping_if_in_order<'a>(
     path: &Path,
     format: Format,
     strict: bool,
@@ -358,12 +357,14 @@ fn import_sweeping_if_one_process<'a>(
     only_exe: &'a [String],
     reading: &ReadingLine,
 ) -> Result<(ImportReport, Feed<'a>), String> {
-    let one_process = path.is_file() || stream_files(path).is_ok_and(|files| files.len() == 1);
+    // Several processes' streams are read side by side, by time, up to a bound.
+    let merged_by_time =
+        path.is_file() || stream_files(path).is_ok_and(|files| files.len() <= MERGED_STREAMS_MAX);
     let exported = opts.per_op_csv.is_some() || opts.per_op_parquet.is_some();
     // Darshan's calls come file by file: the stored unions merge such runs faster than a
     // window puts them in order (131k segments: 27 against 32 ms).
     let file_by_file = matches!(format, Format::Dxt | Format::Darshan);
-    if one_process && !exported && !file_by_file && !opts.in_order {
+    if merged_by_time && !exported && !file_by_file && !opts.in_order {
         // One thread's calls come in start order, and are swept at once; several threads'
         // blocks go through the window.
         for (reorder_window, next) in

@@ -1279,3 +1279,46 @@ fn calls_of_a_thread_on_a_file_another_thread_opened_name_the_file() {
     let reads = files.iter().find(|(path, _)| Path::new(path) == data).map(|(_, ops)| *ops);
     assert_eq!(reads, Some(20_000 + 16), "{files:?}");
 }
+
+/// A process and its forked child read one file at the same time, each more calls than fill a
+/// buffer: two streams whose calls interleave in time.
+const FORKED_READERS_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void) {
+    char block[512] = {0};
+    int f = open("in.dat", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 64; i++) write(f, block, sizeof block);
+    close(f);
+    int in = open("in.dat", O_RDONLY);
+    pid_t child = fork();
+    long n = child == 0 ? 120000 : 90000;
+    for (long i = 0; i < n; i++) pread(in, block, sizeof block, (i % 64) * 512);
+    if (child == 0) return 0;
+    waitpid(child, NULL, 0);
+    return 0;
+}
+"#;
+
+/// The streams of several processes are read side by side, by time, and their busy time swept;
+/// the summary is the one the stored unions give (a per-op export reads them that way).
+#[test]
+fn processes_read_side_by_side_give_the_stored_summary() {
+    let dir = scratch();
+    let Some(trace) = traced_c_program(dir.path(), "forked_readers", FORKED_READERS_PROGRAM) else {
+        return;
+    };
+    assert_eq!(iolens_import::stream_files(&trace).unwrap().len(), 2, "one stream per process");
+    let without_run_fields = |mut v: serde_json::Value| {
+        for key in ["tool", "command", "started_at", "ended_at", "exports"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        v
+    };
+    let swept = without_run_fields(analyze_json(&trace, &[]));
+    let csv = dir.path().join("ops.csv");
+    let stored = without_run_fields(analyze_json(&trace, &["--csv", csv.to_str().unwrap()]));
+    assert_eq!(swept["ops"], 120_000 + 90_000 + 64);
+    assert_eq!(swept, stored);
+}
