@@ -1,6 +1,7 @@
 //! iolens's own formats: run traces (`IOLTRACE`) and event streams (`IOLEVT02`, and `IOLEVT01`).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -242,13 +243,18 @@ fn import_streams_merged(
         });
         cursors.push(cursor);
     }
+    // The streams by the start of their next call (ties: the earlier stream first).
+    let mut by_start: BinaryHeap<Reverse<(u64, usize)>> =
+        heads.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|e| Reverse((e.start_ns, i)))).collect();
     while !ctx.should_stop() {
-        let first = heads.iter().enumerate().filter_map(|(i, h)| h.as_ref().map(|e| (e.start_ns, i))).min();
-        let Some((_, i)) = first else { break };
-        let e = heads[i].take().expect("the earliest head is there");
+        let Some(Reverse((_, i))) = by_start.pop() else { break };
+        let Some(e) = heads[i].take() else { continue };
         ctx.event(&e);
         if let Ok(cursor) = &mut cursors[i] {
             heads[i] = cursor.next(ctx)?;
+            if let Some(next) = &heads[i] {
+                by_start.push(Reverse((next.start_ns, i)));
+            }
         }
     }
     for (file, cursor) in files.iter().zip(cursors) {
