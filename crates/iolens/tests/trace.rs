@@ -1180,6 +1180,20 @@ fn traced_c_program(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
     Some(trace)
 }
 
+/// The summaries of `trace` read as it comes (swept when its calls come in order) and with a
+/// per-op export into `dir` (which reads it with stored unions), without the fields of the run.
+fn swept_and_stored(trace: &Path, dir: &Path) -> (serde_json::Value, serde_json::Value) {
+    let without_run_fields = |mut v: serde_json::Value| {
+        for key in ["tool", "command", "started_at", "ended_at", "exports"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        v
+    };
+    let csv = dir.join("ops.csv");
+    let swept = without_run_fields(analyze_json(trace, &[]));
+    (swept, without_run_fields(analyze_json(trace, &["--csv", csv.to_str().unwrap()])))
+}
+
 /// Four threads read one file with pread, each call at its own offset, and write to a file of
 /// their own, with an fsync at the end: more calls than the sweep's reorder window holds.
 const THREADS_PREAD_PROGRAM: &str = r#"
@@ -1221,15 +1235,7 @@ int main(void) {
 fn a_traced_process_s_threads_swept_give_the_stored_summary() {
     let dir = scratch();
     let Some(trace) = traced_c_program(dir.path(), "threads_pread", THREADS_PREAD_PROGRAM) else { return };
-    let without_run_fields = |mut v: serde_json::Value| {
-        for key in ["tool", "command", "started_at", "ended_at", "exports"] {
-            v.as_object_mut().unwrap().remove(key);
-        }
-        v
-    };
-    let swept = without_run_fields(analyze_json(&trace, &[]));
-    let csv = dir.path().join("ops.csv");
-    let stored = without_run_fields(analyze_json(&trace, &["--csv", csv.to_str().unwrap()]));
+    let (swept, stored) = swept_and_stored(&trace, dir.path());
     assert_eq!(swept["ops"], 4 * 150_000 + 4 * 150 + 64);
     assert_eq!(swept, stored);
 }
@@ -1310,15 +1316,7 @@ fn processes_read_side_by_side_give_the_stored_summary() {
         return;
     };
     assert_eq!(iolens_import::stream_files(&trace).unwrap().len(), 2, "one stream per process");
-    let without_run_fields = |mut v: serde_json::Value| {
-        for key in ["tool", "command", "started_at", "ended_at", "exports"] {
-            v.as_object_mut().unwrap().remove(key);
-        }
-        v
-    };
-    let swept = without_run_fields(analyze_json(&trace, &[]));
-    let csv = dir.path().join("ops.csv");
-    let stored = without_run_fields(analyze_json(&trace, &["--csv", csv.to_str().unwrap()]));
+    let (swept, stored) = swept_and_stored(&trace, dir.path());
     assert_eq!(swept["ops"], 120_000 + 90_000 + 64);
     assert_eq!(swept, stored);
 }
