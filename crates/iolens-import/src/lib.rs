@@ -15,7 +15,7 @@ mod dxt;
 pub mod mpi_clock;
 mod native;
 mod pipelined;
-pub use native::{stream_files, MERGED_STREAMS_MAX};
+pub use native::{input_bytes, stream_files, MERGED_STREAMS_MAX};
 pub use pipelined::{import_pipelined, PIPELINE_MIN_BYTES};
 mod strace;
 

@@ -79,6 +79,17 @@ pub fn stream_files(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     Ok(files)
 }
 
+/// Bytes a reading of `path` reads: the file's, or the stream files' of a trace directory (0
+/// when they cannot be listed: the import says why).
+pub fn input_bytes(path: &Path) -> u64 {
+    if path.is_dir() {
+        stream_files(path)
+            .map_or(0, |files| files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum())
+    } else {
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    }
+}
+
 fn collect_streams(dir: &Path, depth: u32, files: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
         let path = entry.path();

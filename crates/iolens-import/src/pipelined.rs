@@ -89,12 +89,7 @@ pub fn import_pipelined(
     sink: &mut dyn EventSink,
     progress: Option<&ReadProgress>,
 ) -> Result<ImportReport, ImportError> {
-    let bytes = if path.is_dir() {
-        crate::stream_files(path)
-            .map_or(0, |files| files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum())
-    } else {
-        std::fs::metadata(path).map_or(0, |m| m.len())
-    };
+    let bytes = crate::input_bytes(path);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if bytes < PIPELINE_MIN_BYTES || cores < 2 {
         return import_counted(path, format, strict, sink, progress);

@@ -18,8 +18,8 @@ use iolens_analyze::{
 use iolens_engine::ownership::ScratchDir;
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{
-    detect_format, import_pipelined, import_run_trace_chunked_counted, stream_files, EventSink, Format,
-    ImportReport, ReadProgress, MERGED_STREAMS_MAX,
+    detect_format, import_pipelined, import_run_trace_chunked_counted, input_bytes, stream_files, EventSink,
+    Format, ImportReport, ReadProgress, MERGED_STREAMS_MAX,
 };
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
@@ -446,17 +446,6 @@ fn import_in_chunks(
         read_chunks(path, AnalyzeOptions { in_order: false, ..opts }, None, reading.progress())?;
     *analyzer = stored;
     Ok(report)
-}
-
-/// Bytes of the input a summary reads: the file's, or the stream files' of a directory (0 when
-/// they cannot be listed: the import says why).
-fn input_bytes(path: &Path) -> u64 {
-    if path.is_dir() {
-        stream_files(path)
-            .map_or(0, |files| files.iter().filter_map(|f| fs::metadata(f).ok()).map(|m| m.len()).sum())
-    } else {
-        fs::metadata(path).map_or(0, |m| m.len())
-    }
 }
 
 /// One reading of a run trace in chunks, merged.
