@@ -1,4 +1,4 @@
-//! Variadic C functions (fprintf, printf, execl, …) cannot be defined in stable Rust: a small C shim
+//! Variadic C functions (fprintf, printf, scanf, dprintf, execl, …) cannot be defined in stable Rust: a small C shim
 //! defines them and calls back into the Rust recorder. Per-thread state lives in C too
 //! (thread_state.c), for its initial-exec TLS model.
 //!
@@ -8,9 +8,11 @@
 fn main() {
     println!("cargo:rerun-if-changed=src/variadic.c");
     println!("cargo:rerun-if-changed=src/thread_state.c");
+    println!("cargo:rerun-if-changed=src/scanf.c");
     cc::Build::new()
         .file("src/variadic.c")
         .file("src/thread_state.c")
+        .file("src/scanf.c")
         .flag_if_supported("-fvisibility=default")
         .link_lib_modifier("+whole-archive")
         .compile("iolens_variadic");
@@ -31,6 +33,18 @@ const C_HOOKS: &[&str] = &[
     "__vfprintf_chk",
     "vprintf",
     "__vprintf_chk",
+    "vfscanf",
+    "__isoc99_vfscanf",
+    "vscanf",
+    "__isoc99_vscanf",
+    "fscanf",
+    "__isoc99_fscanf",
+    "scanf",
+    "__isoc99_scanf",
+    "vdprintf",
+    "__vdprintf_chk",
+    "dprintf",
+    "__dprintf_chk",
     "execl",
     "execlp",
     "execle",

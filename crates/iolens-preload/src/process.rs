@@ -12,7 +12,8 @@ use crate::stream::{
     LOST_ERRNO, POOL, STREAM_FD,
 };
 use crate::{errno, me, set_errno, Guard, ENABLED, PID, START_NS};
-use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, NO_FILE};
+use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE};
+use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
 pub(crate) unsafe extern "C" fn after_fork_in_child() {
     PID.store(libc::getpid() as u32, Relaxed);
@@ -96,17 +97,53 @@ unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_cha
     std::ptr::null()
 }
 
-/// Records that `program` is about to run untraced, if the loader will ignore the preload in it.
-unsafe fn note_secure_exec(program: *const c_char) {
-    if program.is_null() || !runs_in_secure_mode(program) {
+/// Whether `path` is a statically linked program: the first bytes of a regular file, read
+/// without blocking (a FIFO named as the program must not hang the exec).
+unsafe fn is_static_program(path: *const c_char) -> bool {
+    let fd = libc::syscall(
+        libc::SYS_openat,
+        libc::AT_FDCWD,
+        path,
+        libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
+    ) as c_int;
+    if fd < 0 {
+        return false;
+    }
+    let mut st: libc::stat = std::mem::zeroed();
+    let mut head = [0u8; ELF_PROBE_BYTES];
+    let mut len = 0;
+    if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+        while len < head.len() {
+            let n = libc::syscall(libc::SYS_pread64, fd, head[len..].as_mut_ptr(), head.len() - len, len);
+            if n <= 0 {
+                break;
+            }
+            len += n as usize;
+        }
+    }
+    libc::syscall(libc::SYS_close, fd);
+    elf_is_static(&head[..len]) == Some(true)
+}
+
+/// Notes that this process is about to run `program` where LD_PRELOAD does not reach: in
+/// secure-execution mode, or statically linked. Nothing of that image will be seen, so the
+/// reader says so.
+pub(crate) unsafe fn note_untraced_exec(program: *const c_char) {
+    if program.is_null() {
         return;
     }
-    if let Some(_g) = Guard::enter() {
-        let saved = errno();
+    let Some(_g) = Guard::enter() else { return };
+    let saved = errno();
+    let flag = if runs_in_secure_mode(program) {
+        Some(FLAG_SECURE_EXEC)
+    } else {
+        is_static_program(program).then_some(FLAG_STATIC_EXEC)
+    };
+    if let Some(flag) = flag {
         let id = define_path(program, libc::AT_FDCWD);
-        record_flagged(IoOp::Other, id, FLAG_SECURE_EXEC, now_ns());
-        set_errno(saved);
+        record_flagged(IoOp::Other, id, flag, now_ns());
     }
+    set_errno(saved);
 }
 
 /// Records that this process image ends now (exit, `_exit`, exec).
@@ -123,7 +160,7 @@ unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) 
     if in_parents_memory() {
         return exec();
     }
-    note_secure_exec(program);
+    note_untraced_exec(program);
     note_process_end();
     freeze_and_flush_all();
     let ret = exec();
@@ -258,4 +295,59 @@ pub unsafe extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: l
     let real = real!("setresuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int);
     before_user_change(euid);
     real(ruid, euid, suid)
+}
+
+/// posix_spawn's child shares the parent's memory until it execs, so it is the parent that
+/// notes a program the child will run untraced.
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut libc::pid_t,
+    path: *const c_char,
+    actions: *const libc::c_void,
+    attributes: *const libc::c_void,
+    argv: *const *mut c_char,
+    envp: *const *mut c_char,
+) -> c_int {
+    let real = real!(
+        "posix_spawn"
+            as unsafe extern "C" fn(
+                *mut libc::pid_t,
+                *const c_char,
+                *const libc::c_void,
+                *const libc::c_void,
+                *const *mut c_char,
+                *const *mut c_char,
+            ) -> c_int
+    );
+    if !in_parents_memory() {
+        note_untraced_exec(path);
+    }
+    real(pid, path, actions, attributes, argv, envp)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut libc::pid_t,
+    file: *const c_char,
+    actions: *const libc::c_void,
+    attributes: *const libc::c_void,
+    argv: *const *mut c_char,
+    envp: *const *mut c_char,
+) -> c_int {
+    let real = real!(
+        "posix_spawnp"
+            as unsafe extern "C" fn(
+                *mut libc::pid_t,
+                *const c_char,
+                *const libc::c_void,
+                *const libc::c_void,
+                *const *mut c_char,
+                *const *mut c_char,
+            ) -> c_int
+    );
+    if !in_parents_memory() {
+        let mut found = [0u8; 4096];
+        note_untraced_exec(search_path(file, &mut found));
+    }
+    real(pid, file, actions, attributes, argv, envp)
 }

@@ -295,9 +295,13 @@ pub(crate) fn result_of(ret: i64, err: c_int) -> i64 {
 }
 
 /// Wraps a call on `fd`: times it and records it if `fd` is a file. `offset` is the explicit
-/// offset, or `None` to use (and advance) the tracked position.
+/// offset, or `None` to use (and advance) the tracked position. With `@asked`, what the call
+/// asked for is known only from what it moved (a function of its result).
 macro_rules! traced_fd_call {
-    ($op:expr, $fd:expr, $offset:expr, $requested:expr, $call:expr) => {{
+    ($op:expr, $fd:expr, $offset:expr, $requested:expr, $call:expr) => {
+        traced_fd_call!(@asked $op, $fd, $offset, |_moved: i64| $requested as u64, $call)
+    };
+    (@asked $op:expr, $fd:expr, $offset:expr, $asked:expr, $call:expr) => {{
         match $crate::Guard::enter() {
             None => $call,
             Some(guard) => {
@@ -323,7 +327,7 @@ macro_rules! traced_fd_call {
                         iolens_record::event::Layer::Posix,
                         file,
                         offset,
-                        $requested as u64,
+                        $asked(ret64),
                         $crate::record::result_of(ret64, err),
                         t0,
                         t1,

@@ -59,6 +59,22 @@ macro_rules! traced_stdio_call {
     }};
 }
 
+/// Registers the file `f` was just opened on (by fopen or freopen, at `t0`).
+unsafe fn stream_opened(f: *mut FILE, path: *const c_char, mode: *const c_char, t0: u64) {
+    if f.is_null() {
+        return;
+    }
+    let append = !mode.is_null() && *mode == b'a' as c_char;
+    opened(
+        fileno_unlocked(f),
+        path,
+        libc::AT_FDCWD,
+        if append { libc::O_APPEND } else { 0 },
+        Layer::Stdio,
+        t0,
+    );
+}
+
 macro_rules! fopen_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
@@ -67,23 +83,48 @@ macro_rules! fopen_hook {
             let Some(_g) = Guard::enter() else { return real(path, mode) };
             let t0 = now_ns();
             let f = real(path, mode);
-            if !f.is_null() {
-                let append = !mode.is_null() && *mode == b'a' as c_char;
-                opened(
-                    fileno_unlocked(f),
-                    path,
-                    libc::AT_FDCWD,
-                    if append { libc::O_APPEND } else { 0 },
-                    Layer::Stdio,
-                    t0,
-                );
-            }
+            stream_opened(f, path, mode, t0);
             f
         }
     };
 }
 fopen_hook!(fopen, "fopen");
 fopen_hook!(fopen64, "fopen64");
+
+/// freopen closes the stream's descriptor and opens `path` in its place, usually under the same
+/// number, through calls no hook sees: the number must stop naming the old file. With no path,
+/// the same file is reopened in another mode, and keeps its id.
+macro_rules! freopen_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            path: *const c_char,
+            mode: *const c_char,
+            stream: *mut FILE,
+        ) -> *mut FILE {
+            let real =
+                real!($real as unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE);
+            let Some(_g) = Guard::enter() else { return real(path, mode, stream) };
+            let (old_fd, old_file) = stream_file(stream);
+            let t0 = now_ns();
+            let f = real(path, mode, stream);
+            let err = errno();
+            forget_descriptor(old_fd);
+            if path.is_null() {
+                let fd = if f.is_null() { -1 } else { fileno_unlocked(f) };
+                if fd >= 0 && (fd as usize) < MAX_FDS && old_file != NOT_A_FILE && old_file != NO_FILE {
+                    FD_PATH[fd as usize].store(old_file, Relaxed);
+                }
+            } else {
+                stream_opened(f, path, mode, t0);
+            }
+            set_errno(err);
+            f
+        }
+    };
+}
+freopen_hook!(freopen, "freopen");
+freopen_hook!(freopen64, "freopen64");
 
 macro_rules! fread_hook {
     ($name:ident, $real:literal, $op:expr, $buf:ty) => {
@@ -228,6 +269,29 @@ macro_rules! getchar_hook {
 getchar_hook!(getchar, "getchar");
 getchar_hook!(getchar_unlocked, "getchar_unlocked");
 
+/// getw reads a word; EOF is a word too, so the stream's flags tell the end or an error.
+#[no_mangle]
+pub unsafe extern "C" fn getw(stream: *mut FILE) -> c_int {
+    let real = real!("getw" as unsafe extern "C" fn(*mut FILE) -> c_int);
+    const WORD: usize = std::mem::size_of::<c_int>();
+    traced_stdio_call!(IoOp::Read, stream, Some(WORD as u64), real(stream), |r: &c_int| {
+        if *r == libc::EOF && (libc::feof(stream) != 0 || libc::ferror(stream) != 0) {
+            0
+        } else {
+            WORD as i64
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn putw(w: c_int, stream: *mut FILE) -> c_int {
+    let real = real!("putw" as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
+    const WORD: usize = std::mem::size_of::<c_int>();
+    traced_stdio_call!(IoOp::Write, stream, Some(WORD as u64), real(w, stream), |r: &c_int| put_result(
+        *r, WORD
+    ))
+}
+
 /// What a put call that returns a non-negative number on success moved: `len` bytes.
 fn put_result(ret: c_int, len: usize) -> i64 {
     if ret < 0 {
@@ -315,6 +379,41 @@ pub unsafe extern "C" fn iolens_hook_vfprintf(
     ))
 }
 
+/// The scanf family, from the C shim (variadic.c): `c99` picks the ISO C99 scanner
+/// (`__isoc99_vfscanf`, what programs built in standard mode call) over the GNU one. What a
+/// scan moved is how far it advanced the stream; on a stream that cannot tell (a pipe) it
+/// is unknown, and counted as 0.
+#[no_mangle]
+pub unsafe extern "C" fn iolens_hook_vfscanf(
+    stream: *mut FILE,
+    format: *const c_char,
+    ap: *mut c_void,
+    c99: c_int,
+) -> c_int {
+    type Scan = unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int;
+    let real = if c99 != 0 { real!("__isoc99_vfscanf" as Scan) } else { real!("vfscanf" as Scan) };
+    let before = if stream.is_null() { -1 } else { libc::ftello(stream) };
+    traced_stdio_call!(IoOp::Read, stream, real(stream, format, ap), |r: &c_int| {
+        let after = libc::ftello(stream);
+        if *r == libc::EOF && libc::ferror(stream) != 0 {
+            -(errno() as i64)
+        } else if before >= 0 && after >= before {
+            after - before
+        } else {
+            0
+        }
+    })
+}
+
+/// The dprintf family, from the C shim: formatted output straight to a descriptor. glibc
+/// writes it through its internal write, which no hook sees, so the call is recorded here, as
+/// a POSIX write of what it wrote.
+#[no_mangle]
+pub unsafe extern "C" fn iolens_hook_vdprintf(fd: c_int, format: *const c_char, ap: *mut c_void) -> c_int {
+    let real = real!("vdprintf" as unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int);
+    traced_fd_call!(@asked IoOp::Write, fd, None, |moved: i64| moved.max(0) as u64, real(fd, format, ap))
+}
+
 /// The stream printf and puts write to, for the C shim.
 #[no_mangle]
 pub unsafe extern "C" fn iolens_stdout() -> *mut FILE {
@@ -339,10 +438,15 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     if file != NOT_A_FILE {
         record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
     }
+    forget_descriptor(fd);
+    set_errno(err);
+    ret
+}
+
+/// Forgets what `fd` named: a stdio call closed it with no hook seeing the close.
+unsafe fn forget_descriptor(fd: c_int) {
     if fd >= 0 && (fd as usize) < MAX_FDS {
         FD_PATH[fd as usize].store(NO_FILE, Relaxed);
         FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
     }
-    set_errno(err);
-    ret
 }

@@ -9,6 +9,7 @@
 /* Implemented in Rust (lib.rs). */
 extern int iolens_hook_vfprintf(FILE *stream, const char *format, va_list ap);
 extern FILE *iolens_stdout(void);
+extern int iolens_hook_vdprintf(int fd, const char *format, va_list ap);
 extern int execv(const char *path, char *const argv[]);
 extern int execvp(const char *file, char *const argv[]);
 extern int execve(const char *path, char *const argv[], char *const envp[]);
@@ -64,6 +65,34 @@ int __printf_chk(int flag, const char *format, ...) {
     va_list ap;
     va_start(ap, format);
     int ret = iolens_hook_vfprintf(iolens_stdout(), format, ap);
+    va_end(ap);
+    return ret;
+}
+
+/* The dprintf family: formatted output straight to a descriptor. */
+
+int vdprintf(int fd, const char *format, va_list ap) {
+    return iolens_hook_vdprintf(fd, format, ap);
+}
+
+int __vdprintf_chk(int fd, int flag, const char *format, va_list ap) {
+    (void)flag;
+    return iolens_hook_vdprintf(fd, format, ap);
+}
+
+int dprintf(int fd, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vdprintf(fd, format, ap);
+    va_end(ap);
+    return ret;
+}
+
+int __dprintf_chk(int fd, int flag, const char *format, ...) {
+    (void)flag;
+    va_list ap;
+    va_start(ap, format);
+    int ret = iolens_hook_vdprintf(fd, format, ap);
     va_end(ap);
     return ret;
 }

@@ -42,7 +42,8 @@
 //!
 //! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
 //! first event of each stream: file = the executable, offset = the parent's pid),
-//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`], [`FLAG_AIO_UNCOLLECTED`].
+//! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`], [`FLAG_AIO_UNCOLLECTED`],
+//! [`FLAG_STATIC_EXEC`].
 //!
 //! An MPI process (one that called `MPI_Init`) also leaves `<pid>.<start ns>.mpi` beside its
 //! stream `<pid>.<start ns>.evt`: its rank and the offsets of its clock from rank 0's, measured
@@ -170,13 +171,18 @@ pub const FLAG_MPI_RANK: u16 = 32;
 /// `aio_return` before its image ended: `requested` is their number, `offset` the bytes they
 /// asked for. Nothing tells what they moved, so they are not recorded as calls.
 pub const FLAG_AIO_UNCOLLECTED: u16 = 64;
+/// Marker flag: the process exec'd or spawned `file`, a statically linked program: the loader
+/// is not involved, so `LD_PRELOAD` is not applied and nothing of that image is traced (the
+/// dynamically linked programs it starts are, as the environment passes on).
+pub const FLAG_STATIC_EXEC: u16 = 128;
 /// All marker flags: such events are facts about processes, not I/O.
 pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
     | FLAG_PROCESS_START
     | FLAG_PROCESS_END
     | FLAG_SECURE_EXEC
     | FLAG_MPI_RANK
-    | FLAG_AIO_UNCOLLECTED;
+    | FLAG_AIO_UNCOLLECTED
+    | FLAG_STATIC_EXEC;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

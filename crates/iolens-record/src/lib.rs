@@ -9,10 +9,12 @@
 //! - [`trace`]: the compact binary per-op trace (`--trace FILE`): layout, writer and reader.
 //! - [`event`]: calls of traced programs (any layer) and their binary stream format.
 //! - [`clock`]: the one clock every record uses.
+//! - [`program`]: whether a program file can be traced at all (statically linked or not).
 
 pub mod busy;
 pub mod clock;
 pub mod event;
+pub mod program;
 pub mod trace;
 
 pub use busy::Interval;

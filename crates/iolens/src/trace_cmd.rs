@@ -23,8 +23,9 @@ use iolens_import::{
 };
 use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
-    FLAG_SECURE_EXEC, NO_FILE,
+    FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
 };
+use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
 use crate::output::{
@@ -42,8 +43,9 @@ struct Feed<'a> {
     stop_out_of_order: bool,
     io_uring_pids: BTreeSet<u32>,
     io_uring_files: BTreeSet<u32>,
-    /// Processes that exec'd a program the loader runs without the preload, and that program.
-    secure_execs: BTreeSet<(u32, u32)>,
+    /// Processes that ran a program the preload does not reach, that program, and whether it is
+    /// for secure-execution mode (else: statically linked).
+    untraced_execs: BTreeSet<(u32, u32, bool)>,
     /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
     aio_uncollected: BTreeMap<u32, (u64, u64)>,
     /// `--only-exe`: the executables whose processes count (all, when empty).
@@ -75,7 +77,7 @@ impl<'a> Feed<'a> {
             stop_out_of_order: false,
             io_uring_pids: Default::default(),
             io_uring_files: Default::default(),
-            secure_execs: Default::default(),
+            untraced_execs: Default::default(),
             aio_uncollected: Default::default(),
             only_exe,
             exe_of: HashMap::new(),
@@ -153,8 +155,8 @@ impl EventSink for Feed<'_> {
             *asked = asked.saturating_add(e.offset);
             return;
         }
-        if e.op == IoOp::Other && e.flags & FLAG_SECURE_EXEC != 0 {
-            self.secure_execs.insert((e.pid, e.file));
+        if e.op == IoOp::Other && e.flags & (FLAG_SECURE_EXEC | FLAG_STATIC_EXEC) != 0 {
+            self.untraced_execs.insert((e.pid, e.file, e.flags & FLAG_SECURE_EXEC != 0));
             return;
         }
         if e.op == IoOp::Other && e.flags & (FLAG_PROCESS_START | FLAG_PROCESS_END) != 0 {
@@ -254,7 +256,7 @@ fn summarize(
     reading.step("summarizing");
     feed.end_run();
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
-    let secure_execs = std::mem::take(&mut feed.secure_execs);
+    let untraced_execs = std::mem::take(&mut feed.untraced_execs);
     let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
@@ -282,13 +284,15 @@ fn summarize(
     let darshan_filter_note = (filtered && report.darshan.is_some()).then(|| {
         "the path filters apply to the DXT segments and to the tables below; the module counter totals of the log above are of every file".to_string()
     });
-    let secure_notes: Vec<String> = secure_execs
+    let untraced_notes: Vec<String> = untraced_execs
         .into_iter()
-        .map(|(pid, file)| {
-            format!(
-                "process {pid} ran {} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced",
-                analyzer.path_name(file).unwrap_or("?")
-            )
+        .map(|(pid, file, secure)| {
+            let program = analyzer.path_name(file).unwrap_or("?");
+            if secure {
+                format!("process {pid} ran {program} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced")
+            } else {
+                format!("process {pid} ran {program}, which is statically linked: LD_PRELOAD does not reach it, so its calls are NOT traced (dynamically linked programs it starts are)")
+            }
         })
         .collect();
     let (mut summary, exports) = analyzer.finish_keeping_exports().map_err(|e| e.to_string())?;
@@ -296,7 +300,7 @@ fn summarize(
     summary.executables = executable_rows(executables, only_exe);
     summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
-    summary.notes.extend(secure_notes);
+    summary.notes.extend(untraced_notes);
     summary.notes.extend(aio_uncollected.into_iter().map(|(pid, (requests, asked))| {
         format!(
             "process {pid} submitted {requests} POSIX aio request(s) ({asked} bytes asked) never collected by aio_return: what they moved is NOT in these figures"
@@ -618,36 +622,10 @@ fn is_static_binary(program: &str) -> bool {
         return false;
     }
     let mut bytes = Vec::new();
-    if file.take(ELF_PROBE_BYTES).read_to_end(&mut bytes).is_err() {
+    if file.take(ELF_PROBE_BYTES as u64).read_to_end(&mut bytes).is_err() {
         return false;
     }
     elf_is_static(&bytes) == Some(true)
-}
-
-/// Bytes of a program read to judge it: the ELF header and program headers of real binaries
-/// sit at its start.
-const ELF_PROBE_BYTES: u64 = 64 << 10;
-
-/// Whether a 64-bit little-endian ELF image has no `PT_INTERP` program header (is statically
-/// linked). `None`, i.e. not judged, for anything else: scripts, 32-bit binaries, program
-/// headers outside `bytes` or offsets that overflow.
-fn elf_is_static(bytes: &[u8]) -> Option<bool> {
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
-        return None;
-    }
-    let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]) as usize;
-    let phoff = usize::try_from(u64::from_le_bytes(bytes[32..40].try_into().ok()?)).ok()?;
-    let (phentsize, phnum) = (u16_at(54), u16_at(56));
-    if phentsize < 4 {
-        return None;
-    }
-    let mut has_interp = false;
-    for i in 0..phnum {
-        let at = i.checked_mul(phentsize)?.checked_add(phoff)?;
-        let p_type = bytes.get(at..at.checked_add(4)?)?;
-        has_interp |= u32::from_le_bytes(p_type.try_into().ok()?) == 3; // PT_INTERP
-    }
-    Some(!has_interp)
 }
 
 /// Prefix of the stream directories `trace` makes in the temporary directory. Each is a
@@ -904,42 +882,6 @@ fn exit_like(status: &std::process::ExitStatus) -> Result<(), u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A 64-bit little-endian ELF header with the given program-header table fields.
-    fn elf(phoff: u64, phentsize: u16, phnum: u16) -> Vec<u8> {
-        let mut b = vec![0u8; 64];
-        b[..4].copy_from_slice(b"\x7fELF");
-        b[4] = 2;
-        b[32..40].copy_from_slice(&phoff.to_le_bytes());
-        b[54..56].copy_from_slice(&phentsize.to_le_bytes());
-        b[56..58].copy_from_slice(&phnum.to_le_bytes());
-        b
-    }
-
-    #[test]
-    fn static_elf_is_judged_by_its_program_headers() {
-        let mut dynamic = elf(64, 56, 2);
-        dynamic.extend_from_slice(&[1u8; 56]); // PT_LOAD
-        dynamic.extend_from_slice(&3u32.to_le_bytes()); // PT_INTERP
-        dynamic.extend_from_slice(&[0u8; 52]);
-        assert_eq!(elf_is_static(&dynamic), Some(false));
-        let mut fixed = elf(64, 56, 1);
-        fixed.extend_from_slice(&[1u8; 56]);
-        assert_eq!(elf_is_static(&fixed), Some(true));
-        assert_eq!(elf_is_static(b"#!/bin/sh\n"), None, "not an ELF: not judged");
-    }
-
-    #[test]
-    fn hostile_program_headers_do_not_overflow() {
-        for (phoff, phentsize, phnum) in [
-            (u64::MAX, 56, 10),
-            (u64::MAX - 3, u16::MAX, u16::MAX),
-            (1 << 62, u16::MAX, u16::MAX),
-            (64, 0, 3),
-        ] {
-            assert_eq!(elf_is_static(&elf(phoff, phentsize, phnum)), None, "{phoff} {phentsize} {phnum}");
-        }
-    }
 
     #[test]
     fn a_fifo_named_as_the_program_is_not_read() {

@@ -378,6 +378,93 @@ fn stdio_calls_count_what_they_moved() {
     );
 }
 
+const REOPEN_SCAN_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    char block[100];
+    memset(block, 'x', sizeof block);
+    FILE *f = fopen("first.txt", "w");
+    for (int i = 0; i < 10; i++) fwrite(block, 1, sizeof block, f);
+    f = freopen("second.txt", "w", f); /* same descriptor number, another file */
+    for (int i = 0; i < 50; i++) fwrite(block, 1, sizeof block, f);
+    fclose(f);
+    f = fopen("numbers.txt", "w");
+    for (int i = 0; i < 1000; i++) fprintf(f, "%d\n", i);
+    fclose(f);
+    f = fopen("numbers.txt", "r");
+    int v;
+    long sum = 0;
+    while (fscanf(f, "%d", &v) == 1) sum += v;
+    fclose(f);
+    if (!freopen("numbers.txt", "r", stdin)) return 2;
+    while (scanf("%d", &v) == 1) sum += v;
+    f = fopen("words.bin", "w");
+    for (int i = 0; i < 100; i++) putw(i, f);
+    fclose(f);
+    f = fopen("words.bin", "r");
+    while (getw(f) != EOF || !feof(f)) {}
+    fclose(f);
+    int fd = open("lines.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 200; i++) dprintf(fd, "line %d\n", i);
+    close(fd);
+    return sum == 2 * 499500 ? 0 : 3;
+}
+"#;
+
+#[test]
+fn freopen_scanf_getw_putw_and_dprintf_count_what_they_moved_under_their_file() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "reopen", REOPEN_SCAN_PROGRAM) else { return };
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let prog = prog.to_str().unwrap();
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), true);
+    let (ops, _) = iolens_ops(&[prog], iolens_dir.path());
+    let under = format!("{}/", iolens_dir.path().display());
+    // Calls and bytes per (file, layer, op).
+    let mut got: BTreeMap<(String, String, String), (u64, i64)> = BTreeMap::new();
+    for o in ops.iter().filter(|o| o.path.starts_with(&under)) {
+        let e = got.entry((o.path[under.len()..].to_string(), o.layer.clone(), o.op.clone())).or_default();
+        e.0 += 1;
+        e.1 += o.result.max(0);
+    }
+    let get = |file: &str, layer: &str, op: &str| {
+        got.get(&(file.to_string(), layer.to_string(), op.to_string())).copied().unwrap_or_default()
+    };
+    let kernel_bytes = |key: &str| kernel.get(key).map_or(0, |c| c.1) as i64;
+
+    // freopen: the writes after it are the second file's, though the descriptor number is the
+    // same; each file's stdio bytes are what the kernel wrote to it.
+    assert_eq!(get("first.txt", "stdio", "write"), (10, 1000), "{got:?}");
+    assert_eq!(get("second.txt", "stdio", "write"), (50, 5000), "{got:?}");
+    assert_eq!(kernel_bytes("first.txt write"), 1000);
+    assert_eq!(kernel_bytes("second.txt write"), 5000);
+    assert_eq!(get("second.txt", "stdio", "open").0, 1, "freopen opens the second file: {got:?}");
+
+    // fscanf, then scanf on stdin reopened on the same file: every call, the whole file each
+    // time (the last call of each pass consumes the final newline and finds the end).
+    let size = kernel_bytes("numbers.txt write");
+    assert_eq!(size, (0..1000).map(|i: i64| i.to_string().len() as i64 + 1).sum::<i64>());
+    assert_eq!(get("numbers.txt", "stdio", "read"), (2 * 1001, 2 * size), "{got:?}");
+    assert_eq!(kernel_bytes("numbers.txt read"), 2 * size, "the kernel read the file twice");
+
+    // putw and getw move a word each; the last getw finds the end.
+    assert_eq!(get("words.bin", "stdio", "write"), (100, 400), "{got:?}");
+    assert_eq!(get("words.bin", "stdio", "read"), (101, 400), "{got:?}");
+
+    // dprintf writes through its own stream on the descriptor: a POSIX write each, as strace
+    // sees them.
+    let kernel_lines = kernel["lines.txt write"];
+    assert_eq!(kernel_lines.0, 200);
+    assert_eq!(get("lines.txt", "posix", "write"), (200, kernel_lines.1 as i64), "{got:?}");
+}
+
 #[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
@@ -993,6 +1080,57 @@ fn processes_that_give_up_root_are_traced_after_the_change() {
         let (counts, _) = iolens_counts(&cmd, dir.path(), dir.path(), true);
         assert_eq!(counts.get("y.bin write"), Some(&(10, 40960)), "{cmd:?}: {counts:?}");
     }
+}
+
+/// Runs the program named by its argument (searched in PATH, then the working directory) with
+/// posix_spawnp, and waits for it.
+const SPAWN_PROGRAM: &str = r#"
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    setenv("PATH", ".", 1);
+    char *args[] = {argv[1], NULL};
+    pid_t child;
+    int status;
+    if (argc < 2 || posix_spawnp(&child, argv[1], NULL, NULL, args, environ) != 0) return 1;
+    return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+"#;
+
+#[test]
+fn a_statically_linked_program_run_by_a_traced_process_is_said_to_be_untraced() {
+    let dir = scratch();
+    if compile_c(dir.path(), "chain", EXEC_CHAIN_PROGRAM).is_none() {
+        return;
+    }
+    compile_c(dir.path(), "spawner", SPAWN_PROGRAM).unwrap();
+    let status = Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(dir.path().join("static-chain"))
+        .arg(dir.path().join("chain.c"))
+        .output()
+        .unwrap();
+    if !status.status.success() {
+        eprintln!("skipped: no static C library ({})", String::from_utf8_lossy(&status.stderr));
+        return;
+    }
+    let json = dir.path().join("s.json");
+    let out = iolens()
+        .args(["trace", "--quiet", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", "./static-chain; ./chain; ./static-chain; ./spawner static-chain"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(summary["write_ops"].as_u64(), Some(100), "only the dynamic program's writes: {summary}");
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let static_notes: Vec<&&str> = notes.iter().filter(|n| n.contains("statically linked")).collect();
+    assert_eq!(static_notes.len(), 3, "one note per process that ran it (exec or spawn): {notes:?}");
+    assert!(static_notes.iter().all(|n| n.contains("static-chain") && n.contains("NOT traced")), "{notes:?}");
 }
 
 #[test]
