@@ -1,6 +1,9 @@
-//! Descriptor duplication and range closing: dup, dup2, dup3, fcntl(F_DUPFD*), close_range,
-//! closefrom. A duplicate refers to the same file as its original, so it takes over the
-//! original's path id and position; a replaced or closed number forgets its file.
+//! Descriptor duplication and the closes besides close(): dup, dup2, dup3, fcntl(F_DUPFD*),
+//! close_range, closefrom, closedir, and the close and close_range system calls made through
+//! syscall(). A duplicate refers to the same file as its original, so it takes over the
+//! original's path id and position; a replaced or closed number forgets its file. A close no
+//! hook saw would leave its number naming the old file, and the next open no hook sees either
+//! (mkstemp, opendir, socket, inside libc) would be counted under that name.
 //!
 //! The two numbers of a duplicated pair share one position in the kernel, but are tracked
 //! each on its own here: offsets are exact while the program uses one of them (the usual
@@ -45,7 +48,7 @@ fn duplicated(old: c_int, new: c_int) {
 }
 
 /// After `fd` was closed by a call other than close: it refers to no file any more.
-fn forgotten(fd: c_int) {
+pub(crate) fn forgotten(fd: c_int) {
     if tracked(fd) {
         FD_PATH[fd as usize].store(NO_FILE, Relaxed);
         FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
@@ -104,7 +107,7 @@ fcntl_hook!(fcntl, "fcntl");
 fcntl_hook!(fcntl64, "fcntl64");
 
 /// The numbers `first..=last` closed behind close's back (our stream spared).
-fn range_closed(first: c_uint, last: c_uint) {
+pub(crate) fn range_closed(first: c_uint, last: c_uint) {
     let last = (last as usize).min(MAX_FDS - 1);
     for fd in first as usize..=last {
         forgotten(fd as c_int);
@@ -152,4 +155,45 @@ pub unsafe extern "C" fn closefrom(first: c_int) {
     }
     real(first);
     range_closed(first.max(0) as c_uint, c_uint::MAX);
+}
+
+/// closedir closes the directory's descriptor inside libc; `fdopendir` may have been given
+/// one the open hook named.
+#[no_mangle]
+pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
+    let real = real!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int);
+    let fd = if dir.is_null() { -1 } else { libc::dirfd(dir) };
+    let ret = real(dir);
+    forgotten(fd);
+    ret
+}
+
+/// A close or close_range made through syscall(): the table forgets the numbers it closed.
+/// The stream's descriptor is spared as close() spares it. `None`: not a close, make the call.
+pub(crate) unsafe fn syscall_close(
+    number: libc::c_long,
+    a1: libc::c_long,
+    a2: libc::c_long,
+    a3: libc::c_long,
+) -> Option<libc::c_long> {
+    if number == libc::SYS_close {
+        let fd = a1 as c_int;
+        if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
+            return Some(0);
+        }
+        // libc's close, not syscall(): that name is this hook's.
+        let real = real!("close" as unsafe extern "C" fn(c_int) -> c_int);
+        let ret = real(fd);
+        forgotten(fd);
+        return Some(ret as libc::c_long);
+    }
+    if number == libc::SYS_close_range {
+        let (first, last, flags) = (a1 as c_uint, a2 as c_uint, a3 as c_int);
+        let ret = close_range_sparing_stream(first, last, flags);
+        if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+            range_closed(first, last);
+        }
+        return Some(ret as libc::c_long);
+    }
+    None
 }

@@ -34,6 +34,9 @@ pub unsafe extern "C" fn syscall(
     a6: c_long,
 ) -> c_long {
     let real = real!("syscall" as unsafe extern "C" fn(c_long, ...) -> c_long);
+    if let Some(ret) = crate::dup::syscall_close(number, a1, a2, a3) {
+        return ret;
+    }
     let ret = real(number, a1, a2, a3, a4, a5, a6);
     if ret < 0 || (number != libc::SYS_io_uring_setup && number != libc::SYS_io_uring_register) {
         return ret;

@@ -6,6 +6,7 @@ use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
 use crate::clock::now_ns;
+use crate::dup::forgotten;
 use crate::record::{
     iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS,
     NOT_A_FILE,
@@ -126,13 +127,43 @@ macro_rules! fortified_openat_hook {
 fortified_openat_hook!(__openat_2, "__openat_2");
 fortified_openat_hook!(__openat64_2, "__openat64_2");
 
+// The temporary-file makers open inside libc, where no open hook sees it; the template they
+// were given holds the name they chose.
+macro_rules! mkstemp_hook {
+    ($name:ident, $real:literal $(, $arg:ident)*) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(template: *mut c_char $(, $arg: c_int)*) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*mut c_char $(, mkstemp_hook!(@int $arg))*) -> c_int);
+            let Some(_g) = Guard::enter() else { return real(template $(, $arg)*) };
+            let t0 = now_ns();
+            let fd = real(template $(, $arg)*);
+            opened(fd, template, libc::AT_FDCWD, 0, Layer::Posix, t0);
+            fd
+        }
+    };
+    (@int $arg:ident) => { c_int };
+}
+mkstemp_hook!(mkstemp, "mkstemp");
+mkstemp_hook!(mkstemp64, "mkstemp64");
+mkstemp_hook!(mkostemp, "mkostemp", flags);
+mkstemp_hook!(mkostemp64, "mkostemp64", flags);
+mkstemp_hook!(mkstemps, "mkstemps", suffix_len);
+mkstemp_hook!(mkstemps64, "mkstemps64", suffix_len);
+mkstemp_hook!(mkostemps, "mkostemps", suffix_len, flags);
+mkstemp_hook!(mkostemps64, "mkostemps64", suffix_len, flags);
+
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let real = real!("close" as unsafe extern "C" fn(c_int) -> c_int);
     if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
         return 0; // our stream: the program may believe it closed it
     }
-    let Some(_g) = Guard::enter() else { return real(fd) };
+    let Some(_g) = Guard::enter() else {
+        // A nested close is not recorded, but the number forgets its file all the same.
+        let ret = real(fd);
+        forgotten(fd);
+        return ret;
+    };
     let file =
         if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
     let t0 = now_ns();
@@ -142,10 +173,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if file != NOT_A_FILE && file != NO_FILE {
         record(IoOp::Close, Layer::Posix, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
     }
-    if fd >= 0 && (fd as usize) < MAX_FDS {
-        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
-        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
-    }
+    forgotten(fd);
     set_errno(err);
     ret
 }

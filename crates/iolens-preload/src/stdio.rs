@@ -4,11 +4,12 @@
 use std::sync::atomic::Ordering::*;
 
 use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
-use libc::{c_char, c_int, c_void, size_t, ssize_t, FILE};
+use libc::{c_char, c_int, c_uint, c_void, size_t, ssize_t, FILE};
 
 use crate::clock::now_ns;
+use crate::dup::{forgotten, range_closed};
 use crate::posix::opened;
-use crate::record::{count_excluded, path_of, record, result_of, FD_OFFSET, FD_PATH, MAX_FDS, NOT_A_FILE};
+use crate::record::{count_excluded, fd_link, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE};
 use crate::{errno, fileno_unlocked, set_errno, Guard};
 
 extern "C" {
@@ -91,6 +92,32 @@ macro_rules! fopen_hook {
 fopen_hook!(fopen, "fopen");
 fopen_hook!(fopen64, "fopen64");
 
+/// tmpfile opens an unnamed file inside libc; its name is what /proc/self/fd shows.
+macro_rules! tmpfile_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> *mut FILE {
+            let real = real!($real as unsafe extern "C" fn() -> *mut FILE);
+            let Some(_g) = Guard::enter() else { return real() };
+            let t0 = now_ns();
+            let f = real();
+            if !f.is_null() {
+                let err = errno();
+                let fd = fileno_unlocked(f);
+                let mut name = [0u8; 4096];
+                if let Some(len) = fd_link(fd, &mut name) {
+                    name[len.min(name.len() - 1)] = 0;
+                    opened(fd, name.as_ptr().cast(), libc::AT_FDCWD, 0, Layer::Stdio, t0);
+                }
+                set_errno(err);
+            }
+            f
+        }
+    };
+}
+tmpfile_hook!(tmpfile, "tmpfile");
+tmpfile_hook!(tmpfile64, "tmpfile64");
+
 /// freopen closes the stream's descriptor and opens `path` in its place, usually under the same
 /// number, through calls no hook sees: the number must stop naming the old file. With no path,
 /// the same file is reopened in another mode, and keeps its id.
@@ -109,7 +136,7 @@ macro_rules! freopen_hook {
             let t0 = now_ns();
             let f = real(path, mode, stream);
             let err = errno();
-            forget_descriptor(old_fd);
+            forgotten(old_fd);
             if path.is_null() {
                 let fd = if f.is_null() { -1 } else { fileno_unlocked(f) };
                 if fd >= 0 && (fd as usize) < MAX_FDS && old_file != NOT_A_FILE && old_file != NO_FILE {
@@ -438,15 +465,28 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     if file != NOT_A_FILE {
         record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
     }
-    forget_descriptor(fd);
+    forgotten(fd);
     set_errno(err);
     ret
 }
 
-/// Forgets what `fd` named: a stdio call closed it with no hook seeing the close.
-unsafe fn forget_descriptor(fd: c_int) {
-    if fd >= 0 && (fd as usize) < MAX_FDS {
-        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
-        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
-    }
+/// pclose closes the pipe's descriptor inside libc.
+#[no_mangle]
+pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
+    let real = real!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
+    let fd = if stream.is_null() { -1 } else { fileno_unlocked(stream) };
+    let ret = real(stream);
+    forgotten(fd);
+    ret
+}
+
+/// fcloseall closes every stream's descriptor inside libc, and which descriptors had streams
+/// is not known here: every number forgets its file, and those still open are found again
+/// through /proc/self/fd at their next call.
+#[no_mangle]
+pub unsafe extern "C" fn fcloseall() -> c_int {
+    let real = real!("fcloseall" as unsafe extern "C" fn() -> c_int);
+    let ret = real();
+    range_closed(0, c_uint::MAX);
+    ret
 }

@@ -465,6 +465,70 @@ fn freopen_scanf_getw_putw_and_dprintf_count_what_they_moved_under_their_file() 
     assert_eq!(get("lines.txt", "posix", "write"), (200, kernel_lines.1 as i64), "{got:?}");
 }
 
+/// Descriptors closed where no close hook sees it, then reused by an open no hook sees
+/// (mkstemp opens inside libc): the temporary file's writes must be its own.
+const UNSEEN_CLOSE_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static char block[100];
+static int write_temp(const char *tag) {
+    char name[64];
+    snprintf(name, sizeof name, "temp-%s-XXXXXX", tag);
+    int fd = mkstemp(name);
+    for (int i = 0; i < 10; i++) write(fd, block, sizeof block);
+    return close(fd);
+}
+int main(void) {
+    memset(block, 'x', sizeof block);
+    int d = open(".", O_RDONLY | O_DIRECTORY);
+    DIR *dir = fdopendir(d);
+    while (readdir(dir)) {}
+    closedir(dir);
+    write_temp("closedir");
+    FILE *p = popen("cat > /dev/null", "w");
+    fputs("to a pipe\n", p);
+    pclose(p);
+    write_temp("pclose");
+    fdopen(open("data.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644), "w");
+    fcloseall();
+    write_temp("fcloseall");
+    int r = open("data.txt", O_RDONLY);
+    syscall(SYS_close, r);
+    return write_temp("syscall");
+}
+"#;
+
+#[test]
+fn descriptors_closed_where_no_hook_sees_do_not_name_the_next_file() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "unseen-close", UNSEEN_CLOSE_PROGRAM) else { return };
+    let prog = prog.to_str().unwrap();
+    let summary = compare(&[prog], |_| {});
+    if summary.is_null() {
+        return;
+    }
+    let dir = scratch();
+    let (ops, _) = iolens_ops(&[prog], dir.path());
+    let under = format!("{}/", dir.path().display());
+    let mut writes: BTreeMap<String, (u64, i64)> = BTreeMap::new();
+    for o in ops.iter().filter(|o| o.op == "write" && o.layer == "posix") {
+        let name = o.path.strip_prefix(&under).unwrap_or(&o.path);
+        let tag = name.strip_prefix("temp-").map_or(name, |t| t.split('-').next().unwrap());
+        let e = writes.entry(tag.to_string()).or_default();
+        e.0 += 1;
+        e.1 += o.result;
+    }
+    let expected: BTreeMap<String, (u64, i64)> =
+        ["closedir", "fcloseall", "pclose", "syscall"].iter().map(|t| (t.to_string(), (10, 1000))).collect();
+    assert_eq!(writes, expected, "POSIX writes per file (temporary files by their tag)");
+}
+
 #[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
