@@ -158,6 +158,15 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
     });
 }
 
+/// Counts a call that is not recorded as I/O under `reason`, with the bytes it concerns.
+pub(crate) unsafe fn count_left_out(reason: Excluded, bytes: u64) {
+    with_my_slot(|slot| {
+        let counts = &mut (*slot.excluded.get())[reason as usize];
+        counts.0 += 1;
+        counts.1 += bytes;
+    });
+}
+
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
     push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
 }

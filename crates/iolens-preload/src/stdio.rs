@@ -3,13 +3,15 @@
 
 use std::sync::atomic::Ordering::*;
 
-use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
+use iolens_record::event::{Excluded, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_uint, c_void, size_t, ssize_t, FILE};
 
 use crate::clock::now_ns;
 use crate::dup::{forgotten, range_closed};
 use crate::posix::opened;
-use crate::record::{count_excluded, fd_link, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE};
+use crate::record::{
+    count_excluded, count_left_out, fd_link, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE,
+};
 use crate::{errno, fileno_unlocked, set_errno, Guard};
 
 extern "C" {
@@ -439,6 +441,64 @@ pub unsafe extern "C" fn iolens_hook_vfscanf(
 pub unsafe extern "C" fn iolens_hook_vdprintf(fd: c_int, format: *const c_char, ap: *mut c_void) -> c_int {
     let real = real!("vdprintf" as unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int);
     traced_fd_call!(@asked IoOp::Write, fd, None, |moved: i64| moved.max(0) as u64, real(fd, format, ap))
+}
+
+/// The head of glibc's `struct _IO_FILE` (its public layout, `bits/types/struct_FILE.h`): the
+/// buffer pointers the inlined character macros work on.
+#[repr(C)]
+struct GlibcFileHead {
+    flags: c_int,
+    read_ptr: *mut c_char,
+    read_end: *mut c_char,
+    read_base: *mut c_char,
+    write_base: *mut c_char,
+    write_ptr: *mut c_char,
+}
+
+/// Whether `stream` is on a file, so its buffer traffic concerns storage.
+unsafe fn on_a_file(stream: *mut FILE) -> bool {
+    let (_, file) = stream_file(stream);
+    file != NOT_A_FILE
+}
+
+/// `getc_unlocked`, `fgetc_unlocked`, `getchar_unlocked` and `fread_unlocked` of a constant
+/// small size are inlined by glibc's headers: they read the buffer in place and call
+/// `__uflow` only to refill it. Each refill of a file stream's buffer is counted with the bytes
+/// it brought; the characters themselves are never calls.
+#[no_mangle]
+pub unsafe extern "C" fn __uflow(stream: *mut FILE) -> c_int {
+    let real = real!("__uflow" as unsafe extern "C" fn(*mut FILE) -> c_int);
+    let ret = real(stream);
+    if let Some(_g) = Guard::enter() {
+        if !stream.is_null() && ret != libc::EOF && on_a_file(stream) {
+            let head = stream.cast::<GlibcFileHead>();
+            // The character returned was taken: the refill brought it and what is left.
+            let brought = ((*head).read_end as usize).saturating_sub((*head).read_base as usize);
+            count_left_out(Excluded::InlinedStdioRead, brought as u64);
+        }
+    }
+    ret
+}
+
+/// `putc_unlocked`, `fputc_unlocked` and `putchar_unlocked` are inlined likewise and call
+/// `__overflow` when the buffer is full: each flush of a file stream's buffer is counted with
+/// what the buffer held and the character that did not fit.
+#[no_mangle]
+pub unsafe extern "C" fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
+    let real = real!("__overflow" as unsafe extern "C" fn(*mut FILE, c_int) -> c_int);
+    let held = if stream.is_null() {
+        0
+    } else {
+        let head = stream.cast::<GlibcFileHead>();
+        ((*head).write_ptr as usize).saturating_sub((*head).write_base as usize)
+    };
+    let ret = real(stream, c);
+    if let Some(_g) = Guard::enter() {
+        if !stream.is_null() && on_a_file(stream) {
+            count_left_out(Excluded::InlinedStdioWrite, (held + (c != libc::EOF) as usize) as u64);
+        }
+    }
+    ret
 }
 
 /// The stream printf and puts write to, for the C shim.

@@ -102,8 +102,9 @@ pub fn encode_lost(count: u64, errno: u32) -> [u8; LOST_FRAME_LEN] {
     out
 }
 
-/// Why calls on a descriptor are not recorded as I/O (as Darshan leaves them out): what the
-/// descriptor refers to.
+/// Why calls are not recorded as I/O: what the descriptor refers to (as Darshan leaves such
+/// calls out), or that the calls were never made as calls (character macros the compiler
+/// inlined, seen only when they refill or flush their stream's buffer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Excluded {
@@ -115,14 +116,33 @@ pub enum Excluded {
     BlockDevice = 2,
     /// Anything else that is not a regular file (directories, eventfds, …).
     Other = 3,
+    /// Refills of a file stream's buffer by `__uflow`, which glibc's inlined `getc_unlocked`
+    /// (and `fread_unlocked` of a constant small size) call when the buffer runs dry: calls =
+    /// refills, bytes = what they brought into the buffer.
+    InlinedStdioRead = 4,
+    /// Flushes of a file stream's buffer by `__overflow`, which inlined `putc_unlocked` calls
+    /// when the buffer is full: calls = flushes, bytes = what the buffer held (with the bytes
+    /// of counted calls that shared it).
+    InlinedStdioWrite = 5,
 }
 
 impl Excluded {
-    pub const ALL: [Excluded; 4] =
-        [Excluded::PipeOrSocket, Excluded::CharDevice, Excluded::BlockDevice, Excluded::Other];
+    pub const ALL: [Excluded; 6] = [
+        Excluded::PipeOrSocket,
+        Excluded::CharDevice,
+        Excluded::BlockDevice,
+        Excluded::Other,
+        Excluded::InlinedStdioRead,
+        Excluded::InlinedStdioWrite,
+    ];
 
     pub fn from_u8(v: u8) -> Option<Excluded> {
         Excluded::ALL.get(v as usize).copied()
+    }
+
+    /// Whether calls are left out for what their descriptor is (not a file).
+    pub fn is_not_a_file(self) -> bool {
+        !matches!(self, Excluded::InlinedStdioRead | Excluded::InlinedStdioWrite)
     }
 
     pub fn description(self) -> &'static str {
@@ -131,6 +151,8 @@ impl Excluded {
             Excluded::CharDevice => "character devices (terminals, /dev/zero, /dev/null)",
             Excluded::BlockDevice => "raw block devices",
             Excluded::Other => "other non-files",
+            Excluded::InlinedStdioRead => "buffer refills (reads)",
+            Excluded::InlinedStdioWrite => "buffer flushes (writes)",
         }
     }
 }
@@ -986,13 +1008,16 @@ mod tests {
         let mut bytes = w.into_inner();
         let mut r = EventReader::new(&bytes[..]).unwrap();
         assert_eq!(r.by_ref().count(), 1);
-        assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0)]);
+        assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0), (0, 0), (0, 0)]);
         let last = bytes.len() - EXCLUDED_FRAME_LEN;
-        bytes[last + 1] = 4;
+        bytes[last + 1] = Excluded::ALL.len() as u8;
         let err = EventReader::new(&bytes[..]).unwrap().find_map(Result::err);
         assert_eq!(
             err.unwrap().to_string(),
-            format!("corrupt event stream at offset {last}: invalid exclusion reason 4")
+            format!(
+                "corrupt event stream at offset {last}: invalid exclusion reason {}",
+                Excluded::ALL.len()
+            )
         );
     }
 

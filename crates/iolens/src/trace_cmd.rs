@@ -323,13 +323,20 @@ fn summarize(
     let excluded: Vec<String> = Excluded::ALL
         .iter()
         .zip(report.excluded)
-        .filter(|(_, (calls, _))| *calls > 0)
+        .filter(|(reason, (calls, _))| *calls > 0 && reason.is_not_a_file())
         .map(|(reason, (calls, bytes))| format!("{calls} calls ({bytes} bytes) on {}", reason.description()))
         .collect();
     if !excluded.is_empty() {
         summary.notes.push(format!(
             "reads and writes on descriptors that are not files are left out, as Darshan does: {}",
             excluded.join("; ")
+        ));
+    }
+    let (refills, refilled) = report.excluded[Excluded::InlinedStdioRead as usize];
+    let (flushes, flushed) = report.excluded[Excluded::InlinedStdioWrite as usize];
+    if refills + flushes > 0 {
+        summary.notes.push(format!(
+            "stdio character macros the compiler inlined into the program (getc_unlocked, putc_unlocked, fread_unlocked of a constant size) make no call per character: their reads and writes are NOT in these figures. The file streams they used were refilled {refills} times with {refilled} bytes, and flushed {flushes} times when full with {flushed} bytes (a stream's last, partial buffer leaves at fclose or fflush, uncounted here)"
         ));
     }
     if report.malformed_count > 0 {

@@ -529,6 +529,45 @@ fn descriptors_closed_where_no_hook_sees_do_not_name_the_next_file() {
     assert_eq!(writes, expected, "POSIX writes per file (temporary files by their tag)");
 }
 
+const INLINED_STDIO_PROGRAM: &str = r#"
+#include <stdio.h>
+int main(void) {
+    FILE *f = fopen("in.txt", "r");
+    long n = 0;
+    while (getc_unlocked(f) != EOF) n++;
+    fclose(f);
+    f = fopen("out.txt", "w");
+    for (int i = 0; i < 10000; i++) putc_unlocked('a', f);
+    fclose(f);
+    return n == 20000 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn stdio_macros_inlined_into_the_program_are_said_to_be_uncounted_with_their_buffers_bytes() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "inlined", INLINED_STDIO_PROGRAM) else { return };
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let prog = prog.to_str().unwrap();
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    write_file(&strace_dir.path().join("in.txt"), 20000);
+    write_file(&iolens_dir.path().join("in.txt"), 20000);
+    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), true);
+    let (_, summary) = iolens_ops(&[prog], iolens_dir.path());
+    let notes = summary["notes"].to_string();
+    let note = notes.split("\",\"").find(|n| n.contains("inlined")).unwrap_or_else(|| panic!("{notes}"));
+    let numbers: Vec<u64> =
+        note.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    let [refills, refilled, flushes, flushed] = numbers[..] else { panic!("{note}") };
+    assert_eq!(refilled, kernel["in.txt read"].1, "the refills brought what the kernel read: {note}");
+    assert!(refills >= 1 && refills <= kernel["in.txt read"].0, "{note}");
+    assert!(flushes >= 1 && flushed > 0 && flushed <= 10000, "{note}");
+    assert_eq!(summary["read_bytes"].as_u64(), Some(0), "the characters are not counted as calls: {summary}");
+}
+
 #[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
