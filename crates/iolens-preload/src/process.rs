@@ -222,23 +222,26 @@ pub unsafe extern "C" fn __vfork() -> libc::pid_t {
     libc::fork()
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn _exit(status: c_int) -> ! {
-    let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
+/// Before the process ends without exit handlers (`_exit`, `_Exit`, a raw `exit_group`): the
+/// end is noted and every buffer written out.
+pub(crate) unsafe fn before_exit() {
     if !in_parents_memory() {
         note_process_end();
         flush_all();
     }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+    let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
+    before_exit();
     real(status)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
-    if !in_parents_memory() {
-        note_process_end();
-        flush_all();
-    }
+    before_exit();
     real(status)
 }
 

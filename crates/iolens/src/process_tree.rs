@@ -20,6 +20,8 @@ struct Process {
     counted: bool,
     first_ns: u64,
     last_ns: u64,
+    /// Images started and not (yet) ended by an end marker.
+    open_images: u32,
 }
 
 #[derive(Default)]
@@ -61,6 +63,7 @@ impl ProcessForest {
             p.parent = parent;
         }
         p.images.push(exe.to_string());
+        p.open_images = p.open_images.saturating_add(1);
         p.counted |= counted;
         p.first_ns = p.first_ns.min(at_ns);
         p.last_ns = p.last_ns.max(at_ns);
@@ -69,7 +72,17 @@ impl ProcessForest {
     pub fn end(&mut self, pid: u32, at_ns: u64) {
         if let Some(p) = self.processes.get_mut(&pid) {
             p.last_ns = p.last_ns.max(at_ns);
+            p.open_images = p.open_images.saturating_sub(1);
         }
+    }
+
+    /// Processes with an image whose stream has no end marker, by pid: killed by a signal, or
+    /// still running when the streams were read. Their last buffered events never came.
+    pub fn unended(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> =
+            self.processes.iter().filter(|(_, p)| p.open_images > 0).map(|(pid, _)| *pid).collect();
+        pids.sort_unstable();
+        pids
     }
 
     /// A data call of `pid` (of a process without a start marker: not in any tree).

@@ -261,6 +261,10 @@ fn summarize(
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
+    let unended = feed.trees.unended();
+    let unended_note = (!unended.is_empty()).then(|| format!(
+        "process(es) {unended:?} left no end marker in their streams: killed by a signal, or still running when the trace was read; the events their threads still had buffered are NOT in these figures"
+    ));
     let selection_note = (!only_exe.is_empty()).then(|| only_exe_note(only_exe, &executables, &feed));
     if let (true, Some((start, end))) = (wall_from_markers || !only_exe.is_empty(), counted_span) {
         feed.analyzer.set_program_wall_ns(end.saturating_sub(start));
@@ -301,6 +305,7 @@ fn summarize(
     summary.process_trees = process_trees;
     summary.notes.extend(io_uring_note);
     summary.notes.extend(untraced_notes);
+    summary.notes.extend(unended_note);
     summary.notes.extend(aio_uncollected.into_iter().map(|(pid, (requests, asked))| {
         format!(
             "process {pid} submitted {requests} POSIX aio request(s) ({asked} bytes asked) never collected by aio_return: what they moved is NOT in these figures"

@@ -568,6 +568,71 @@ fn stdio_macros_inlined_into_the_program_are_said_to_be_uncounted_with_their_buf
     assert_eq!(summary["read_bytes"].as_u64(), Some(0), "the characters are not counted as calls: {summary}");
 }
 
+/// Two children write 100 lines each: one leaves by the raw exit_group system call (no exit
+/// handlers run), the other is killed by SIGKILL.
+const ABRUPT_ENDS_PROGRAM: &str = r#"
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void write_lines(const char *name) {
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 100; i++) write(fd, "0123456789", 10);
+}
+int main(void) {
+    pid_t raw = fork();
+    if (raw == 0) {
+        write_lines("raw-exit.txt");
+        syscall(SYS_exit_group, 0);
+    }
+    pid_t killed = fork();
+    if (killed == 0) {
+        write_lines("killed.txt");
+        raise(SIGKILL);
+    }
+    int status;
+    waitpid(raw, &status, 0);
+    waitpid(killed, &status, 0);
+    printf("%d\n", (int)killed);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "abrupt", ABRUPT_ENDS_PROGRAM) else { return };
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let out = iolens()
+        .args(["trace", "--quiet", "--top", "100", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(&prog)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let killed = stdout.lines().next().unwrap().trim().to_string();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let files = summary["files"].as_array().unwrap();
+    let writes_of = |name: &str| {
+        files
+            .iter()
+            .filter(|f| f["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .map(|f| f["ops"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert_eq!(writes_of("/raw-exit.txt"), 100, "a raw exit_group writes out the buffers first: {files:?}");
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let note = notes.iter().find(|n| n.contains("no end")).unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(note.contains(&killed), "the killed child {killed} is named: {note}");
+    assert!(note.contains("NOT in these figures"), "{note}");
+}
+
 #[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
