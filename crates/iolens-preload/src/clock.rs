@@ -27,14 +27,14 @@ pub(crate) fn now_ns() -> u64 {
 /// Whether the kernel's clock source is the TSC (so it is invariant and synchronized).
 unsafe fn kernel_uses_tsc() -> bool {
     let path = c"/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    let fd = libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
+    let fd = crate::sys()(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
         as c_int;
     if fd < 0 {
         return false;
     }
     let mut buf = [0u8; 16];
-    let n = libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
-    libc::syscall(libc::SYS_close, fd);
+    let n = crate::sys()(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
+    crate::sys()(libc::SYS_close, fd);
     n >= 3 && &buf[..4.min(n as usize)] == b"tsc\n"
 }
 

@@ -2,7 +2,8 @@
 //! noted instead, for the summary to say what it missed.
 //!
 //! syscall() is hooked here for io_uring, and also passes closes to the descriptor table
-//! (`dup`) and writes out the buffers before a raw `exit_group` (`process`).
+//! (`dup`), file calls to the hooks of their wrappers (`raw_syscall`), and writes out the
+//! buffers before a raw `exit_group` (`process`).
 //!
 //! A ring is noted when it is made through `syscall(__NR_io_uring_setup)` (fio, the io-uring
 //! crate), with the files later registered to it; rings made by raw system calls (liburing)
@@ -44,6 +45,9 @@ pub unsafe extern "C" fn syscall(
         // No exit handler runs after it: what is buffered is written out first, as _exit does.
         crate::process::before_exit();
     }
+    if let Some(ret) = crate::raw_syscall::file_call(number, [a1, a2, a3, a4, a5, a6]) {
+        return ret;
+    }
     let ret = real(number, a1, a2, a3, a4, a5, a6);
     if ret < 0 || (number != libc::SYS_io_uring_setup && number != libc::SYS_io_uring_register) {
         return ret;
@@ -83,7 +87,7 @@ unsafe fn note_registered(fds: *const c_int, count: usize) {
 /// Looks for io_uring instances among the process's descriptors (their requests never pass
 /// through libc, so the summary must say they were missed).
 pub(crate) unsafe fn note_io_uring() {
-    let dir = libc::syscall(
+    let dir = crate::sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         c"/proc/self/fd".as_ptr(),
@@ -95,7 +99,7 @@ pub(crate) unsafe fn note_io_uring() {
     let mut buf = [0u8; 8192];
     let mut seen = false;
     'scan: loop {
-        let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+        let n = crate::sys()(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
         if n <= 0 {
             break;
         }
@@ -117,7 +121,7 @@ pub(crate) unsafe fn note_io_uring() {
             at += reclen.max(1);
         }
     }
-    libc::syscall(libc::SYS_close, dir);
+    crate::sys()(libc::SYS_close, dir);
     if seen {
         let t = now_ns();
         record_flagged(IoOp::Other, NO_FILE, FLAG_IO_URING_SEEN, t);

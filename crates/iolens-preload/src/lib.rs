@@ -48,6 +48,14 @@ macro_rules! real {
     }};
 }
 
+/// libc's `syscall`, past this library's own hook of that name (which hands file calls to the
+/// hooks): the recorder's own system calls must not be recorded, nor re-enter the hooks.
+#[inline]
+pub(crate) fn sys() -> unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long {
+    // SAFETY: dlsym(RTLD_NEXT, "syscall") is libc's syscall, of this type.
+    unsafe { real!("syscall" as unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long) }
+}
+
 mod clock;
 #[macro_use]
 mod record;
@@ -61,6 +69,7 @@ mod mpiio;
 mod mpiio_fortran;
 mod posix;
 mod process;
+mod raw_syscall;
 mod stdio;
 mod stream;
 

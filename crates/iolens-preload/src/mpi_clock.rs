@@ -90,7 +90,7 @@ unsafe fn append_to_clock_file(line: &[u8]) {
     }
     path[len - 3..len].copy_from_slice(b"mpi");
     path[len] = 0;
-    let file = libc::syscall(
+    let file = crate::sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         path.as_ptr(),
@@ -100,9 +100,9 @@ unsafe fn append_to_clock_file(line: &[u8]) {
     if file < 0 {
         return;
     }
-    libc::syscall(libc::SYS_fchmod, file, 0o600);
+    crate::sys()(libc::SYS_fchmod, file, 0o600);
     raw_write_all(file, line);
-    libc::syscall(libc::SYS_close, file);
+    crate::sys()(libc::SYS_close, file);
 }
 
 fn push_signed(out: &mut [u8], at: &mut usize, v: i64) {
@@ -131,7 +131,7 @@ unsafe fn write_measurement(name: &[u8], (at_ns, offset): (u64, i64)) {
 /// Writes `boot <id>\n` into `out` (at least 64 bytes): the kernel's boot id, which ranks
 /// under the same kernel share, and with it `CLOCK_MONOTONIC`. Its length (0 if unreadable).
 unsafe fn boot_line(out: &mut [u8]) -> usize {
-    let fd = libc::syscall(
+    let fd = crate::sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         c"/proc/sys/kernel/random/boot_id".as_ptr(),
@@ -141,8 +141,8 @@ unsafe fn boot_line(out: &mut [u8]) -> usize {
         return 0;
     }
     let mut id = [0u8; 48];
-    let n = libc::syscall(libc::SYS_read, fd, id.as_mut_ptr(), id.len());
-    libc::syscall(libc::SYS_close, fd);
+    let n = crate::sys()(libc::SYS_read, fd, id.as_mut_ptr(), id.len());
+    crate::sys()(libc::SYS_close, fd);
     let id = &id[..n.max(0) as usize];
     let id = &id[..id.iter().position(|b| !b.is_ascii_hexdigit() && *b != b'-').unwrap_or(id.len())];
     if id.is_empty() || out.len() < 6 + id.len() {

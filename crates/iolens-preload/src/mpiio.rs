@@ -198,7 +198,7 @@ pub(crate) unsafe fn pmpi_symbol(name: &'static str) -> *mut c_void {
     let p = find_symbol(name.as_ptr().cast());
     if p.is_null() {
         let msg = b"iolens preload: the MPI library's profiling interface (PMPI_*) cannot be found; run without the iolens preload\n";
-        libc::syscall(libc::SYS_write, 2, msg.as_ptr(), msg.len());
+        crate::sys()(libc::SYS_write, 2, msg.as_ptr(), msg.len());
         libc::abort();
     }
     p

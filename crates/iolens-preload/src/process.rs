@@ -21,7 +21,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     me().tid.set(0);
     let fd = STREAM_FD.swap(-1, AcqRel);
     if fd >= 0 {
-        libc::syscall(libc::SYS_close, fd);
+        crate::sys()(libc::SYS_close, fd);
     }
     // The parent's buffered events are the parent's to write; the child starts empty and keeps
     // only the slot of the thread that forked (the only thread the child has).
@@ -51,7 +51,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
 /// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's
 /// then, in use by its other threads, and the child must leave them alone.
 unsafe fn in_parents_memory() -> bool {
-    libc::syscall(libc::SYS_getpid) as u32 != PID.load(Relaxed)
+    crate::sys()(libc::SYS_getpid) as u32 != PID.load(Relaxed)
 }
 
 /// Whether the loader will run `path` in secure-execution mode, where it ignores
@@ -100,7 +100,7 @@ unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_cha
 /// Whether `path` is a statically linked program: the first bytes of a regular file, read
 /// without blocking (a FIFO named as the program must not hang the exec).
 unsafe fn is_static_program(path: *const c_char) -> bool {
-    let fd = libc::syscall(
+    let fd = crate::sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         path,
@@ -114,14 +114,14 @@ unsafe fn is_static_program(path: *const c_char) -> bool {
     let mut len = 0;
     if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
         while len < head.len() {
-            let n = libc::syscall(libc::SYS_pread64, fd, head[len..].as_mut_ptr(), head.len() - len, len);
+            let n = crate::sys()(libc::SYS_pread64, fd, head[len..].as_mut_ptr(), head.len() - len, len);
             if n <= 0 {
                 break;
             }
             len += n as usize;
         }
     }
-    libc::syscall(libc::SYS_close, fd);
+    crate::sys()(libc::SYS_close, fd);
     elf_is_static(&head[..len]) == Some(true)
 }
 
@@ -257,18 +257,11 @@ unsafe fn before_user_change(uid: libc::uid_t) {
     let mut path = [0u8; 3200];
     let dir_len = trace_dir_path(&mut path, None);
     path[dir_len] = 0;
-    libc::syscall(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
+    crate::sys()(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
     let len = trace_dir_path(&mut path, Some(uid));
     path[len] = 0;
-    libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
-    libc::syscall(
-        libc::SYS_fchownat,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        uid,
-        u32::MAX,
-        libc::AT_SYMLINK_NOFOLLOW,
-    );
+    crate::sys()(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
+    crate::sys()(libc::SYS_fchownat, libc::AT_FDCWD, path.as_ptr(), uid, u32::MAX, libc::AT_SYMLINK_NOFOLLOW);
     set_errno(saved);
 }
 

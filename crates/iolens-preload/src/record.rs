@@ -81,7 +81,7 @@ pub(crate) unsafe fn fd_link(fd: c_int, out: &mut [u8; 4096]) -> Option<usize> {
     }
     push_decimal(&mut link, &mut at, fd as u64);
     let n =
-        libc::syscall(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
+        crate::sys()(libc::SYS_readlinkat, libc::AT_FDCWD, link.as_ptr(), out.as_mut_ptr(), out.len() - 1);
     (n > 0).then_some(n as usize)
 }
 

@@ -60,8 +60,7 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: c_int = 1 << 4;
 /// thread runs, as switching protocols under a running owner would not be safe.
 pub(crate) unsafe fn register_membarrier() {
     let saved = errno();
-    let registered =
-        libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    let registered = crate::sys()(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     ASYMMETRIC.store(registered, Relaxed);
     set_errno(saved);
 }
@@ -137,7 +136,7 @@ pub(crate) fn tid_of(me: &ThreadState) -> u32 {
     let t = &me.tid;
     if t.get() == 0 {
         // SAFETY: gettid has no arguments and cannot fail.
-        t.set(unsafe { libc::syscall(libc::SYS_gettid) } as u32);
+        t.set(unsafe { crate::sys()(libc::SYS_gettid) } as u32);
     }
     t.get()
 }
@@ -256,16 +255,16 @@ pub(crate) unsafe fn raw_write_all(fd: c_int, buf: &[u8]) -> bool {
 unsafe fn write_whole(fd: c_int, buf: &[u8]) -> Result<(), c_int> {
     let mut done = 0;
     while done < buf.len() {
-        let n = libc::syscall(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
+        let n = crate::sys()(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
         if n < 0 {
             let why = errno();
             if why == libc::EINTR {
                 continue;
             }
             if done > 0 {
-                let end = libc::syscall(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
+                let end = crate::sys()(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
                 if end >= done as i64 {
-                    libc::syscall(libc::SYS_ftruncate, fd, end - done as i64);
+                    crate::sys()(libc::SYS_ftruncate, fd, end - done as i64);
                 }
             }
             return Err(why);
@@ -293,13 +292,13 @@ unsafe fn write_lost_frame(fd: c_int) {
     }
     push_decimal(&mut link, &mut at, fd as u64);
     let header =
-        libc::syscall(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        crate::sys()(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
     if header < 0 {
         return;
     }
     let frame = encode_lost(DROPPED.load(Relaxed), LOST_ERRNO.load(Relaxed));
-    libc::syscall(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
-    libc::syscall(libc::SYS_close, header);
+    crate::sys()(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
+    crate::sys()(libc::SYS_close, header);
 }
 
 pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
@@ -324,7 +323,7 @@ pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
 /// never through a buffer: it must come first, and its timestamp is in nanoseconds already.
 unsafe fn start_marker(out: &mut [u8]) -> usize {
     let mut exe = [0u8; 4096];
-    let n = libc::syscall(
+    let n = crate::sys()(
         libc::SYS_readlinkat,
         libc::AT_FDCWD,
         c"/proc/self/exe".as_ptr(),
@@ -386,7 +385,7 @@ unsafe fn open_stream() -> c_int {
         at += 1;
         push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
         path[at..at + 5].copy_from_slice(b".evt\0");
-        fd = libc::syscall(
+        fd = crate::sys()(
             libc::SYS_openat,
             libc::AT_FDCWD,
             path.as_ptr(),
@@ -401,10 +400,10 @@ unsafe fn open_stream() -> c_int {
         return -1;
     }
     // Readable by iolens whatever the program's umask (`umask 777` would make it mode 000).
-    libc::syscall(libc::SYS_fchmod, fd, 0o600);
-    let high = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
+    crate::sys()(libc::SYS_fchmod, fd, 0o600);
+    let high = crate::sys()(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
     let fd = if high >= 0 {
-        libc::syscall(libc::SYS_close, fd);
+        crate::sys()(libc::SYS_close, fd);
         high
     } else {
         fd
@@ -420,7 +419,7 @@ unsafe fn open_stream() -> c_int {
     len += LOST_FRAME_LEN;
     len += start_marker(&mut head[len..]);
     if st.st_size == 0 && !raw_write_all(fd, &head[..len]) {
-        libc::syscall(libc::SYS_close, fd);
+        crate::sys()(libc::SYS_close, fd);
         return -1;
     }
     fd
@@ -514,7 +513,7 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         // threads about: a single-threaded process (a sandboxed child, say, whose seccomp
         // filter may not allow membarrier) never makes the call.
         let saved = errno();
-        libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        crate::sys()(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
         set_errno(saved);
     }
     for (i, slot) in POOL.iter().enumerate() {

@@ -70,9 +70,11 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Count
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for line in text.lines() {
             let Some((call, rest)) = line.split_once('(') else { continue };
-            let Some((_, returned)) = rest.rsplit_once(" = ") else { continue };
+            let Some((args, returned)) = rest.rsplit_once(" = ") else { continue };
             let result = returned.split(' ').next().unwrap();
-            let args: Vec<&str> = rest.split(", ").collect();
+            // strace pads short calls before " = ": the arguments end at the closing parenthesis.
+            let args = args.trim_end();
+            let args: Vec<&str> = args.strip_suffix(')').unwrap_or(args).split(", ").collect();
             for &(class, file_arg) in classes_of(call) {
                 let path = match file_arg {
                     Some(i) => args.get(i).and_then(|a| decorated_path(a)),
@@ -631,6 +633,40 @@ fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
     let note = notes.iter().find(|n| n.contains("no end")).unwrap_or_else(|| panic!("{notes:?}"));
     assert!(note.contains(&killed), "the killed child {killed} is named: {note}");
     assert!(note.contains("NOT in these figures"), "{note}");
+}
+
+/// File I/O through syscall() instead of the libc wrappers.
+const RAW_SYSCALL_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    char block[100];
+    memset(block, 'x', sizeof block);
+    int fd = syscall(SYS_openat, AT_FDCWD, "raw.txt", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 10; i++) syscall(SYS_write, fd, block, sizeof block);
+    for (int i = 0; i < 10; i++) syscall(SYS_pwrite64, fd, block, sizeof block, 1000 + 100 * i);
+    for (int i = 0; i < 10; i++) syscall(SYS_pread64, fd, block, sizeof block, 100 * i);
+    syscall(SYS_lseek, fd, 0, SEEK_SET);
+    while (syscall(SYS_read, fd, block, 64) > 0) {}
+    syscall(SYS_fsync, fd);
+    syscall(SYS_close, fd);
+    fd = syscall(SYS_open, "raw.txt", O_RDONLY);
+    syscall(SYS_read, fd, block, sizeof block);
+    return syscall(SYS_close, fd);
+}
+"#;
+
+#[test]
+fn file_calls_made_through_syscall_count_like_their_wrappers() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "raw-syscalls", RAW_SYSCALL_PROGRAM) else { return };
+    let summary = compare_counts(&[prog.to_str().unwrap()], |_| {}, true);
+    if !summary.is_null() {
+        assert_eq!(summary["write_ops"].as_u64(), Some(20), "{summary}");
+    }
 }
 
 #[test]
