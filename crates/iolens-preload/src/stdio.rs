@@ -408,10 +408,33 @@ pub unsafe extern "C" fn iolens_hook_vfprintf(
     ))
 }
 
-/// The scanf family, from the C shim (variadic.c): `c99` picks the ISO C99 scanner
-/// (`__isoc99_vfscanf`, what programs built in standard mode call) over the GNU one. What a
-/// scan moved is how far it advanced the stream; on a stream that cannot tell (a pipe) it
-/// is unknown, and counted as 0.
+/// Runs a stdio call on `stream` whose bytes are known only by how far it advanced the stream
+/// (a scan, or wide characters converted to the stream's encoding), and records it with them.
+/// On a stream that cannot tell its position (a pipe) they are unknown, and counted as 0.
+#[inline]
+unsafe fn traced_by_position<R>(
+    op: IoOp,
+    stream: *mut FILE,
+    call: impl FnOnce() -> R,
+    failed: impl Fn(&R) -> bool,
+) -> R {
+    let saved = errno();
+    let before = if stream.is_null() { -1 } else { libc::ftello(stream) };
+    set_errno(saved);
+    traced_stdio_call!(op, stream, call(), |r: &R| {
+        let after = libc::ftello(stream);
+        if failed(r) && libc::ferror(stream) != 0 {
+            -(errno() as i64)
+        } else if before >= 0 && after >= before {
+            after - before
+        } else {
+            0
+        }
+    })
+}
+
+/// The scanf family, from the C shim (scanf.c): `c99` picks the ISO C99 scanner
+/// (`__isoc99_vfscanf`, what programs built in standard mode call) over the GNU one.
 #[no_mangle]
 pub unsafe extern "C" fn iolens_hook_vfscanf(
     stream: *mut FILE,
@@ -421,18 +444,121 @@ pub unsafe extern "C" fn iolens_hook_vfscanf(
 ) -> c_int {
     type Scan = unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int;
     let real = if c99 != 0 { real!("__isoc99_vfscanf" as Scan) } else { real!("vfscanf" as Scan) };
-    let before = if stream.is_null() { -1 } else { libc::ftello(stream) };
-    traced_stdio_call!(IoOp::Read, stream, real(stream, format, ap), |r: &c_int| {
-        let after = libc::ftello(stream);
-        if *r == libc::EOF && libc::ferror(stream) != 0 {
-            -(errno() as i64)
-        } else if before >= 0 && after >= before {
-            after - before
-        } else {
-            0
-        }
-    })
+    traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
 }
+
+/// The wide scanf family, from the C shim, as [`iolens_hook_vfscanf`].
+#[no_mangle]
+pub unsafe extern "C" fn iolens_hook_vfwscanf(
+    stream: *mut FILE,
+    format: *const libc::wchar_t,
+    ap: *mut c_void,
+    c99: c_int,
+) -> c_int {
+    type Scan = unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int;
+    let real = if c99 != 0 { real!("__isoc99_vfwscanf" as Scan) } else { real!("vfwscanf" as Scan) };
+    traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
+}
+
+/// The wide printf family, from the C shim: the result counts wide characters, the stream
+/// takes their encoding, so the bytes are how far it advanced.
+#[no_mangle]
+pub unsafe extern "C" fn iolens_hook_vfwprintf(
+    stream: *mut FILE,
+    format: *const libc::wchar_t,
+    ap: *mut c_void,
+) -> c_int {
+    let real =
+        real!("vfwprintf" as unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int);
+    traced_by_position(IoOp::Write, stream, || real(stream, format, ap), |r| *r < 0)
+}
+
+// Wide-character stdio: a character's bytes depend on the stream's encoding.
+/// C's `wint_t` (unsigned int with glibc).
+type WideInt = u32;
+const WEOF: WideInt = WideInt::MAX;
+
+macro_rules! getwc_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(stream: *mut FILE) -> WideInt {
+            let real = real!($real as unsafe extern "C" fn(*mut FILE) -> WideInt);
+            traced_by_position(IoOp::Read, stream, || real(stream), |r| *r == WEOF)
+        }
+    };
+}
+getwc_hook!(fgetwc, "fgetwc");
+getwc_hook!(getwc, "getwc");
+getwc_hook!(fgetwc_unlocked, "fgetwc_unlocked");
+getwc_hook!(getwc_unlocked, "getwc_unlocked");
+
+macro_rules! getwchar_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> WideInt {
+            let real = real!($real as unsafe extern "C" fn() -> WideInt);
+            traced_by_position(IoOp::Read, stdin, || real(), |r| *r == WEOF)
+        }
+    };
+}
+getwchar_hook!(getwchar, "getwchar");
+getwchar_hook!(getwchar_unlocked, "getwchar_unlocked");
+
+macro_rules! putwc_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(c: libc::wchar_t, stream: *mut FILE) -> WideInt {
+            let real = real!($real as unsafe extern "C" fn(libc::wchar_t, *mut FILE) -> WideInt);
+            traced_by_position(IoOp::Write, stream, || real(c, stream), |r| *r == WEOF)
+        }
+    };
+}
+putwc_hook!(fputwc, "fputwc");
+putwc_hook!(putwc, "putwc");
+putwc_hook!(fputwc_unlocked, "fputwc_unlocked");
+putwc_hook!(putwc_unlocked, "putwc_unlocked");
+
+macro_rules! putwchar_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(c: libc::wchar_t) -> WideInt {
+            let real = real!($real as unsafe extern "C" fn(libc::wchar_t) -> WideInt);
+            traced_by_position(IoOp::Write, stdout, || real(c), |r| *r == WEOF)
+        }
+    };
+}
+putwchar_hook!(putwchar, "putwchar");
+putwchar_hook!(putwchar_unlocked, "putwchar_unlocked");
+
+macro_rules! fgetws_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            s: *mut libc::wchar_t,
+            n: c_int,
+            stream: *mut FILE,
+        ) -> *mut libc::wchar_t {
+            let real = real!(
+                $real as unsafe extern "C" fn(*mut libc::wchar_t, c_int, *mut FILE) -> *mut libc::wchar_t
+            );
+            traced_by_position(IoOp::Read, stream, || real(s, n, stream), |r| r.is_null())
+        }
+    };
+}
+fgetws_hook!(fgetws, "fgetws");
+fgetws_hook!(fgetws_unlocked, "fgetws_unlocked");
+
+macro_rules! fputws_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(s: *const libc::wchar_t, stream: *mut FILE) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(*const libc::wchar_t, *mut FILE) -> c_int);
+            traced_by_position(IoOp::Write, stream, || real(s, stream), |r| *r < 0)
+        }
+    };
+}
+fputws_hook!(fputws, "fputws");
+fputws_hook!(fputws_unlocked, "fputws_unlocked");
 
 /// The dprintf family, from the C shim: formatted output straight to a descriptor. glibc
 /// writes it through its internal write, which no hook sees, so the call is recorded here, as

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <wchar.h>
 
 /* Implemented in Rust (lib.rs). */
 extern int iolens_hook_vfprintf(FILE *stream, const char *format, va_list ap);
 extern FILE *iolens_stdout(void);
 extern int iolens_hook_vdprintf(int fd, const char *format, va_list ap);
+extern int iolens_hook_vfwprintf(FILE *stream, const wchar_t *format, va_list ap);
 extern int execv(const char *path, char *const argv[]);
 extern int execvp(const char *file, char *const argv[]);
 extern int execve(const char *path, char *const argv[], char *const envp[]);
@@ -68,6 +70,38 @@ int __printf_chk(int flag, const char *format, ...) {
     va_end(ap);
     return ret;
 }
+
+/* The wide printf family. */
+
+int vfwprintf(FILE *stream, const wchar_t *format, va_list ap) {
+    return iolens_hook_vfwprintf(stream, format, ap);
+}
+
+int __vfwprintf_chk(FILE *stream, int flag, const wchar_t *format, va_list ap) {
+    (void)flag;
+    return iolens_hook_vfwprintf(stream, format, ap);
+}
+
+int vwprintf(const wchar_t *format, va_list ap) {
+    return iolens_hook_vfwprintf(iolens_stdout(), format, ap);
+}
+
+int __vwprintf_chk(int flag, const wchar_t *format, va_list ap) {
+    (void)flag;
+    return iolens_hook_vfwprintf(iolens_stdout(), format, ap);
+}
+
+#define WPRINT(stream)                                          \
+    va_list ap;                                                 \
+    va_start(ap, format);                                       \
+    int ret = iolens_hook_vfwprintf((stream), format, ap);      \
+    va_end(ap);                                                 \
+    return ret;
+
+int fwprintf(FILE *stream, const wchar_t *format, ...) { WPRINT(stream) }
+int __fwprintf_chk(FILE *stream, int flag, const wchar_t *format, ...) { (void)flag; WPRINT(stream) }
+int wprintf(const wchar_t *format, ...) { WPRINT(iolens_stdout()) }
+int __wprintf_chk(int flag, const wchar_t *format, ...) { (void)flag; WPRINT(iolens_stdout()) }
 
 /* The dprintf family: formatted output straight to a descriptor. */
 

@@ -669,6 +669,54 @@ fn file_calls_made_through_syscall_count_like_their_wrappers() {
     }
 }
 
+const WIDE_STDIO_PROGRAM: &str = r#"
+#include <stdio.h>
+#include <wchar.h>
+int main(void) {
+    FILE *f = fopen("wide.txt", "w");
+    for (int i = 0; i < 100; i++) {
+        fputws(L"hello\n", f);
+        fwprintf(f, L"%d\n", i);
+        fputwc(L'x', f);
+    }
+    fclose(f);
+    wchar_t line[100];
+    f = fopen("wide.txt", "r");
+    while (fgetws(line, 100, f)) {}
+    fclose(f);
+    f = fopen("wide.txt", "r");
+    while (fgetwc(f) != WEOF) {}
+    fclose(f);
+    return 0;
+}
+"#;
+
+#[test]
+fn wide_character_stdio_counts_the_bytes_it_moved() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "wide", WIDE_STDIO_PROGRAM) else { return };
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let prog = prog.to_str().unwrap();
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), false);
+    let (ops, _) = iolens_ops(&[prog], iolens_dir.path());
+    let under = iolens_dir.path().to_str().unwrap();
+    let stdio = |op: &str| -> (u64, i64) {
+        let calls: Vec<&Op> =
+            ops.iter().filter(|o| o.layer == "stdio" && o.op == op && o.path.starts_with(under)).collect();
+        (calls.len() as u64, calls.iter().map(|o| o.result).sum())
+    };
+    let size = kernel["write"].1 as i64;
+    assert_eq!(stdio("write"), (300, size), "every wide write, with the bytes the kernel wrote");
+    // 201 lines (the last, "x", without its newline) and the call that finds the end; then
+    // every character and the call that finds the end.
+    assert_eq!(stdio("read"), (202 + size as u64 + 1, 2 * size), "every wide read");
+    assert_eq!(kernel["read"].1 as i64, 2 * size, "the kernel read the file twice");
+}
+
 #[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
