@@ -8,8 +8,8 @@ use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t
 use crate::clock::now_ns;
 use crate::dup::forgotten;
 use crate::record::{
-    iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS,
-    NOT_A_FILE,
+    fd_link, iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH,
+    MAX_FDS, NOT_A_FILE,
 };
 use crate::stream::STREAM_FD;
 use crate::{errno, set_errno, Guard};
@@ -32,7 +32,20 @@ pub(crate) unsafe fn opened(
             set_errno(err);
             return;
         }
-        let id = register_path(fd, path, dirfd);
+        // An O_TMPFILE file has no name of its own (`path` is its directory): it is named as
+        // /proc/self/fd shows it, "dir/#inode (deleted)".
+        let id = if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            let mut unnamed = [0u8; 4096];
+            match fd_link(fd, &mut unnamed) {
+                Some(len) => {
+                    unnamed[len.min(unnamed.len() - 1)] = 0;
+                    register_path(fd, unnamed.as_ptr().cast(), libc::AT_FDCWD)
+                }
+                None => register_path(fd, path, dirfd),
+            }
+        } else {
+            register_path(fd, path, dirfd)
+        };
         let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
         FD_OFFSET[fd as usize].store(start, Relaxed);
         record(IoOp::Open, layer, id, UNKNOWN_OFFSET, 0, fd as i64, t0, t1);
