@@ -293,6 +293,17 @@ pub unsafe extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: l
     real(ruid, euid, suid)
 }
 
+/// posix_spawn and posix_spawnp: where the pid goes, the program, file actions, attributes,
+/// argv, envp.
+type Spawn = unsafe extern "C" fn(
+    *mut libc::pid_t,
+    *const c_char,
+    *const libc::c_void,
+    *const libc::c_void,
+    *const *mut c_char,
+    *const *mut c_char,
+) -> c_int;
+
 /// posix_spawn's child shares the parent's memory until it execs, so it is the parent that
 /// notes a program the child will run untraced.
 #[no_mangle]
@@ -304,17 +315,7 @@ pub unsafe extern "C" fn posix_spawn(
     argv: *const *mut c_char,
     envp: *const *mut c_char,
 ) -> c_int {
-    let real = real!(
-        "posix_spawn"
-            as unsafe extern "C" fn(
-                *mut libc::pid_t,
-                *const c_char,
-                *const libc::c_void,
-                *const libc::c_void,
-                *const *mut c_char,
-                *const *mut c_char,
-            ) -> c_int
-    );
+    let real = real!("posix_spawn" as Spawn);
     if !in_parents_memory() {
         note_untraced_exec(path);
     }
@@ -330,17 +331,7 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: *const *mut c_char,
     envp: *const *mut c_char,
 ) -> c_int {
-    let real = real!(
-        "posix_spawnp"
-            as unsafe extern "C" fn(
-                *mut libc::pid_t,
-                *const c_char,
-                *const libc::c_void,
-                *const libc::c_void,
-                *const *mut c_char,
-                *const *mut c_char,
-            ) -> c_int
-    );
+    let real = real!("posix_spawnp" as Spawn);
     if !in_parents_memory() {
         let mut found = [0u8; 4096];
         note_untraced_exec(search_path(file, &mut found));

@@ -380,6 +380,31 @@ fn stdio_calls_count_what_they_moved() {
     );
 }
 
+/// Compiles `source` as `name` and runs it once under strace and once under `iolens trace`,
+/// each in a fresh directory prepared by `prepare`: the kernel's counts (per file when
+/// `by_file`), iolens's per-op rows and summary, and its directory with a trailing slash.
+/// `None` (the test skips) without gcc or strace.
+fn under_strace_and_iolens(
+    name: &str,
+    source: &str,
+    by_file: bool,
+    prepare: impl Fn(&Path),
+) -> Option<(Counts, Vec<Op>, serde_json::Value, String)> {
+    let build = scratch();
+    let prog = compile_c(build.path(), name, source)?;
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return None;
+    }
+    let prog = prog.to_str().unwrap();
+    let (strace_dir, iolens_dir) = (scratch(), scratch());
+    prepare(strace_dir.path());
+    prepare(iolens_dir.path());
+    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), by_file);
+    let (ops, summary) = iolens_ops(&[prog], iolens_dir.path());
+    Some((kernel, ops, summary, format!("{}/", iolens_dir.path().display())))
+}
+
 const REOPEN_SCAN_PROGRAM: &str = r#"
 #include <fcntl.h>
 #include <stdio.h>
@@ -418,17 +443,10 @@ int main(void) {
 
 #[test]
 fn freopen_scanf_getw_putw_and_dprintf_count_what_they_moved_under_their_file() {
-    let build = scratch();
-    let Some(prog) = compile_c(build.path(), "reopen", REOPEN_SCAN_PROGRAM) else { return };
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    let Some((kernel, ops, _, under)) = under_strace_and_iolens("reopen", REOPEN_SCAN_PROGRAM, true, |_| {})
+    else {
         return;
-    }
-    let prog = prog.to_str().unwrap();
-    let (strace_dir, iolens_dir) = (scratch(), scratch());
-    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), true);
-    let (ops, _) = iolens_ops(&[prog], iolens_dir.path());
-    let under = format!("{}/", iolens_dir.path().display());
+    };
     // Calls and bytes per (file, layer, op).
     let mut got: BTreeMap<(String, String, String), (u64, i64)> = BTreeMap::new();
     for o in ops.iter().filter(|o| o.path.starts_with(&under)) {
@@ -555,18 +573,13 @@ int main(void) {
 
 #[test]
 fn stdio_macros_inlined_into_the_program_are_said_to_be_uncounted_with_their_buffers_bytes() {
-    let build = scratch();
-    let Some(prog) = compile_c(build.path(), "inlined", INLINED_STDIO_PROGRAM) else { return };
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    let Some((kernel, _, summary, _)) =
+        under_strace_and_iolens("inlined", INLINED_STDIO_PROGRAM, true, |dir| {
+            write_file(&dir.join("in.txt"), 20000)
+        })
+    else {
         return;
-    }
-    let prog = prog.to_str().unwrap();
-    let (strace_dir, iolens_dir) = (scratch(), scratch());
-    write_file(&strace_dir.path().join("in.txt"), 20000);
-    write_file(&iolens_dir.path().join("in.txt"), 20000);
-    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), true);
-    let (_, summary) = iolens_ops(&[prog], iolens_dir.path());
+    };
     let notes = summary["notes"].to_string();
     let note = notes.split("\",\"").find(|n| n.contains("inlined")).unwrap_or_else(|| panic!("{notes}"));
     let numbers: Vec<u64> =
@@ -701,20 +714,13 @@ int main(void) {
 
 #[test]
 fn wide_character_stdio_counts_the_bytes_it_moved() {
-    let build = scratch();
-    let Some(prog) = compile_c(build.path(), "wide", WIDE_STDIO_PROGRAM) else { return };
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    let Some((kernel, ops, _, under)) = under_strace_and_iolens("wide", WIDE_STDIO_PROGRAM, false, |_| {})
+    else {
         return;
-    }
-    let prog = prog.to_str().unwrap();
-    let (strace_dir, iolens_dir) = (scratch(), scratch());
-    let kernel = strace_counts(&[prog], strace_dir.path(), strace_dir.path(), false);
-    let (ops, _) = iolens_ops(&[prog], iolens_dir.path());
-    let under = iolens_dir.path().to_str().unwrap();
+    };
     let stdio = |op: &str| -> (u64, i64) {
         let calls: Vec<&Op> =
-            ops.iter().filter(|o| o.layer == "stdio" && o.op == op && o.path.starts_with(under)).collect();
+            ops.iter().filter(|o| o.layer == "stdio" && o.op == op && o.path.starts_with(&under)).collect();
         (calls.len() as u64, calls.iter().map(|o| o.result).sum())
     };
     let size = kernel["write"].1 as i64;
