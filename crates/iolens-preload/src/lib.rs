@@ -67,6 +67,7 @@ mod mmap;
 mod mpi_clock;
 mod mpiio;
 mod mpiio_fortran;
+mod native_aio;
 mod posix;
 mod process;
 mod raw_syscall;

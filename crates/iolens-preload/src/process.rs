@@ -39,6 +39,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     DROPPED.store(0, Relaxed);
     LOST_ERRNO.store(0, Relaxed);
     crate::aio::forget_after_fork();
+    crate::native_aio::forget_after_fork();
     register_membarrier();
     // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
     for slot in &FD_PATH {
@@ -150,6 +151,7 @@ pub(crate) unsafe fn note_untraced_exec(program: *const c_char) {
 pub(crate) unsafe fn note_process_end() {
     if let Some(_g) = Guard::enter() {
         crate::aio::note_uncollected();
+        crate::native_aio::note_submitted();
         record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
     }
 }

@@ -43,7 +43,7 @@
 //! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
 //! first event of each stream: file = the executable, offset = the parent's pid),
 //! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`], [`FLAG_AIO_UNCOLLECTED`],
-//! [`FLAG_STATIC_EXEC`].
+//! [`FLAG_STATIC_EXEC`], [`FLAG_NATIVE_AIO`].
 //!
 //! An MPI process (one that called `MPI_Init`) also leaves `<pid>.<start ns>.mpi` beside its
 //! stream `<pid>.<start ns>.evt`: its rank and the offsets of its clock from rank 0's, measured
@@ -197,6 +197,10 @@ pub const FLAG_AIO_UNCOLLECTED: u16 = 64;
 /// is not involved, so `LD_PRELOAD` is not applied and nothing of that image is traced (the
 /// dynamically linked programs it starts are, as the environment passes on).
 pub const FLAG_STATIC_EXEC: u16 = 128;
+/// Marker flag: read and write requests the process submitted through Linux native AIO
+/// (libaio's `io_submit`), which bypass libc and every hook: `requested` is their number,
+/// `offset` the bytes they asked for. They are not recorded as calls.
+pub const FLAG_NATIVE_AIO: u16 = 256;
 /// All marker flags: such events are facts about processes, not I/O.
 pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
     | FLAG_PROCESS_START
@@ -204,7 +208,8 @@ pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
     | FLAG_SECURE_EXEC
     | FLAG_MPI_RANK
     | FLAG_AIO_UNCOLLECTED
-    | FLAG_STATIC_EXEC;
+    | FLAG_STATIC_EXEC
+    | FLAG_NATIVE_AIO;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -22,8 +22,8 @@ use iolens_import::{
     Format, ImportReport, ReadProgress, MERGED_STREAMS_MAX,
 };
 use iolens_record::event::{
-    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_PROCESS_END, FLAG_PROCESS_START,
-    FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
+    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_NATIVE_AIO, FLAG_PROCESS_END,
+    FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
 };
 use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
@@ -48,6 +48,8 @@ struct Feed<'a> {
     untraced_execs: BTreeSet<(u32, u32, bool)>,
     /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
     aio_uncollected: BTreeMap<u32, (u64, u64)>,
+    /// Linux native AIO read and write requests submitted, and the bytes they asked, by pid.
+    native_aio: BTreeMap<u32, (u64, u64)>,
     /// `--only-exe`: the executables whose processes count (all, when empty).
     only_exe: &'a [String],
     /// The executable each process runs (its latest start marker's), by pid.
@@ -79,6 +81,7 @@ impl<'a> Feed<'a> {
             io_uring_files: Default::default(),
             untraced_execs: Default::default(),
             aio_uncollected: Default::default(),
+            native_aio: Default::default(),
             only_exe,
             exe_of: HashMap::new(),
             executables: BTreeMap::new(),
@@ -146,6 +149,13 @@ impl EventSink for Feed<'_> {
             if e.file != NO_FILE {
                 self.io_uring_files.insert(e.file);
             }
+            return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_NATIVE_AIO != 0 {
+            // The marker's `requested` is the number of requests, its offset their bytes.
+            let (requests, asked) = self.native_aio.entry(e.pid).or_default();
+            *requests = requests.saturating_add(e.requested);
+            *asked = asked.saturating_add(e.offset);
             return;
         }
         if e.op == IoOp::Other && e.flags & FLAG_AIO_UNCOLLECTED != 0 {
@@ -258,6 +268,7 @@ fn summarize(
     let io_uring_pids = std::mem::take(&mut feed.io_uring_pids);
     let untraced_execs = std::mem::take(&mut feed.untraced_execs);
     let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);
+    let native_aio = std::mem::take(&mut feed.native_aio);
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
@@ -309,6 +320,11 @@ fn summarize(
     summary.notes.extend(aio_uncollected.into_iter().map(|(pid, (requests, asked))| {
         format!(
             "process {pid} submitted {requests} POSIX aio request(s) ({asked} bytes asked) never collected by aio_return: what they moved is NOT in these figures"
+        )
+    }));
+    summary.notes.extend(native_aio.into_iter().map(|(pid, (requests, asked))| {
+        format!(
+            "process {pid} submitted {requests} requests ({asked} bytes) through Linux native AIO (io_submit, libaio): they bypass libc, and are NOT in these figures"
         )
     }));
     summary.notes.extend(darshan_filter_note);

@@ -732,6 +732,39 @@ fn wide_character_stdio_counts_the_bytes_it_moved() {
 }
 
 #[test]
+fn linux_native_aio_requests_are_said_to_be_uncounted() {
+    if !have("fio") || !fio_has_libaio() {
+        eprintln!("skipped: fio with its libaio engine not installed");
+        return;
+    }
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let out = iolens()
+        .args(["trace", "--quiet", "--json"])
+        .arg(&json)
+        .args(["--", "fio", "--name=aio", "--filename=data", "--size=1M", "--bs=4k", "--rw=randread"])
+        .args(["--ioengine=libaio", "--iodepth=4", "--output=/dev/null"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes = summary["notes"].to_string();
+    let note = notes.split("\",\"").find(|n| n.contains("native AIO")).unwrap_or_else(|| panic!("{notes}"));
+    // fio reads the 1 MiB file in 256 requests of 4 KiB.
+    assert!(note.contains("256 requests (1048576 bytes)"), "{note}");
+    assert!(note.contains("NOT in these figures"), "{note}");
+}
+
+/// Whether fio was built with its libaio engine.
+fn fio_has_libaio() -> bool {
+    Command::new("fio")
+        .arg("--enghelp")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libaio"))
+}
+
+#[test]
 fn one_thread_never_overlaps_itself() {
     // 100k preads fill many 64 KiB event buffers: the clock conversion at each flush must not
     // move a call before the end of the one it followed.
