@@ -1,6 +1,6 @@
 //! Descriptor duplication and the closes besides close(): dup, dup2, dup3, fcntl(F_DUPFD*),
-//! close_range, closefrom, closedir, and the close and close_range system calls made through
-//! syscall(). A duplicate refers to the same file as its original, so it takes over the
+//! close_range, closefrom, closedir (and, through `raw_syscall`, the same calls made through
+//! syscall()). A duplicate refers to the same file as its original, so it takes over the
 //! original's path id and position; a replaced or closed number forgets its file. A close no
 //! hook saw would leave its number naming the old file, and the next open no hook sees either
 //! (mkstemp, opendir, socket, inside libc) would be counted under that name.
@@ -166,34 +166,4 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     let ret = real(dir);
     forgotten(fd);
     ret
-}
-
-/// A close or close_range made through syscall(): the table forgets the numbers it closed.
-/// The stream's descriptor is spared as close() spares it. `None`: not a close, make the call.
-pub(crate) unsafe fn syscall_close(
-    number: libc::c_long,
-    a1: libc::c_long,
-    a2: libc::c_long,
-    a3: libc::c_long,
-) -> Option<libc::c_long> {
-    if number == libc::SYS_close {
-        let fd = a1 as c_int;
-        if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
-            return Some(0);
-        }
-        // libc's close, not syscall(): that name is this hook's.
-        let real = real!("close" as unsafe extern "C" fn(c_int) -> c_int);
-        let ret = real(fd);
-        forgotten(fd);
-        return Some(ret as libc::c_long);
-    }
-    if number == libc::SYS_close_range {
-        let (first, last, flags) = (a1 as c_uint, a2 as c_uint, a3 as c_int);
-        let ret = close_range_sparing_stream(first, last, flags);
-        if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
-            range_closed(first, last);
-        }
-        return Some(ret as libc::c_long);
-    }
-    None
 }

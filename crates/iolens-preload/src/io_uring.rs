@@ -1,9 +1,9 @@
 //! io_uring: its requests never pass through libc, so the hooks cannot see them; the rings are
 //! noted instead, for the summary to say what it missed.
 //!
-//! syscall() is hooked here for io_uring, and also passes closes to the descriptor table
-//! (`dup`), file calls to the hooks of their wrappers (`raw_syscall`), and writes out the
-//! buffers before a raw `exit_group` (`process`).
+//! syscall() is hooked here for io_uring, and also passes file calls, closes included, to the
+//! hooks of their wrappers (`raw_syscall`), and writes out the buffers before a raw
+//! `exit_group` (`process`).
 //!
 //! A ring is noted when it is made through `syscall(__NR_io_uring_setup)` (fio, the io-uring
 //! crate), with the files later registered to it; rings made by raw system calls (liburing)
@@ -38,9 +38,6 @@ pub unsafe extern "C" fn syscall(
     a6: c_long,
 ) -> c_long {
     let real = real!("syscall" as unsafe extern "C" fn(c_long, ...) -> c_long);
-    if let Some(ret) = crate::dup::syscall_close(number, a1, a2, a3) {
-        return ret;
-    }
     if number == libc::SYS_exit_group {
         // No exit handler runs after it: what is buffered is written out first, as _exit does.
         crate::process::before_exit();

@@ -44,6 +44,9 @@ pub(crate) unsafe fn file_call(number: c_long, a: [c_long; 6]) -> Option<c_long>
         #[cfg(target_arch = "x86_64")]
         libc::SYS_creat => posix::creat(a[0] as *const c_char, a[1] as mode_t) as c_long,
         libc::SYS_lseek => posix::lseek64(fd, a[1] as off64_t, a[2] as c_int) as c_long,
+        // The descriptor table forgets what they close; our stream is spared, as in the wrappers.
+        libc::SYS_close => posix::close(fd) as c_long,
+        libc::SYS_close_range => dup::close_range(a[0] as c_uint, a[1] as c_uint, a[2] as c_int) as c_long,
         libc::SYS_fsync => posix::fsync(fd) as c_long,
         libc::SYS_fdatasync => posix::fdatasync(fd) as c_long,
         libc::SYS_dup => dup::dup(fd) as c_long,

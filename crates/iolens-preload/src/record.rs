@@ -150,12 +150,8 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
     if fd < 0 || fd as usize >= MAX_FDS || fd == STREAM_FD.load(Relaxed) {
         return;
     }
-    let reason = FD_EXCLUDED[fd as usize].load(Relaxed) as usize;
-    with_my_slot(|slot| {
-        let counts = &mut (*slot.excluded.get())[reason % Excluded::ALL.len()];
-        counts.0 += 1;
-        counts.1 += moved.max(0) as u64;
-    });
+    let reason = Excluded::from_u8(FD_EXCLUDED[fd as usize].load(Relaxed)).unwrap_or(Excluded::Other);
+    count_left_out(reason, moved.max(0) as u64);
 }
 
 /// Counts a call that is not recorded as I/O under `reason`, with the bytes it concerns.

@@ -10,7 +10,7 @@ use crate::clock::now_ns;
 use crate::dup::{forgotten, range_closed};
 use crate::posix::opened;
 use crate::record::{
-    count_excluded, count_left_out, fd_link, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE,
+    count_excluded, count_left_out, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE,
 };
 use crate::{errno, fileno_unlocked, set_errno, Guard};
 
@@ -94,7 +94,8 @@ macro_rules! fopen_hook {
 fopen_hook!(fopen, "fopen");
 fopen_hook!(fopen64, "fopen64");
 
-/// tmpfile opens an unnamed file inside libc; its name is what /proc/self/fd shows.
+/// tmpfile opens an unnamed file in /tmp inside libc: it is opened as O_TMPFILE is, named as
+/// /proc/self/fd shows it.
 macro_rules! tmpfile_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
@@ -104,14 +105,14 @@ macro_rules! tmpfile_hook {
             let t0 = now_ns();
             let f = real();
             if !f.is_null() {
-                let err = errno();
-                let fd = fileno_unlocked(f);
-                let mut name = [0u8; 4096];
-                if let Some(len) = fd_link(fd, &mut name) {
-                    name[len.min(name.len() - 1)] = 0;
-                    opened(fd, name.as_ptr().cast(), libc::AT_FDCWD, 0, Layer::Stdio, t0);
-                }
-                set_errno(err);
+                opened(
+                    fileno_unlocked(f),
+                    c"/tmp".as_ptr(),
+                    libc::AT_FDCWD,
+                    libc::O_TMPFILE,
+                    Layer::Stdio,
+                    t0,
+                );
             }
             f
         }

@@ -139,6 +139,14 @@ impl<'a> Feed<'a> {
     }
 }
 
+/// Adds a requests marker to its process's tally: its `requested` is the number of requests, its
+/// offset their bytes.
+fn add_requests(by_pid: &mut BTreeMap<u32, (u64, u64)>, e: &IoEvent) {
+    let (requests, asked) = by_pid.entry(e.pid).or_default();
+    *requests = requests.saturating_add(e.requested);
+    *asked = asked.saturating_add(e.offset);
+}
+
 impl EventSink for Feed<'_> {
     fn path(&mut self, id: u32, path: &str) {
         self.analyzer.path(id, path);
@@ -152,17 +160,11 @@ impl EventSink for Feed<'_> {
             return;
         }
         if e.op == IoOp::Other && e.flags & FLAG_NATIVE_AIO != 0 {
-            // The marker's `requested` is the number of requests, its offset their bytes.
-            let (requests, asked) = self.native_aio.entry(e.pid).or_default();
-            *requests = requests.saturating_add(e.requested);
-            *asked = asked.saturating_add(e.offset);
+            add_requests(&mut self.native_aio, e);
             return;
         }
         if e.op == IoOp::Other && e.flags & FLAG_AIO_UNCOLLECTED != 0 {
-            // The marker's `requested` is the number of requests, its offset their bytes.
-            let (requests, asked) = self.aio_uncollected.entry(e.pid).or_default();
-            *requests = requests.saturating_add(e.requested);
-            *asked = asked.saturating_add(e.offset);
+            add_requests(&mut self.aio_uncollected, e);
             return;
         }
         if e.op == IoOp::Other && e.flags & (FLAG_SECURE_EXEC | FLAG_STATIC_EXEC) != 0 {
