@@ -24,9 +24,9 @@ static SUBMITTED: HandleTable = HandleTable::new();
 
 /// Notes a request just submitted by `call`.
 unsafe fn submitted(op: IoOp, cb: *mut aiocb, call: impl FnOnce() -> c_int) -> c_int {
-    let Some(_g) = Guard::enter() else { return call() };
+    let Some(guard) = Guard::enter() else { return call() };
     let start = now_ns();
-    let ret = call();
+    let ret = guard.lifted(call);
     if ret == 0 {
         wait_for(op, cb, start);
     }
@@ -95,9 +95,9 @@ macro_rules! list_hook {
         ) -> c_int {
             let real =
                 real!($real as unsafe extern "C" fn(c_int, *const *mut aiocb, c_int, *mut sigevent) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(mode, list, count, sig) };
+            let Some(guard) = Guard::enter() else { return real(mode, list, count, sig) };
             let start = now_ns();
-            let ret = real(mode, list, count, sig);
+            let ret = guard.lifted(|| real(mode, list, count, sig));
             // On failure some requests may have been queued all the same, and are collected
             // by aio_return like any other.
             if !list.is_null() {
@@ -150,8 +150,8 @@ macro_rules! return_hook {
             if SUBMITTED.is_empty() {
                 return real(cb);
             }
-            let Some(_g) = Guard::enter() else { return real(cb) };
-            let ret = real(cb);
+            let Some(guard) = Guard::enter() else { return real(cb) };
+            let ret = guard.lifted(|| real(cb));
             let end = now_ns();
             if let Some(words) = SUBMITTED.take(cb as u64) {
                 let err = errno();

@@ -27,13 +27,13 @@ impl End {
 
 /// Runs `call` (a copy from `source` to `destination`) and records both ends that are files.
 unsafe fn traced_copy(source: End, destination: End, call: impl FnOnce() -> ssize_t) -> ssize_t {
-    let Some(_g) = Guard::enter() else { return call() };
+    let Some(guard) = Guard::enter() else { return call() };
     let (from, to) = (path_of(source.fd), path_of(destination.fd));
     if from == NOT_A_FILE && to == NOT_A_FILE {
-        return call();
+        return guard.lifted(call);
     }
     let t0 = now_ns();
-    let ret = call();
+    let ret = guard.lifted(call);
     let t1 = now_ns();
     let err = errno();
     let moved = ret as i64;

@@ -23,7 +23,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 
 use libc::{c_int, c_void, FILE};
 
@@ -139,8 +139,17 @@ pub(crate) fn me() -> &'static ThreadState {
     }
 }
 
-/// Marks the thread as inside a hook; nested hooks pass through.
-struct Guard(&'static ThreadState);
+/// Marks the thread as inside a hook's recording; hooks reached meanwhile pass through.
+///
+/// The recorder itself calls no hook, so a hook reached inside the recording is a signal
+/// handler's, which interrupted it. The handler's call is recorded like any other unless the
+/// thread's buffer is half-written (or being claimed) at that moment: then it passes through,
+/// counted (see [`recording_interrupted`]).
+struct Guard {
+    state: &'static ThreadState,
+    /// The guard's value before: 1 in a signal handler's hook inside another's recording.
+    outer: u32,
+}
 
 impl Guard {
     #[inline(always)]
@@ -148,11 +157,12 @@ impl Guard {
         if !ENABLED.load(Relaxed) {
             return None;
         }
-        let me = me();
-        if me.in_hook.replace(1) != 0 {
+        let state = me();
+        let outer = state.in_hook.replace(1);
+        if outer != 0 && !stream::may_interrupt(state) {
             return None;
         }
-        Some(Guard(me))
+        Some(Guard { state, outer })
     }
 }
 
@@ -160,14 +170,36 @@ impl Guard {
     /// The calling thread's state, looked up when the guard was entered.
     #[inline(always)]
     fn state(&self) -> &'static ThreadState {
-        self.0
+        self.state
     }
+
+    /// Runs the real call with the guard lifted. What runs inside it on this thread is the
+    /// program's own I/O, to be recorded: a signal handler's, or a callback's (the functions of
+    /// a `fopencookie` stream). And a handler that leaves with `siglongjmp` leaves the thread
+    /// outside every hook, as it is; a guard still held would silence the thread for good.
+    #[inline(always)]
+    fn lifted<R>(&self, call: impl FnOnce() -> R) -> R {
+        self.state.in_hook.set(0);
+        // A signal handler on this thread must see the guard as it is in the program's order.
+        compiler_fence(SeqCst);
+        let ret = call();
+        compiler_fence(SeqCst);
+        self.state.in_hook.set(1);
+        ret
+    }
+}
+
+/// Whether a hook the calling thread reached without its guard comes from a signal handler
+/// that interrupted a recording (not from a disabled recorder).
+#[inline]
+fn recording_interrupted() -> bool {
+    ENABLED.load(Relaxed) && me().in_hook.get() != 0
 }
 
 impl Drop for Guard {
     #[inline]
     fn drop(&mut self) {
-        self.0.in_hook.set(0);
+        self.state.in_hook.set(self.outer);
     }
 }
 

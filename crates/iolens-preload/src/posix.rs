@@ -58,9 +58,9 @@ macro_rules! open_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(path, flags, mode) };
+            let Some(guard) = Guard::enter() else { return real(path, flags, mode) };
             let t0 = now_ns();
-            let fd = real(path, flags, mode);
+            let fd = guard.lifted(|| real(path, flags, mode));
             opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
             fd
         }
@@ -79,9 +79,9 @@ macro_rules! openat_hook {
             mode: mode_t,
         ) -> c_int {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(dirfd, path, flags, mode) };
+            let Some(guard) = Guard::enter() else { return real(dirfd, path, flags, mode) };
             let t0 = now_ns();
-            let fd = real(dirfd, path, flags, mode);
+            let fd = guard.lifted(|| real(dirfd, path, flags, mode));
             opened(fd, path, dirfd, flags, Layer::Posix, t0);
             fd
         }
@@ -95,9 +95,9 @@ macro_rules! creat_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: mode_t) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, mode_t) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(path, mode) };
+            let Some(guard) = Guard::enter() else { return real(path, mode) };
             let t0 = now_ns();
-            let fd = real(path, mode);
+            let fd = guard.lifted(|| real(path, mode));
             opened(fd, path, libc::AT_FDCWD, 0, Layer::Posix, t0);
             fd
         }
@@ -113,9 +113,9 @@ macro_rules! fortified_open_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, c_int) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(path, flags) };
+            let Some(guard) = Guard::enter() else { return real(path, flags) };
             let t0 = now_ns();
-            let fd = real(path, flags);
+            let fd = guard.lifted(|| real(path, flags));
             opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
             fd
         }
@@ -129,9 +129,9 @@ macro_rules! fortified_openat_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(dirfd, path, flags) };
+            let Some(guard) = Guard::enter() else { return real(dirfd, path, flags) };
             let t0 = now_ns();
-            let fd = real(dirfd, path, flags);
+            let fd = guard.lifted(|| real(dirfd, path, flags));
             opened(fd, path, dirfd, flags, Layer::Posix, t0);
             fd
         }
@@ -147,9 +147,9 @@ macro_rules! mkstemp_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(template: *mut c_char $(, $arg: c_int)*) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*mut c_char $(, mkstemp_hook!(@int $arg))*) -> c_int);
-            let Some(_g) = Guard::enter() else { return real(template $(, $arg)*) };
+            let Some(guard) = Guard::enter() else { return real(template $(, $arg)*) };
             let t0 = now_ns();
-            let fd = real(template $(, $arg)*);
+            let fd = guard.lifted(|| real(template $(, $arg)*));
             opened(fd, template, libc::AT_FDCWD, 0, Layer::Posix, t0);
             fd
         }
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
         return 0; // our stream: the program may believe it closed it
     }
-    let Some(_g) = Guard::enter() else {
+    let Some(guard) = Guard::enter() else {
         // A nested close is not recorded, but the number forgets its file all the same.
         let ret = real(fd);
         forgotten(fd);
@@ -180,7 +180,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     let file =
         if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
     let t0 = now_ns();
-    let ret = real(fd);
+    let ret = guard.lifted(|| real(fd));
     let t1 = now_ns();
     let err = errno();
     if file != NOT_A_FILE && file != NO_FILE {

@@ -37,6 +37,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
         }
     }
     DROPPED.store(0, Relaxed);
+    crate::record::take_interrupted();
     LOST_ERRNO.store(0, Relaxed);
     crate::aio::forget_after_fork();
     crate::native_aio::forget_after_fork();

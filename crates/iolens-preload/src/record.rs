@@ -115,7 +115,8 @@ unsafe fn discover_path(fd: c_int) -> u32 {
         return NOT_A_FILE;
     }
     target[n] = 0;
-    let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+    // Past the lseek hook: the recorder's own calls are not the program's.
+    let offset = crate::sys()(libc::SYS_lseek, fd, 0 as libc::off_t, libc::SEEK_CUR);
     FD_OFFSET[fd as usize].store(if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET }, Relaxed);
     register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
 }
@@ -152,6 +153,29 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
     }
     let reason = Excluded::from_u8(FD_EXCLUDED[fd as usize].load(Relaxed)).unwrap_or(Excluded::Other);
     count_left_out(reason, moved.max(0) as u64);
+}
+
+/// Calls (and the bytes of their reads and writes) that signal handlers made while this
+/// process's recorder was writing down the call they interrupted. The thread's buffer may be
+/// half-written then, so they are counted here, with atomics, and written out at the end.
+static INTERRUPTED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Counts a call made by a signal handler inside the recorder, with what it moved (for a read
+/// or write).
+#[cold]
+#[inline(never)]
+pub(crate) fn count_interrupted(moved: Option<i64>) {
+    add_interrupted(1, moved.unwrap_or(0).max(0) as u64);
+}
+
+pub(crate) fn add_interrupted(calls: u64, bytes: u64) {
+    INTERRUPTED[0].fetch_add(calls, Relaxed);
+    INTERRUPTED[1].fetch_add(bytes, Relaxed);
+}
+
+/// The calls counted by [`count_interrupted`] and their bytes, taken (counting starts over).
+pub(crate) fn take_interrupted() -> (u64, u64) {
+    (INTERRUPTED[0].swap(0, Relaxed), INTERRUPTED[1].swap(0, Relaxed))
 }
 
 /// Counts a call that is not recorded as I/O under `reason`, with the bytes it concerns.
@@ -308,19 +332,25 @@ macro_rules! traced_fd_call {
     };
     (@asked $op:expr, $fd:expr, $offset:expr, $asked:expr, $call:expr) => {{
         match $crate::Guard::enter() {
-            None => $call,
+            None => {
+                let ret = $call;
+                if $crate::recording_interrupted() {
+                    $crate::record::count_interrupted($op.is_data().then_some(ret as i64));
+                }
+                ret
+            }
             Some(guard) => {
                 let fd: libc::c_int = $fd;
                 let file = $crate::record::path_of(fd);
                 if file == $crate::record::NOT_A_FILE {
-                    let ret = $call;
+                    let ret = guard.lifted(|| $call);
                     if $op.is_data() {
                         $crate::record::count_excluded(fd, ret as i64);
                     }
                     ret
                 } else {
                     let t0 = $crate::clock::now_ns();
-                    let ret = $call;
+                    let ret = guard.lifted(|| $call);
                     let t1 = $crate::clock::now_ns();
                     let ret64 = ret as i64;
                     // Recording keeps errno (a flush restores it), so only a failure's is saved.

@@ -36,18 +36,24 @@ macro_rules! traced_stdio_call {
     }};
     ($op:expr, $stream:expr, $requested:expr, $call:expr, $moved:expr) => {{
         match Guard::enter() {
-            None => $call,
-            Some(_g) => {
+            None => {
+                let ret = $call;
+                if crate::recording_interrupted() {
+                    crate::record::count_interrupted($op.is_data().then(|| $moved(&ret)));
+                }
+                ret
+            }
+            Some(guard) => {
                 let (fd, file) = stream_file($stream);
                 if file == NOT_A_FILE {
-                    let ret = $call;
+                    let ret = guard.lifted(|| $call);
                     if $op.is_data() {
                         count_excluded(fd, $moved(&ret));
                     }
                     ret
                 } else {
                     let t0 = now_ns();
-                    let ret = $call;
+                    let ret = guard.lifted(|| $call);
                     let t1 = now_ns();
                     let err = errno();
                     let moved: i64 = $moved(&ret);
@@ -83,9 +89,9 @@ macro_rules! fopen_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
             let real = real!($real as unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE);
-            let Some(_g) = Guard::enter() else { return real(path, mode) };
+            let Some(guard) = Guard::enter() else { return real(path, mode) };
             let t0 = now_ns();
-            let f = real(path, mode);
+            let f = guard.lifted(|| real(path, mode));
             stream_opened(f, path, mode, t0);
             f
         }
@@ -101,9 +107,9 @@ macro_rules! tmpfile_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name() -> *mut FILE {
             let real = real!($real as unsafe extern "C" fn() -> *mut FILE);
-            let Some(_g) = Guard::enter() else { return real() };
+            let Some(guard) = Guard::enter() else { return real() };
             let t0 = now_ns();
-            let f = real();
+            let f = guard.lifted(|| real());
             if !f.is_null() {
                 opened(
                     fileno_unlocked(f),
@@ -134,10 +140,10 @@ macro_rules! freopen_hook {
         ) -> *mut FILE {
             let real =
                 real!($real as unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE);
-            let Some(_g) = Guard::enter() else { return real(path, mode, stream) };
+            let Some(guard) = Guard::enter() else { return real(path, mode, stream) };
             let (old_fd, old_file) = stream_file(stream);
             let t0 = now_ns();
-            let f = real(path, mode, stream);
+            let f = guard.lifted(|| real(path, mode, stream));
             let err = errno();
             forgotten(old_fd);
             if path.is_null() {
@@ -643,10 +649,10 @@ pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     let real = real!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    let Some(_g) = Guard::enter() else { return real(stream) };
+    let Some(guard) = Guard::enter() else { return real(stream) };
     let (fd, file) = stream_file(stream);
     let t0 = now_ns();
-    let ret = real(stream);
+    let ret = guard.lifted(|| real(stream));
     let t1 = now_ns();
     let err = errno();
     if file != NOT_A_FILE {

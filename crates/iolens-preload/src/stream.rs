@@ -192,6 +192,14 @@ pub(crate) unsafe fn with_slot_of<R>(me: &ThreadState, f: impl FnOnce(&'static S
     Some(r)
 }
 
+/// Whether a signal handler that interrupted the recording of the thread whose state is `me`
+/// may record: not while its buffer is half-written, nor while it is being claimed.
+#[cold]
+#[inline(never)]
+pub(crate) fn may_interrupt(me: &ThreadState) -> bool {
+    POOL.get(me.slot.get() as usize).is_some_and(|slot| slot.state.load(Relaxed) != WRITING)
+}
+
 /// Marks the caller's `slot` as no longer being written.
 #[inline(always)]
 pub(crate) fn leave_slot(slot: &Slot) {
@@ -497,7 +505,13 @@ pub(crate) unsafe fn freeze_and_flush_all() {
     if !ENABLED.load(Relaxed) {
         return;
     }
-    let mine = me().slot.get();
+    // A signal handler's hook on this thread meanwhile must keep off our buffer: it passes
+    // through, counted (see `Guard`).
+    let me = me();
+    let outer = me.in_hook.replace(1);
+    let mine = me.slot.get();
+    let own_state = POOL.get(mine as usize).map(|own| own.state.swap(WRITING, Relaxed));
+    compiler_fence(SeqCst);
     let others = || POOL.iter().enumerate().filter(move |(i, _)| *i as u32 != mine).map(|(_, slot)| slot);
     for slot in others() {
         slot.frozen.store(true, Relaxed);
@@ -520,7 +534,7 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         if !slot.claimed.load(Acquire) {
             continue;
         }
-        // Our own slot is idle here (no hook of ours is running on this thread).
+        // Our own slot is marked busy above, against this thread's signal handlers.
         if i as u32 != mine {
             if asymmetric {
                 while slot.state.load(Acquire) != IDLE {
@@ -535,12 +549,18 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         flush_slot(slot);
         write_excluded(slot);
     }
+    write_interrupted();
     if DROPPED.load(Relaxed) > 0 {
         let fd = stream_fd();
         if fd >= 0 {
             write_lost_frame(fd);
         }
     }
+    compiler_fence(SeqCst);
+    if let (Some(own), Some(state)) = (POOL.get(mine as usize), own_state) {
+        own.state.store(state, Relaxed);
+    }
+    me.in_hook.set(outer);
 }
 
 /// Lets the threads frozen by [`freeze_and_flush_all`] go on (the exec failed).
@@ -557,11 +577,34 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
         return;
     }
     let slot = &POOL[idx - 1];
+    // A signal handler's hook meanwhile passes through (see `Guard`) instead of waiting for
+    // the buffer this thread holds.
+    let me = me();
+    let outer = me.in_hook.replace(1);
     enter_slot(slot);
     flush_slot(slot);
     write_excluded(slot);
     slot.state.store(IDLE, Release);
     slot.claimed.store(false, Release);
+    // I/O of a later destructor of this thread claims a slot anew, not this released one.
+    me.slot.set(NO_SLOT);
+    me.in_hook.set(outer);
+}
+
+/// Writes the count of calls made by signal handlers inside the recorder (see
+/// [`count_interrupted`](crate::record::count_interrupted)), and starts it over.
+unsafe fn write_interrupted() {
+    let (calls, bytes) = crate::record::take_interrupted();
+    if calls == 0 {
+        return;
+    }
+    let saved = errno();
+    let fd = stream_fd();
+    if fd < 0 || !raw_write_all(fd, &encode_excluded(Excluded::InterruptedRecording, calls, bytes)) {
+        // Kept for the next try (a later exit or exec of this process).
+        crate::record::add_interrupted(calls, bytes);
+    }
+    set_errno(saved);
 }
 
 /// Writes the slot's counts of excluded calls, at the end of its thread or process (they are

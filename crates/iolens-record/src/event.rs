@@ -124,16 +124,20 @@ pub enum Excluded {
     /// when the buffer is full: calls = flushes, bytes = what the buffer held (with the bytes
     /// of counted calls that shared it).
     InlinedStdioWrite = 5,
+    /// Calls a signal handler made while the tracer was recording the call it interrupted
+    /// (whose buffer may be half-written then): calls, and the bytes of their reads and writes.
+    InterruptedRecording = 6,
 }
 
 impl Excluded {
-    pub const ALL: [Excluded; 6] = [
+    pub const ALL: [Excluded; 7] = [
         Excluded::PipeOrSocket,
         Excluded::CharDevice,
         Excluded::BlockDevice,
         Excluded::Other,
         Excluded::InlinedStdioRead,
         Excluded::InlinedStdioWrite,
+        Excluded::InterruptedRecording,
     ];
 
     pub fn from_u8(v: u8) -> Option<Excluded> {
@@ -142,7 +146,10 @@ impl Excluded {
 
     /// Whether calls are left out for what their descriptor is (not a file).
     pub fn is_not_a_file(self) -> bool {
-        !matches!(self, Excluded::InlinedStdioRead | Excluded::InlinedStdioWrite)
+        !matches!(
+            self,
+            Excluded::InlinedStdioRead | Excluded::InlinedStdioWrite | Excluded::InterruptedRecording
+        )
     }
 
     pub fn description(self) -> &'static str {
@@ -153,6 +160,7 @@ impl Excluded {
             Excluded::Other => "other non-files",
             Excluded::InlinedStdioRead => "buffer refills (reads)",
             Excluded::InlinedStdioWrite => "buffer flushes (writes)",
+            Excluded::InterruptedRecording => "calls of signal handlers that interrupted the recorder",
         }
     }
 }
@@ -1013,7 +1021,7 @@ mod tests {
         let mut bytes = w.into_inner();
         let mut r = EventReader::new(&bytes[..]).unwrap();
         assert_eq!(r.by_ref().count(), 1);
-        assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        assert_eq!(r.excluded, [(2, 7), (4, 350), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0)]);
         let last = bytes.len() - EXCLUDED_FRAME_LEN;
         bytes[last + 1] = Excluded::ALL.len() as u8;
         let err = EventReader::new(&bytes[..]).unwrap().find_map(Result::err);

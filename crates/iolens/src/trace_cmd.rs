@@ -362,6 +362,12 @@ fn summarize(
             "stdio character macros the compiler inlined into the program (getc_unlocked, putc_unlocked, fread_unlocked of a constant size) make no call per character: their reads and writes are NOT in these figures. The file streams they used were refilled {refills} times with {refilled} bytes, and flushed {flushes} times when full with {flushed} bytes (a stream's last, partial buffer leaves at fclose or fflush, uncounted here)"
         ));
     }
+    let (interrupted, interrupted_bytes) = report.excluded[Excluded::InterruptedRecording as usize];
+    if interrupted > 0 {
+        summary.notes.push(format!(
+            "{interrupted} calls ({interrupted_bytes} bytes read or written) were made by signal handlers while the tracer was recording the call they interrupted: they are NOT in these figures (the calls handlers make while the program's own calls are under way are)"
+        ));
+    }
     if report.malformed_count > 0 {
         let first = report.malformed.first().map(|m| format!(" (first at line {}: {})", m.line, m.message));
         summary.notes.push(format!(

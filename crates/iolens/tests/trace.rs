@@ -656,6 +656,120 @@ fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
     assert!(note.contains("NOT in these figures"), "{note}");
 }
 
+/// I/O the program makes while one of its calls is under way: a periodic signal handler logs
+/// while the main loop reads; a handler jumps out of a blocked read with siglongjmp; a
+/// fopencookie stream's write function writes to a file from inside fwrite and fclose.
+const NESTED_IO_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+static int log_fd;
+static volatile sig_atomic_t ticks;
+static sigjmp_buf timeout;
+static void tick(int sig) {
+    (void)sig;
+    write(log_fd, "tick\n", 5);
+    ticks++;
+}
+static void give_up(int sig) {
+    (void)sig;
+    siglongjmp(timeout, 1);
+}
+static ssize_t to_sink(void *sink, const char *buf, size_t n) { return write(*(int *)sink, buf, n); }
+static int close_sink(void *sink) { return close(*(int *)sink); }
+int main(void) {
+    char block[512];
+    memset(block, 'd', sizeof block);
+    log_fd = open("handler.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int data = open("data.bin", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 64; i++) write(data, block, sizeof block);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = tick;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, 0);
+    struct itimerval every = {{0, 1000}, {0, 1000}}, stop = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &every, 0);
+    while (ticks < 200) pread(data, block, sizeof block, 0);
+    setitimer(ITIMER_REAL, &stop, 0);
+    int handled = ticks;
+
+    sa.sa_handler = give_up;
+    sa.sa_flags = 0;
+    sigaction(SIGALRM, &sa, 0);
+    int p[2];
+    if (pipe(p)) return 2;
+    struct itimerval once = {{0, 0}, {0, 20000}};
+    if (sigsetjmp(timeout, 1) == 0) {
+        setitimer(ITIMER_REAL, &once, 0);
+        read(p[0], block, 1); /* nothing ever comes: the handler jumps out */
+        return 3;
+    }
+    int after = open("after-jump.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 100; i++) write(after, block, 100);
+    close(after);
+
+    static int sink;
+    sink = open("cookie-sink.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cookie_io_functions_t io = {.write = to_sink, .close = close_sink};
+    FILE *c = fopencookie(&sink, "w", io);
+    setvbuf(c, NULL, _IONBF, 0);
+    for (int i = 0; i < 50; i++) fwrite(block, 1, 100, c);
+    fclose(c);
+    printf("%d\n", handled);
+    return 0;
+}
+"#;
+
+#[test]
+fn io_made_inside_a_call_by_a_signal_handler_or_a_callback_is_counted() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "nested", NESTED_IO_PROGRAM) else { return };
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let out = iolens()
+        .args(["trace", "--quiet", "--top", "100", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(&prog)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let handled: u64 = String::from_utf8_lossy(&out.stdout).lines().next().unwrap().trim().parse().unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let files = summary["files"].as_array().unwrap();
+    let file = |name: &str| {
+        files
+            .iter()
+            .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .map(|f| (f["ops"].as_u64().unwrap(), f["write_bytes"].as_u64().unwrap()))
+            .unwrap_or((0, 0))
+    };
+    assert_eq!(file("/after-jump.txt"), (100, 10000), "a siglongjmp out of a blocked read: {files:?}");
+    assert_eq!(file("/cookie-sink.txt"), (50, 5000), "a cookie stream's writes to its file: {files:?}");
+    // A handler that runs while the tracer records the call it interrupted is counted in a note.
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let (in_note, in_note_bytes) = notes
+        .iter()
+        .find(|n| n.contains("signal handler"))
+        .map(|n| {
+            let numbers: Vec<u64> =
+                n.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+            (numbers[0], numbers[1])
+        })
+        .unwrap_or((0, 0));
+    let (recorded, recorded_bytes) = file("/handler.log");
+    assert_eq!(recorded + in_note, handled, "every handler write recorded or noted: {files:?} {notes:?}");
+    assert_eq!(recorded_bytes + in_note_bytes, 5 * handled, "{files:?} {notes:?}");
+    assert!(recorded > in_note, "most handler writes come inside the program's preads: {recorded} {in_note}");
+}
+
 /// File I/O through syscall() instead of the libc wrappers.
 const RAW_SYSCALL_PROGRAM: &str = r#"
 #define _GNU_SOURCE
