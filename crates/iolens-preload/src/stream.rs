@@ -9,9 +9,10 @@ use std::sync::atomic::{
 
 use iolens_record::event::{
     encode_block_header, encode_event, encode_excluded, encode_lost, Excluded, ExcludedCounts, IoEvent, IoOp,
-    Layer, Predictor, BLOCK_HEADER_LEN, EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_PROCESS_START,
-    LOST_FRAME_LEN,
+    Layer, Predictor, BLOCK_HEADER_LEN, EVENT_FRAME_LEN, EVENT_MAGIC, EXCLUDED_FRAME_LEN, FLAG_GO_PROGRAM,
+    FLAG_PROCESS_START, LOST_FRAME_LEN,
 };
+use iolens_record::program::{elf_is_go, ELF_PROBE_BYTES};
 use libc::{c_int, c_void};
 
 use crate::clock::{calibration_point, start_point, Calibration};
@@ -345,13 +346,14 @@ unsafe fn start_marker(out: &mut [u8]) -> usize {
     out[5..7].copy_from_slice(&(n as u16).to_le_bytes());
     out[7..7 + n].copy_from_slice(&exe[..n]);
     let t = START_NS.load(Relaxed);
+    let go = if runs_go() { FLAG_GO_PROGRAM } else { 0 };
     let marker = IoEvent {
         pid: PID.load(Relaxed),
         tid: tid(),
         file: id,
         op: IoOp::Other,
         layer: Layer::Posix,
-        flags: FLAG_PROCESS_START,
+        flags: FLAG_PROCESS_START | go,
         offset: libc::getppid() as u64,
         requested: 0,
         result: 0,
@@ -361,6 +363,24 @@ unsafe fn start_marker(out: &mut [u8]) -> usize {
     let frame: &mut [u8; EVENT_FRAME_LEN] = (&mut out[7 + n..7 + n + EVENT_FRAME_LEN]).try_into().unwrap();
     encode_event(&marker, frame);
     7 + n + EVENT_FRAME_LEN
+}
+
+/// Whether this process runs a Go program, whose I/O no hook sees: judged by the head of
+/// `/proc/self/exe`.
+unsafe fn runs_go() -> bool {
+    let fd = crate::sys()(
+        libc::SYS_openat,
+        libc::AT_FDCWD,
+        c"/proc/self/exe".as_ptr(),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    );
+    if fd < 0 {
+        return false;
+    }
+    let mut head = [0u8; ELF_PROBE_BYTES];
+    let n = crate::sys()(libc::SYS_pread64, fd, head.as_mut_ptr(), head.len(), 0);
+    crate::sys()(libc::SYS_close, fd);
+    n > 0 && elf_is_go(&head[..n as usize]) == Some(true)
 }
 
 /// Writes `<dir>[/uid-<uid>]` into `out`; its length.

@@ -43,7 +43,7 @@
 //! Markers are event frames with op `Other`, no data, and a flag: [`FLAG_PROCESS_START`] (the
 //! first event of each stream: file = the executable, offset = the parent's pid),
 //! [`FLAG_PROCESS_END`], [`FLAG_SECURE_EXEC`], [`FLAG_MPI_RANK`], [`FLAG_AIO_UNCOLLECTED`],
-//! [`FLAG_STATIC_EXEC`], [`FLAG_NATIVE_AIO`].
+//! [`FLAG_STATIC_EXEC`], [`FLAG_NATIVE_AIO`], [`FLAG_GO_PROGRAM`].
 //!
 //! An MPI process (one that called `MPI_Init`) also leaves `<pid>.<start ns>.mpi` beside its
 //! stream `<pid>.<start ns>.evt`: its rank and the offsets of its clock from rank 0's, measured
@@ -209,6 +209,10 @@ pub const FLAG_STATIC_EXEC: u16 = 128;
 /// (libaio's `io_submit`), which bypass libc and every hook: `requested` is their number,
 /// `offset` the bytes they asked for. They are not recorded as calls.
 pub const FLAG_NATIVE_AIO: u16 = 256;
+/// Flag of a process-start marker: the process runs a Go program (see
+/// [`elf_is_go`](crate::program::elf_is_go)), whose system calls bypass libc and every hook,
+/// and which exits without the end marker.
+pub const FLAG_GO_PROGRAM: u16 = 512;
 /// All marker flags: such events are facts about processes, not I/O.
 pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
     | FLAG_PROCESS_START
@@ -217,7 +221,8 @@ pub const MARKER_FLAGS: u16 = FLAG_IO_URING_SEEN
     | FLAG_MPI_RANK
     | FLAG_AIO_UNCOLLECTED
     | FLAG_STATIC_EXEC
-    | FLAG_NATIVE_AIO;
+    | FLAG_NATIVE_AIO
+    | FLAG_GO_PROGRAM;
 
 /// What a call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -22,8 +22,8 @@ use iolens_import::{
     Format, ImportReport, ReadProgress, MERGED_STREAMS_MAX,
 };
 use iolens_record::event::{
-    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_IO_URING_SEEN, FLAG_NATIVE_AIO, FLAG_PROCESS_END,
-    FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
+    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_GO_PROGRAM, FLAG_IO_URING_SEEN, FLAG_NATIVE_AIO,
+    FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
 };
 use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
@@ -33,6 +33,17 @@ use crate::output::{
 };
 use crate::process_tree::{DataCalls, ProcessForest};
 use crate::trace_mpi::RankOfJob;
+
+/// Why a process ran a program whose calls the preload cannot see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Untraced {
+    /// Secure-execution mode: the loader ignores `LD_PRELOAD`.
+    SecureExec,
+    /// Statically linked: no loader.
+    Static,
+    /// A Go program: loaded with the preload, but its system calls bypass libc.
+    Go,
+}
 
 /// Feeds imported events into the analyzer, noting the processes whose io_uring I/O was missed
 /// and the files they registered to their rings.
@@ -45,7 +56,7 @@ struct Feed<'a> {
     io_uring_files: BTreeSet<u32>,
     /// Processes that ran a program the preload does not reach, that program, and whether it is
     /// for secure-execution mode (else: statically linked).
-    untraced_execs: BTreeSet<(u32, u32, bool)>,
+    untraced_execs: BTreeSet<(u32, u32, Untraced)>,
     /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
     aio_uncollected: BTreeMap<u32, (u64, u64)>,
     /// Linux native AIO read and write requests submitted, and the bytes they asked, by pid.
@@ -168,8 +179,12 @@ impl EventSink for Feed<'_> {
             return;
         }
         if e.op == IoOp::Other && e.flags & (FLAG_SECURE_EXEC | FLAG_STATIC_EXEC) != 0 {
-            self.untraced_execs.insert((e.pid, e.file, e.flags & FLAG_SECURE_EXEC != 0));
+            let why = if e.flags & FLAG_SECURE_EXEC != 0 { Untraced::SecureExec } else { Untraced::Static };
+            self.untraced_execs.insert((e.pid, e.file, why));
             return;
+        }
+        if e.op == IoOp::Other && e.flags & FLAG_PROCESS_START != 0 && e.flags & FLAG_GO_PROGRAM != 0 {
+            self.untraced_execs.insert((e.pid, e.file, Untraced::Go));
         }
         if e.op == IoOp::Other && e.flags & (FLAG_PROCESS_START | FLAG_PROCESS_END) != 0 {
             // A start marker changes the process's executable: its calls so far are the old one's.
@@ -274,7 +289,10 @@ fn summarize(
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
-    let unended = feed.trees.unended();
+    // A Go program exits past libc, where no end marker is written: its note says so.
+    let go_pids: BTreeSet<u32> =
+        untraced_execs.iter().filter(|(_, _, why)| *why == Untraced::Go).map(|(pid, _, _)| *pid).collect();
+    let unended: Vec<u32> = feed.trees.unended().into_iter().filter(|pid| !go_pids.contains(pid)).collect();
     let unended_note = (!unended.is_empty()).then(|| format!(
         "process(es) {unended:?} left no end marker in their streams: killed by a signal, or still running when the trace was read; the events their threads still had buffered are NOT in these figures"
     ));
@@ -303,12 +321,12 @@ fn summarize(
     });
     let untraced_notes: Vec<String> = untraced_execs
         .into_iter()
-        .map(|(pid, file, secure)| {
+        .map(|(pid, file, why)| {
             let program = analyzer.path_name(file).unwrap_or("?");
-            if secure {
-                format!("process {pid} ran {program} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced")
-            } else {
-                format!("process {pid} ran {program}, which is statically linked: LD_PRELOAD does not reach it, so its calls are NOT traced (dynamically linked programs it starts are)")
+            match why {
+                Untraced::SecureExec => format!("process {pid} ran {program} in secure-execution mode (set-user-ID or set-group-ID to another user, or file capabilities): the loader ignores LD_PRELOAD there, so it and what it starts are NOT traced"),
+                Untraced::Static => format!("process {pid} ran {program}, which is statically linked: LD_PRELOAD does not reach it, so its calls are NOT traced (dynamically linked programs it starts are)"),
+                Untraced::Go => format!("process {pid} ran {program}, a Go program: Go makes its system calls itself, past libc and every hook, so its file I/O is NOT traced (only what its C code calls through libc is), and it exits without the tracer's end marker"),
             }
         })
         .collect();

@@ -771,6 +771,55 @@ fn io_made_inside_a_call_by_a_signal_handler_or_a_callback_is_counted() {
     assert!(recorded > 0, "handler writes inside the program's preads are recorded: {notes:?}");
 }
 
+/// Behaves as a Go program does towards the tracer: it carries Go's build-ID note, and makes
+/// its system calls by its own instructions, past libc (writes of a file, then exit_group).
+const GO_LIKE_PROGRAM: &str = r#"
+/* A program that behaves as Go programs do towards the tracer: Go's build-ID note, and system
+   calls made by its own instructions, past libc (here a write of a file, then exit_group). */
+#include <fcntl.h>
+#include <unistd.h>
+__asm__(".section .note.go.buildid,\"a\",@note\n"
+        ".balign 4\n"
+        ".long 4, 8, 4\n"
+        ".asciz \"Go\"\n.byte 0\n"
+        ".ascii \"id/of/go\"\n"
+        ".previous\n");
+static long raw3(long n, long a, long b, long c) {
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+    return ret;
+}
+int main(void) {
+    int fd = open("go-like.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 100; i++) raw3(1, fd, (long)"0123456789", 10);
+    raw3(231, 0, 0, 0);
+    return 1;
+}
+"#;
+
+#[test]
+fn a_go_program_is_said_to_be_untraced_and_not_killed() {
+    let build = scratch();
+    let Some(prog) = compile_c(build.path(), "go-like", GO_LIKE_PROGRAM) else { return };
+    let dir = scratch();
+    let json = dir.path().join("s.json");
+    let out = iolens()
+        .args(["trace", "--quiet", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(&prog)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::metadata(dir.path().join("go-like.txt")).unwrap().len(), 1000, "it wrote its file");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let go = notes.iter().find(|n| n.contains("a Go program")).unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(go.contains(prog.to_str().unwrap()) && go.contains("NOT traced"), "{go}");
+    assert!(!notes.iter().any(|n| n.contains("no end marker")), "a Go exit is not a kill: {notes:?}");
+}
+
 /// File I/O through syscall() instead of the libc wrappers.
 const RAW_SYSCALL_PROGRAM: &str = r#"
 #define _GNU_SOURCE
