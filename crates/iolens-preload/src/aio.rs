@@ -56,17 +56,18 @@ unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
 /// Where the time the program saw a request done is kept among its words (0: not yet).
 const SEEN_DONE: usize = 4;
 
-/// Records a request submitted as `words` whose result `ret` was collected at `end`.
-unsafe fn collected(words: [u64; WORDS], ret: i64, end: u64) {
+/// Records a request submitted as `words` (start, descriptor and op, bytes asked, offset, the
+/// time it was seen done or 0) whose `result` (bytes moved, or a negative errno) was collected
+/// at `end`. Also for Linux native AIO.
+pub(crate) unsafe fn collected(words: [u64; WORDS], result: i64, end: u64) {
     let end = if words[SEEN_DONE] != 0 { words[SEEN_DONE] } else { end };
     let fd = words[1] as u32 as c_int;
     let op = if (words[1] >> 32) as u8 == IoOp::Read as u8 { IoOp::Read } else { IoOp::Write };
     let file = path_of(fd);
     if file == NOT_A_FILE {
-        count_excluded(fd, ret);
+        count_excluded(fd, result);
         return;
     }
-    let result = if ret < 0 { -(libc::EIO as i64) } else { ret };
     record(op, Layer::Posix, file, words[3], words[2], result, words[0], end);
 }
 
@@ -155,7 +156,8 @@ macro_rules! return_hook {
             let end = now_ns();
             if let Some(words) = SUBMITTED.take(cb as u64) {
                 let err = errno();
-                collected(words, ret as i64, end);
+                // aio_return says -1; what failed is aio_error's to tell, and not asked here.
+                collected(words, if ret < 0 { -(libc::EIO as i64) } else { ret as i64 }, end);
                 set_errno(err);
             }
             ret

@@ -1,18 +1,33 @@
-//! Linux native AIO (libaio's `io_submit`): libaio makes its system calls by instructions of its
-//! own, past every hook, and the requests complete in `io_getevents`. They are not recorded as
-//! calls; the read and write requests a process submits, and the bytes they ask for, are
-//! counted and marked at the end of its image, so that the summary says what it misses.
-
-use std::sync::atomic::{AtomicU64, Ordering::*};
+//! Linux native AIO (libaio): libaio makes its system calls by instructions of its own, past
+//! every hook, but programs submit requests through its `io_submit` and reap them through its
+//! `io_getevents` (or `io_pgetevents`), which are hooked here. A read or write request is
+//! recorded when reaped, from its submission to the return of the call that reaped it, with
+//! what it moved. Requests no hook saw reaped (taken from the completion ring in user space, as
+//! fio's `userspace_reap` does, or never reaped) are counted, with the bytes they asked for,
+//! and marked at the end of the image, so that the summary says what it misses.
 
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_NATIVE_AIO, NO_FILE};
-use libc::{c_int, c_long, c_void, iovec};
+use libc::{c_int, c_long, c_void, iovec, timespec};
 
+use crate::aio::collected;
 use crate::clock::now_ns;
-use crate::record::{event, iov_total, push};
+use std::sync::atomic::{AtomicU64, Ordering::*};
 
-static REQUESTS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
+use crate::mpiio::{HandleTable, WORDS};
+use crate::record::{event, iov_total, push};
+use crate::Guard;
+
+/// Requests submitted and not yet reaped: control block address → submission.
+static SUBMITTED: HandleTable = HandleTable::new();
+/// Requests no hook saw reaped, and the bytes they asked for: found when their control block
+/// was submitted again (it must have completed by then), and at the end of the image.
+static UNSEEN: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Counts a request submitted as `words` that no hook saw reaped.
+fn unseen(words: [u64; WORDS]) {
+    UNSEEN[0].fetch_add(1, Relaxed);
+    UNSEEN[1].fetch_add(words[2], Relaxed);
+}
 
 /// The head of libaio's `struct iocb` on a 64-bit little-endian target (`libaio.h`): what a
 /// request is and how much it asks for.
@@ -31,20 +46,43 @@ struct Iocb {
     offset: i64,
 }
 
+/// libaio's `struct io_event` on a 64-bit target: the request done and its result (bytes moved,
+/// or a negative errno).
+#[repr(C)]
+pub struct IoEventAio {
+    data: u64,
+    obj: u64,
+    res: u64,
+    res2: u64,
+}
+
 const IO_CMD_PREAD: u16 = 0;
 const IO_CMD_PWRITE: u16 = 1;
 const IO_CMD_PREADV: u16 = 7;
 const IO_CMD_PWRITEV: u16 = 8;
 
-/// The bytes a request asks for, if it reads or writes.
-unsafe fn asked(cb: &Iocb) -> Option<u64> {
+/// What a request does and the bytes it asks for, if it reads or writes.
+unsafe fn asked(cb: &Iocb) -> Option<(IoOp, u64)> {
+    let vectored = || iov_total(cb.buf as *const iovec, cb.nbytes.min(c_int::MAX as u64) as c_int);
     match cb.opcode {
-        IO_CMD_PREAD | IO_CMD_PWRITE => Some(cb.nbytes),
-        IO_CMD_PREADV | IO_CMD_PWRITEV => {
-            Some(iov_total(cb.buf as *const iovec, cb.nbytes.min(c_int::MAX as u64) as c_int))
-        }
+        IO_CMD_PREAD => Some((IoOp::Read, cb.nbytes)),
+        IO_CMD_PWRITE => Some((IoOp::Write, cb.nbytes)),
+        IO_CMD_PREADV => Some((IoOp::Read, vectored())),
+        IO_CMD_PWRITEV => Some((IoOp::Write, vectored())),
         _ => None,
     }
+}
+
+/// The reads and writes among the `count` control blocks at `iocbs`, with their addresses.
+unsafe fn requests(
+    count: usize,
+    iocbs: *mut *mut c_void,
+) -> impl Iterator<Item = (u64, &'static Iocb, IoOp, u64)> {
+    (0..if iocbs.is_null() { 0 } else { count }).filter_map(move |i| {
+        let cb = (*iocbs.add(i)).cast::<Iocb>().as_ref()?;
+        let (op, bytes) = asked(cb)?;
+        Some((cb as *const Iocb as u64, cb, op, bytes))
+    })
 }
 
 #[no_mangle]
@@ -53,25 +91,85 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     let real = real!("io_submit" as Option<Submit>);
     // Without libaio loaded there is nothing to call; libaio returns -errno.
     let Some(real) = real else { return -libc::ENOSYS };
-    let ret = real(context, count, iocbs);
-    if ret > 0 && !iocbs.is_null() {
-        // The first `ret` were submitted.
-        for i in 0..ret as usize {
-            let cb = (*iocbs.add(i)).cast::<Iocb>();
-            if let Some(bytes) = cb.as_ref().and_then(|cb| asked(cb)) {
-                REQUESTS.fetch_add(1, Relaxed);
-                BYTES.fetch_add(bytes, Relaxed);
-            }
+    let Some(guard) = Guard::enter() else { return real(context, count, iocbs) };
+    let count = count.max(0) as usize;
+    // Kept before the submission: another thread may reap a request before this call returns.
+    let start = now_ns();
+    for (key, cb, op, bytes) in requests(count, iocbs) {
+        let words = [start, cb.fd as u64 | (op as u64) << 32, bytes, cb.offset as u64, 0, 0];
+        if let Some(earlier) = SUBMITTED.take(key) {
+            unseen(earlier);
         }
+        if !SUBMITTED.insert(key, words) {
+            // No room to wait for its completion: recorded now, over its submission.
+            collected(words, bytes as i64, start);
+        }
+    }
+    let ret = guard.lifted(|| real(context, count as c_long, iocbs));
+    // The blocks after the first `ret` (all of them on failure) were not submitted.
+    for (key, ..) in requests(count, iocbs).skip(ret.max(0) as usize) {
+        SUBMITTED.take(key);
     }
     ret
 }
 
+/// Records the requests among the `n` events at `events`, reaped at `end`.
+unsafe fn reaped(n: c_int, events: *const IoEventAio, end: u64) {
+    if n <= 0 || events.is_null() || SUBMITTED.is_empty() {
+        return;
+    }
+    for e in std::slice::from_raw_parts(events, n as usize) {
+        if let Some(words) = SUBMITTED.take(e.obj) {
+            collected(words, e.res as i64, end);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn io_getevents(
+    context: *mut c_void,
+    min_nr: c_long,
+    nr: c_long,
+    events: *mut IoEventAio,
+    timeout: *mut timespec,
+) -> c_int {
+    type Reap = unsafe extern "C" fn(*mut c_void, c_long, c_long, *mut IoEventAio, *mut timespec) -> c_int;
+    let Some(real) = real!("io_getevents" as Option<Reap>) else { return -libc::ENOSYS };
+    let Some(guard) = Guard::enter() else { return real(context, min_nr, nr, events, timeout) };
+    let ret = guard.lifted(|| real(context, min_nr, nr, events, timeout));
+    reaped(ret, events, now_ns());
+    ret
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn io_pgetevents(
+    context: *mut c_void,
+    min_nr: c_long,
+    nr: c_long,
+    events: *mut IoEventAio,
+    timeout: *mut timespec,
+    sigmask: *mut libc::sigset_t,
+) -> c_int {
+    type Reap = unsafe extern "C" fn(
+        *mut c_void,
+        c_long,
+        c_long,
+        *mut IoEventAio,
+        *mut timespec,
+        *mut libc::sigset_t,
+    ) -> c_int;
+    let Some(real) = real!("io_pgetevents" as Option<Reap>) else { return -libc::ENOSYS };
+    let Some(guard) = Guard::enter() else { return real(context, min_nr, nr, events, timeout, sigmask) };
+    let ret = guard.lifted(|| real(context, min_nr, nr, events, timeout, sigmask));
+    reaped(ret, events, now_ns());
+    ret
+}
+
 /// At the end of the process image (exit, `_exit`, exec), inside the hook guard: marks the
-/// requests submitted, their number and the bytes they asked for.
+/// requests submitted and never seen reaped, their number and the bytes they asked for.
 pub(crate) unsafe fn note_submitted() {
-    let requests = REQUESTS.swap(0, Relaxed);
-    let bytes = BYTES.swap(0, Relaxed);
+    SUBMITTED.drain(unseen);
+    let (requests, bytes) = (UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
     if requests > 0 {
         let t = now_ns();
         push(&IoEvent {
@@ -81,8 +179,9 @@ pub(crate) unsafe fn note_submitted() {
     }
 }
 
-/// In a forked child: the requests counted are the parent's.
+/// In a forked child: the requests in flight are the parent's to reap.
 pub(crate) fn forget_after_fork() {
-    REQUESTS.store(0, Relaxed);
-    BYTES.store(0, Relaxed);
+    SUBMITTED.drain(|_| {});
+    UNSEEN[0].store(0, Relaxed);
+    UNSEEN[1].store(0, Relaxed);
 }

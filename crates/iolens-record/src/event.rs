@@ -206,8 +206,8 @@ pub const FLAG_AIO_UNCOLLECTED: u16 = 64;
 /// dynamically linked programs it starts are, as the environment passes on).
 pub const FLAG_STATIC_EXEC: u16 = 128;
 /// Marker flag: read and write requests the process submitted through Linux native AIO
-/// (libaio's `io_submit`), which bypass libc and every hook: `requested` is their number,
-/// `offset` the bytes they asked for. They are not recorded as calls.
+/// (libaio's `io_submit`) and no hook saw reaped (libaio's `io_getevents` records those it
+/// reaps): `requested` is their number, `offset` the bytes they asked for.
 pub const FLAG_NATIVE_AIO: u16 = 256;
 /// Flag of a process-start marker: the process runs a Go program (see
 /// [`elf_is_go`](crate::program::elf_is_go)), whose system calls bypass libc and every hook,

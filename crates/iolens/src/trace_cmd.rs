@@ -344,7 +344,7 @@ fn summarize(
     }));
     summary.notes.extend(native_aio.into_iter().map(|(pid, (requests, asked))| {
         format!(
-            "process {pid} submitted {requests} requests ({asked} bytes) through Linux native AIO (io_submit, libaio): they bypass libc, and are NOT in these figures"
+            "process {pid} submitted {requests} requests ({asked} bytes) through Linux native AIO (io_submit, libaio) that no hook saw reaped (taken from the completion ring in user space, or never reaped): they are NOT in these figures"
         )
     }));
     summary.notes.extend(darshan_filter_note);
