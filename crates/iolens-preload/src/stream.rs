@@ -525,13 +525,11 @@ pub(crate) unsafe fn freeze_and_flush_all() {
     if !ENABLED.load(Relaxed) {
         return;
     }
-    // A signal handler's hook on this thread meanwhile must keep off our buffer: it passes
-    // through, counted (see `Guard`).
+    // A signal handler's hook on this thread records as one inside a hook would: not while our
+    // own buffer is written out below (see `Guard`).
     let me = me();
     let outer = me.in_hook.replace(1);
     let mine = me.slot.get();
-    let own_state = POOL.get(mine as usize).map(|own| own.state.swap(WRITING, Relaxed));
-    compiler_fence(SeqCst);
     let others = || POOL.iter().enumerate().filter(move |(i, _)| *i as u32 != mine).map(|(_, slot)| slot);
     for slot in others() {
         slot.frozen.store(true, Relaxed);
@@ -554,16 +552,25 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         if !slot.claimed.load(Acquire) {
             continue;
         }
-        // Our own slot is marked busy above, against this thread's signal handlers.
-        if i as u32 != mine {
-            if asymmetric {
-                while slot.state.load(Acquire) != IDLE {
-                    libc::sched_yield();
-                }
-            } else {
-                while slot.state.compare_exchange(IDLE, FROZEN, Acquire, Relaxed).is_err() {
-                    libc::sched_yield();
-                }
+        if i as u32 == mine {
+            // Marked busy only while it is written out, against this thread's signal handlers:
+            // never while waiting for the others, one of which may be waiting for it (two
+            // threads exiting and exec'ing at once).
+            let before = slot.state.swap(WRITING, Relaxed);
+            compiler_fence(SeqCst);
+            flush_slot(slot);
+            write_excluded(slot);
+            compiler_fence(SeqCst);
+            slot.state.store(before, Release);
+            continue;
+        }
+        if asymmetric {
+            while slot.state.load(Acquire) != IDLE {
+                libc::sched_yield();
+            }
+        } else {
+            while slot.state.compare_exchange(IDLE, FROZEN, Acquire, Relaxed).is_err() {
+                libc::sched_yield();
             }
         }
         flush_slot(slot);
@@ -575,10 +582,6 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         if fd >= 0 {
             write_lost_frame(fd);
         }
-    }
-    compiler_fence(SeqCst);
-    if let (Some(own), Some(state)) = (POOL.get(mine as usize), own_state) {
-        own.state.store(state, Relaxed);
     }
     me.in_hook.set(outer);
 }
