@@ -174,10 +174,6 @@ fn class_of(layer: Layer) -> Class {
     }
 }
 
-fn is_sync(op: IoOp) -> bool {
-    matches!(op, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncRange)
-}
-
 const SIZE_BUCKETS: usize = 64;
 
 /// Latencies below this many nanoseconds are counted by exact value before they reach the
@@ -705,7 +701,7 @@ impl Analyzer {
         if e.op.is_data() {
             r.ops_out = r.ops_out.saturating_add(1);
             r.bytes_out = r.bytes_out.saturating_add(e.requested);
-        } else if is_sync(e.op) {
+        } else if e.op.is_sync() {
             r.syncs_out = r.syncs_out.saturating_add(1);
         }
         true
@@ -749,7 +745,7 @@ impl Analyzer {
             return;
         }
         let data = e.op.is_data();
-        if !data && !is_sync(e.op) {
+        if !data && !e.op.is_sync() {
             return;
         }
         self.seen = self.seen.saturating_add(1);

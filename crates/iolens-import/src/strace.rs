@@ -362,12 +362,13 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
                 if vectored { c.ret.unwrap_or(0).max(0) as u64 } else { number(a(2)).unwrap_or(0) };
             emit(ctx, c, pid, entry, op, number(a(3)).unwrap_or(UNKNOWN_OFFSET), requested);
         }
-        "fsync" | "fdatasync" | "sync_file_range" => {
+        "fsync" | "fdatasync" | "sync_file_range" | "syncfs" => {
             let Some((fd, y)) = fd_arg(a(0)) else { return };
             let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
             let op = match c.name {
                 "fsync" => IoOp::Fsync,
                 "fdatasync" => IoOp::Fdatasync,
+                "syncfs" => IoOp::SyncFs,
                 _ => IoOp::SyncRange,
             };
             emit(ctx, c, pid, entry, op, UNKNOWN_OFFSET, 0);

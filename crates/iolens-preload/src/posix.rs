@@ -1,6 +1,6 @@
 //! POSIX hooks: open, close, read and write in all their forms, sync and seek.
 
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicU32, Ordering::*};
 
 use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t};
@@ -8,8 +8,8 @@ use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t
 use crate::clock::now_ns;
 use crate::dup::forgotten;
 use crate::record::{
-    fd_link, iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET, FD_PATH,
-    MAX_FDS, NOT_A_FILE,
+    define_path, fd_link, iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET,
+    FD_PATH, MAX_FDS, NOT_A_FILE,
 };
 use crate::stream::STREAM_FD;
 use crate::{errno, set_errno, Guard};
@@ -320,6 +320,36 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 pub unsafe extern "C" fn sync_file_range(fd: c_int, offset: off64_t, nbytes: off64_t, flags: u32) -> c_int {
     let real = real!("sync_file_range" as unsafe extern "C" fn(c_int, off64_t, off64_t, u32) -> c_int);
     traced_fd_call!(IoOp::SyncRange, fd, Some(offset as u64), nbytes, real(fd, offset, nbytes, flags))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn syncfs(fd: c_int) -> c_int {
+    let real = real!("syncfs" as unsafe extern "C" fn(c_int) -> c_int);
+    traced_fd_call!(IoOp::SyncFs, fd, Some(UNKNOWN_OFFSET), 0u64, real(fd))
+}
+
+/// The path id of "/", which `sync` is recorded on (defined once per stream).
+static ROOT_PATH: AtomicU32 = AtomicU32::new(NO_FILE);
+
+/// sync names no file: it writes out every file system, and is recorded as a syncfs of "/".
+#[no_mangle]
+pub unsafe extern "C" fn sync() {
+    let real = real!("sync" as unsafe extern "C" fn());
+    let Some(guard) = Guard::enter() else { return real() };
+    let mut root = ROOT_PATH.load(Relaxed);
+    if root == NO_FILE {
+        root = define_path(c"/".as_ptr(), libc::AT_FDCWD);
+        ROOT_PATH.store(root, Relaxed);
+    }
+    let t0 = now_ns();
+    guard.lifted(|| real());
+    let t1 = now_ns();
+    record(IoOp::SyncFs, Layer::Posix, root, UNKNOWN_OFFSET, 0, 0, t0, t1);
+}
+
+/// A forked child defines its own paths: "/" among them.
+pub(crate) fn forget_root_after_fork() {
+    ROOT_PATH.store(NO_FILE, Relaxed);
 }
 
 macro_rules! lseek_hook {

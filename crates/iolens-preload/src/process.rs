@@ -46,6 +46,7 @@ pub(crate) unsafe extern "C" fn after_fork_in_child() {
     for slot in &FD_PATH {
         slot.store(NO_FILE, Relaxed);
     }
+    crate::posix::forget_root_after_fork();
     // Its own stream, opened before the child can change its rights.
     stream_fd();
 }

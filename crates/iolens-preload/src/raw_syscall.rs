@@ -4,7 +4,8 @@
 //!
 //! Calls made by inline system-call instructions (static binaries, Go, liburing's own
 //! wrappers) never pass through libc and stay unseen; rings are noted (`io_uring`), static
-//! programs are named when they are started (`process`).
+//! programs are named when they are started (`process`), Go programs by their start marker
+//! (`stream`).
 
 use libc::{c_char, c_int, c_long, c_uint, c_void, iovec, loff_t, mode_t, off64_t, off_t, size_t};
 
@@ -49,6 +50,14 @@ pub(crate) unsafe fn file_call(number: c_long, a: [c_long; 6]) -> Option<c_long>
         libc::SYS_close_range => dup::close_range(a[0] as c_uint, a[1] as c_uint, a[2] as c_int) as c_long,
         libc::SYS_fsync => posix::fsync(fd) as c_long,
         libc::SYS_fdatasync => posix::fdatasync(fd) as c_long,
+        libc::SYS_sync_file_range => {
+            posix::sync_file_range(fd, a[1] as off64_t, a[2] as off64_t, a[3] as c_uint) as c_long
+        }
+        libc::SYS_syncfs => posix::syncfs(fd) as c_long,
+        libc::SYS_sync => {
+            posix::sync();
+            0
+        }
         libc::SYS_dup => dup::dup(fd) as c_long,
         #[cfg(target_arch = "x86_64")]
         libc::SYS_dup2 => dup::dup2(fd, a[1] as c_int) as c_long,

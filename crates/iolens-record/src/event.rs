@@ -242,14 +242,22 @@ pub enum IoOp {
     /// A mapping of a traced file: later accesses through memory are invisible.
     Mmap = 10,
     Other = 11,
+    /// syncfs: every dirty page of the file system the descriptor's file is on written out. The
+    /// tracer records sync, which does so for every file system, as a syncfs of "/".
+    SyncFs = 12,
 }
 
 impl IoOp {
     pub fn from_u8(v: u8) -> Option<IoOp> {
         use IoOp::*;
-        [Open, Close, Read, Write, Fsync, Fdatasync, SyncRange, Seek, Copy, Flush, Mmap, Other]
+        [Open, Close, Read, Write, Fsync, Fdatasync, SyncRange, Seek, Copy, Flush, Mmap, Other, SyncFs]
             .get(v as usize)
             .copied()
+    }
+
+    /// Calls that make written data durable, the program waiting for the device.
+    pub fn is_sync(self) -> bool {
+        matches!(self, IoOp::Fsync | IoOp::Fdatasync | IoOp::SyncRange | IoOp::SyncFs)
     }
 
     /// Reads and writes move data; everything else is metadata or synchronization.
@@ -271,6 +279,7 @@ impl IoOp {
             IoOp::Flush => "flush",
             IoOp::Mmap => "mmap",
             IoOp::Other => "other",
+            IoOp::SyncFs => "syncfs",
         }
     }
 }
@@ -1228,9 +1237,9 @@ mod tests {
         cut.truncate(bytes.len() - 1);
         let err = EventReader::new(&cut[..]).unwrap().next_event().unwrap_err();
         assert!(matches!(err, EventError::Truncated { offset } if offset == at as u64), "{err}");
-        bytes[at] = TAG_COMPACT | 12;
+        bytes[at] = TAG_COMPACT | 13;
         let err = EventReader::new(&bytes[..]).unwrap().next_event().unwrap_err();
-        assert_eq!(err.to_string(), format!("corrupt event stream at offset {at}: invalid operation 12"));
+        assert_eq!(err.to_string(), format!("corrupt event stream at offset {at}: invalid operation 13"));
         bytes[at] = TAG_COMPACT;
         bytes[at + 3] = 0x90;
         let err = EventReader::new(&bytes[..]).unwrap().next_event().unwrap_err();
@@ -1242,7 +1251,7 @@ mod tests {
         fn compact_events_round_trip(
             fields in proptest::collection::vec(
                 (proptest::num::u32::ANY, proptest::num::u64::ANY, proptest::num::u64::ANY, proptest::num::i64::ANY,
-                 proptest::num::u64::ANY, proptest::num::u64::ANY, proptest::num::u16::ANY, 0u8..12, 0u8..4),
+                 proptest::num::u64::ANY, proptest::num::u64::ANY, proptest::num::u16::ANY, 0u8..13, 0u8..4),
                 1..20,
             )
         ) {

@@ -220,7 +220,7 @@ impl EventSink for Feed<'_> {
         if !counted {
             return;
         }
-        if e.op.is_data() || e.op == IoOp::Fsync || e.op == IoOp::Fdatasync || e.op == IoOp::SyncRange {
+        if e.op.is_data() || e.op.is_sync() {
             self.widen_span(e.start_ns, e.end_ns);
         }
         self.analyzer.event(e);

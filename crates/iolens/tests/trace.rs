@@ -40,7 +40,7 @@ fn classes_of(call: &str) -> &'static [(&'static str, Option<usize>)] {
         "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => &[("write", Some(0))],
         "copy_file_range" | "splice" => &[("read", Some(0)), ("write", Some(2))],
         "sendfile" => &[("read", Some(1)), ("write", Some(0))],
-        "fsync" | "fdatasync" => &[("sync", Some(0))],
+        "fsync" | "fdatasync" | "sync_file_range" | "syncfs" => &[("sync", Some(0))],
         _ => &[],
     }
 }
@@ -56,7 +56,7 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Count
     let prefix = out.path().join("st");
     let status = Command::new("strace")
         .args(["-ff", "-y", "-qq", "-e", "signal=none", "-e"])
-        .arg("trace=open,openat,creat,openat2,read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,splice,fsync,fdatasync")
+        .arg("trace=open,openat,creat,openat2,read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,splice,fsync,fdatasync,sync_file_range,syncfs")
         .arg("-o")
         .arg(&prefix)
         .args(cmd)
@@ -164,7 +164,7 @@ fn iolens_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> (Coun
             ("open", "posix" | "stdio") => "open",
             ("read", "posix") => "read",
             ("write", "posix") => "write",
-            ("fsync" | "fdatasync", "posix") => "sync",
+            ("fsync" | "fdatasync" | "sync_file_range" | "syncfs", "posix") => "sync",
             _ => continue,
         };
         let e = counts.entry(count_key(by_file, &o.path, under, class)).or_default();
@@ -818,6 +818,50 @@ fn a_go_program_is_said_to_be_untraced_and_not_killed() {
     let go = notes.iter().find(|n| n.contains("a Go program")).unwrap_or_else(|| panic!("{notes:?}"));
     assert!(go.contains(prog.to_str().unwrap()) && go.contains("NOT traced"), "{go}");
     assert!(!notes.iter().any(|n| n.contains("no end marker")), "a Go exit is not a kill: {notes:?}");
+}
+
+/// Every way to make written data durable, through libc and through syscall().
+const SYNCS_PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open("synced.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 10; i++) write(fd, "0123456789", 10);
+    fsync(fd);
+    fdatasync(fd);
+    sync_file_range(fd, 0, 100, SYNC_FILE_RANGE_WRITE);
+    syscall(SYS_sync_file_range, fd, 0, 100, SYNC_FILE_RANGE_WRITE);
+    syncfs(fd);
+    syscall(SYS_syncfs, fd);
+    sync();
+    syscall(SYS_sync);
+    return close(fd);
+}
+"#;
+
+#[test]
+fn every_sync_call_is_recorded_and_sync_counts_for_every_file_system() {
+    let Some((kernel, ops, summary, _)) = under_strace_and_iolens("syncs", SYNCS_PROGRAM, true, |_| {})
+    else {
+        return;
+    };
+    assert_eq!(kernel["synced.txt sync"].0, 6, "strace: fsync, fdatasync, 2 sync_file_range, 2 syncfs");
+    let on_file: Vec<&str> = ops
+        .iter()
+        .filter(|o| o.path.ends_with("/synced.txt") && o.op.contains("sync"))
+        .map(|o| o.op.as_str())
+        .collect();
+    assert_eq!(
+        on_file,
+        ["fsync", "fdatasync", "sync_file_range", "sync_file_range", "syncfs", "syncfs"],
+        "each call on the file, in order"
+    );
+    // sync() names no file: it writes out every file system, recorded as a syncfs of "/".
+    let whole = ops.iter().filter(|o| o.path == "/" && o.op == "syncfs").count();
+    assert_eq!(whole, 2, "sync() and syscall(SYS_sync): {ops:?}");
+    assert_eq!(summary["fsyncs"].as_u64(), Some(8), "every one counts as a sync: {summary}");
 }
 
 /// File I/O through syscall() instead of the libc wrappers.
