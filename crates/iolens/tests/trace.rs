@@ -623,10 +623,11 @@ int main(void) {
 }
 "#;
 
-#[test]
-fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
+/// Compiles `source` as `name` and runs it under `iolens trace` in a fresh directory: what the
+/// program printed, the JSON summary, and the directory. `None` (the test skips) without gcc.
+fn trace_c_program(name: &str, source: &str) -> Option<(String, serde_json::Value, tempfile::TempDir)> {
     let build = scratch();
-    let Some(prog) = compile_c(build.path(), "abrupt", ABRUPT_ENDS_PROGRAM) else { return };
+    let prog = compile_c(build.path(), name, source)?;
     let dir = scratch();
     let json = dir.path().join("s.json");
     let out = iolens()
@@ -638,9 +639,14 @@ fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    Some((String::from_utf8_lossy(&out.stdout).into_owned(), summary, dir))
+}
+
+#[test]
+fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
+    let Some((stdout, summary, _dir)) = trace_c_program("abrupt", ABRUPT_ENDS_PROGRAM) else { return };
     let killed = stdout.lines().next().unwrap().trim().to_string();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let files = summary["files"].as_array().unwrap();
     let writes_of = |name: &str| {
         files
@@ -728,21 +734,8 @@ int main(void) {
 
 #[test]
 fn io_made_inside_a_call_by_a_signal_handler_or_a_callback_is_counted() {
-    let build = scratch();
-    let Some(prog) = compile_c(build.path(), "nested", NESTED_IO_PROGRAM) else { return };
-    let dir = scratch();
-    let json = dir.path().join("s.json");
-    let out = iolens()
-        .args(["trace", "--quiet", "--top", "100", "--json"])
-        .arg(&json)
-        .arg("--")
-        .arg(&prog)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let handled: u64 = String::from_utf8_lossy(&out.stdout).lines().next().unwrap().trim().parse().unwrap();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let Some((stdout, summary, _dir)) = trace_c_program("nested", NESTED_IO_PROGRAM) else { return };
+    let handled: u64 = stdout.lines().next().unwrap().trim().parse().unwrap();
     let files = summary["files"].as_array().unwrap();
     let file = |name: &str| {
         files
@@ -799,24 +792,11 @@ int main(void) {
 
 #[test]
 fn a_go_program_is_said_to_be_untraced_and_not_killed() {
-    let build = scratch();
-    let Some(prog) = compile_c(build.path(), "go-like", GO_LIKE_PROGRAM) else { return };
-    let dir = scratch();
-    let json = dir.path().join("s.json");
-    let out = iolens()
-        .args(["trace", "--quiet", "--json"])
-        .arg(&json)
-        .arg("--")
-        .arg(&prog)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some((_, summary, dir)) = trace_c_program("go-like", GO_LIKE_PROGRAM) else { return };
     assert_eq!(std::fs::metadata(dir.path().join("go-like.txt")).unwrap().len(), 1000, "it wrote its file");
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let notes: Vec<&str> = summary["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
     let go = notes.iter().find(|n| n.contains("a Go program")).unwrap_or_else(|| panic!("{notes:?}"));
-    assert!(go.contains(prog.to_str().unwrap()) && go.contains("NOT traced"), "{go}");
+    assert!(go.contains("/go-like, a Go program") && go.contains("NOT traced"), "{go}");
     assert!(!notes.iter().any(|n| n.contains("no end marker")), "a Go exit is not a kill: {notes:?}");
 }
 
