@@ -11,7 +11,7 @@
 //! tells what they moved, and their control blocks may be gone) are counted in a marker, which
 //! the summary turns into a note.
 
-use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_AIO_UNCOLLECTED, NO_FILE};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_AIO_UNCOLLECTED, NO_FILE, UNKNOWN_OFFSET};
 use libc::{aiocb, c_int, sigevent, ssize_t};
 
 use crate::clock::now_ns;
@@ -42,14 +42,14 @@ unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
     let words: [u64; WORDS] = [
         start,
         c.aio_fildes as u32 as u64 | (op as u64) << 32,
-        c.aio_nbytes as u64,
-        c.aio_offset as u64,
+        if op.is_data() { c.aio_nbytes as u64 } else { 0 },
+        if op.is_data() { c.aio_offset as u64 } else { UNKNOWN_OFFSET },
         0,
         0,
     ];
     if !SUBMITTED.insert(cb as u64, words) {
         // No room to wait for its completion: recorded now, over its submission, so never lost.
-        collected(words, c.aio_nbytes as i64, now_ns());
+        collected(words, words[2] as i64, now_ns());
     }
 }
 
@@ -62,7 +62,7 @@ const SEEN_DONE: usize = 4;
 pub(crate) unsafe fn collected(words: [u64; WORDS], result: i64, end: u64) {
     let end = if words[SEEN_DONE] != 0 { words[SEEN_DONE] } else { end };
     let fd = words[1] as u32 as c_int;
-    let op = if (words[1] >> 32) as u8 == IoOp::Read as u8 { IoOp::Read } else { IoOp::Write };
+    let op = IoOp::from_u8((words[1] >> 32) as u8).unwrap_or(IoOp::Write);
     let file = path_of(fd);
     if file == NOT_A_FILE {
         count_excluded(fd, result);
@@ -84,6 +84,21 @@ submit_hook!(aio_read, "aio_read", IoOp::Read);
 submit_hook!(aio_read64, "aio_read64", IoOp::Read);
 submit_hook!(aio_write, "aio_write", IoOp::Write);
 submit_hook!(aio_write64, "aio_write64", IoOp::Write);
+
+/// aio_fsync: a request to make the file's written data durable (`O_SYNC`: as fsync does,
+/// `O_DSYNC`: as fdatasync does), recorded when collected, as the reads and writes are.
+macro_rules! fsync_hook {
+    ($name:ident, $real:literal) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(mode: c_int, cb: *mut aiocb) -> c_int {
+            let real = real!($real as unsafe extern "C" fn(c_int, *mut aiocb) -> c_int);
+            let op = if mode == libc::O_DSYNC { IoOp::Fdatasync } else { IoOp::Fsync };
+            submitted(op, cb, || real(mode, cb))
+        }
+    };
+}
+fsync_hook!(aio_fsync, "aio_fsync");
+fsync_hook!(aio_fsync64, "aio_fsync64");
 
 macro_rules! list_hook {
     ($name:ident, $real:literal) => {

@@ -81,6 +81,7 @@ extern "C" {
         child: Option<unsafe extern "C" fn()>,
     ) -> c_int;
     fn fileno_unlocked(stream: *mut FILE) -> c_int;
+    fn at_quick_exit(handler: unsafe extern "C" fn()) -> c_int;
 }
 
 // Process-wide state.
@@ -232,11 +233,18 @@ unsafe extern "C" fn init() {
         THREAD_KEY.store(key, Relaxed);
     }
     pthread_atfork(None, None, Some(after_fork_in_child));
+    // quick_exit runs neither exit handlers nor library destructors, only these, the earliest
+    // registered last: after the program's own, whose I/O is then written out too.
+    at_quick_exit(before_quick_exit);
     register_membarrier();
     ENABLED.store(true, Release);
     // Opened now, while the program has the rights it started with: it keeps the descriptor
     // through a later setuid or umask.
     stream_fd();
+}
+
+unsafe extern "C" fn before_quick_exit() {
+    crate::process::before_exit();
 }
 
 unsafe extern "C" fn fini() {

@@ -1,12 +1,12 @@
 //! Linux native AIO (libaio): libaio makes its system calls by instructions of its own, past
 //! every hook, but programs submit requests through its `io_submit` and reap them through its
-//! `io_getevents` (or `io_pgetevents`), which are hooked here. A read or write request is
+//! `io_getevents` (or `io_pgetevents`), which are hooked here. A read, write or sync request is
 //! recorded when reaped, from its submission to the return of the call that reaped it, with
 //! what it moved. Requests no hook saw reaped (taken from the completion ring in user space, as
 //! fio's `userspace_reap` does, or never reaped) are counted, with the bytes they asked for,
 //! and marked at the end of the image, so that the summary says what it misses.
 
-use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_NATIVE_AIO, NO_FILE};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_NATIVE_AIO, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_int, c_long, c_void, iovec, timespec};
 
 use crate::aio::collected;
@@ -58,10 +58,12 @@ pub struct IoEventAio {
 
 const IO_CMD_PREAD: u16 = 0;
 const IO_CMD_PWRITE: u16 = 1;
+const IO_CMD_FSYNC: u16 = 2;
+const IO_CMD_FDSYNC: u16 = 3;
 const IO_CMD_PREADV: u16 = 7;
 const IO_CMD_PWRITEV: u16 = 8;
 
-/// What a request does and the bytes it asks for, if it reads or writes.
+/// What a request does and the bytes it asks for, if it reads, writes or syncs.
 unsafe fn asked(cb: &Iocb) -> Option<(IoOp, u64)> {
     let vectored = || iov_total(cb.buf as *const iovec, cb.nbytes.min(c_int::MAX as u64) as c_int);
     match cb.opcode {
@@ -69,6 +71,8 @@ unsafe fn asked(cb: &Iocb) -> Option<(IoOp, u64)> {
         IO_CMD_PWRITE => Some((IoOp::Write, cb.nbytes)),
         IO_CMD_PREADV => Some((IoOp::Read, vectored())),
         IO_CMD_PWRITEV => Some((IoOp::Write, vectored())),
+        IO_CMD_FSYNC => Some((IoOp::Fsync, 0)),
+        IO_CMD_FDSYNC => Some((IoOp::Fdatasync, 0)),
         _ => None,
     }
 }
@@ -96,7 +100,8 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     // Kept before the submission: another thread may reap a request before this call returns.
     let start = now_ns();
     for (key, cb, op, bytes) in requests(count, iocbs) {
-        let words = [start, cb.fd as u64 | (op as u64) << 32, bytes, cb.offset as u64, 0, 0];
+        let offset = if op.is_data() { cb.offset as u64 } else { UNKNOWN_OFFSET };
+        let words = [start, cb.fd as u64 | (op as u64) << 32, bytes, offset, 0, 0];
         if let Some(earlier) = SUBMITTED.take(key) {
             unseen(earlier);
         }

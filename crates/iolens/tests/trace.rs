@@ -844,6 +844,53 @@ fn every_sync_call_is_recorded_and_sync_counts_for_every_file_system() {
     assert_eq!(summary["fsyncs"].as_u64(), Some(8), "every one counts as a sync: {summary}");
 }
 
+/// POSIX aio's fsync requests, and a program that leaves by quick_exit after its handler
+/// writes (no exit handler, no library destructor runs).
+const AIO_FSYNC_QUICK_EXIT_PROGRAM: &str = r#"
+#include <aio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int log_fd;
+static void last_words(void) { write(log_fd, "bye\n", 4); }
+static void sync_by_aio(int fd, int mode) {
+    struct aiocb cb;
+    memset(&cb, 0, sizeof cb);
+    cb.aio_fildes = fd;
+    if (aio_fsync(mode, &cb)) exit(2);
+    while (aio_error(&cb) == EINPROGRESS) {}
+    aio_return(&cb);
+}
+int main(void) {
+    int fd = open("aio-synced.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    write(fd, "0123456789", 10);
+    sync_by_aio(fd, O_SYNC);
+    sync_by_aio(fd, O_DSYNC);
+    log_fd = open("quick.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    at_quick_exit(last_words);
+    for (int i = 0; i < 100; i++) write(log_fd, "0123456789", 10);
+    quick_exit(0);
+}
+"#;
+
+#[test]
+fn aio_fsync_requests_are_syncs_and_a_quick_exit_keeps_its_events() {
+    let Some((_, summary, _dir)) = trace_c_program("aio-fsync", AIO_FSYNC_QUICK_EXIT_PROGRAM) else { return };
+    let files = summary["files"].as_array().unwrap();
+    let ops_of = |name: &str| {
+        files
+            .iter()
+            .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .map(|f| f["ops"].as_u64())
+    };
+    assert_eq!(ops_of("/quick.txt"), Some(Some(101)), "100 writes and the handler's: {files:?}");
+    assert_eq!(summary["fsyncs"].as_u64(), Some(2), "aio_fsync with O_SYNC and O_DSYNC: {summary}");
+    let notes = summary["notes"].to_string();
+    assert!(!notes.contains("no end marker"), "quick_exit is no kill: {notes}");
+}
+
 /// File I/O through syscall() instead of the libc wrappers.
 const RAW_SYSCALL_PROGRAM: &str = r#"
 #define _GNU_SOURCE
