@@ -100,9 +100,16 @@ unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_cha
     std::ptr::null()
 }
 
-/// Whether `path` is a statically linked program: the first bytes of a regular file, read
-/// without blocking (a FIFO named as the program must not hang the exec).
+/// Whether `path` is a statically linked program.
 unsafe fn is_static_program(path: *const c_char) -> bool {
+    let mut head = [0u8; ELF_PROBE_BYTES];
+    let len = program_head(path, &mut head);
+    elf_is_static(&head[..len]) == Some(true)
+}
+
+/// Reads the first bytes of the program `path` into `head`: of a regular file, read without
+/// blocking (a FIFO named as the program must not hang an exec); their number.
+pub(crate) unsafe fn program_head(path: *const c_char, head: &mut [u8; ELF_PROBE_BYTES]) -> usize {
     let fd = crate::sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
@@ -110,10 +117,9 @@ unsafe fn is_static_program(path: *const c_char) -> bool {
         libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
     ) as c_int;
     if fd < 0 {
-        return false;
+        return 0;
     }
     let mut st: libc::stat = std::mem::zeroed();
-    let mut head = [0u8; ELF_PROBE_BYTES];
     let mut len = 0;
     if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
         while len < head.len() {
@@ -125,7 +131,7 @@ unsafe fn is_static_program(path: *const c_char) -> bool {
         }
     }
     crate::sys()(libc::SYS_close, fd);
-    elf_is_static(&head[..len]) == Some(true)
+    len
 }
 
 /// Notes that this process is about to run `program` where LD_PRELOAD does not reach: in

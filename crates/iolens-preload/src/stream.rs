@@ -368,19 +368,9 @@ unsafe fn start_marker(out: &mut [u8]) -> usize {
 /// Whether this process runs a Go program, whose I/O no hook sees: judged by the head of
 /// `/proc/self/exe`.
 unsafe fn runs_go() -> bool {
-    let fd = crate::sys()(
-        libc::SYS_openat,
-        libc::AT_FDCWD,
-        c"/proc/self/exe".as_ptr(),
-        libc::O_RDONLY | libc::O_CLOEXEC,
-    );
-    if fd < 0 {
-        return false;
-    }
     let mut head = [0u8; ELF_PROBE_BYTES];
-    let n = crate::sys()(libc::SYS_pread64, fd, head.as_mut_ptr(), head.len(), 0);
-    crate::sys()(libc::SYS_close, fd);
-    n > 0 && elf_is_go(&head[..n as usize]) == Some(true)
+    let len = crate::process::program_head(c"/proc/self/exe".as_ptr(), &mut head);
+    elf_is_go(&head[..len]) == Some(true)
 }
 
 /// Writes `<dir>[/uid-<uid>]` into `out`; its length.
