@@ -156,26 +156,46 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
 }
 
 /// Calls (and the bytes of their reads and writes) that signal handlers made while this
-/// process's recorder was writing down the call they interrupted. The thread's buffer may be
-/// half-written then, so they are counted here, with atomics, and written out at the end.
-static INTERRUPTED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// process's recorder was writing down the call they interrupted, by [`Excluded`] reason: the
+/// thread's buffer may be half-written then, so they are counted here, with atomics, and
+/// written out at the end. Calls on files count under `InterruptedRecording`, the others under
+/// what their descriptor is, as if they had been seen.
+static INTERRUPTED: [[AtomicU64; 2]; Excluded::ALL.len()] =
+    [const { [AtomicU64::new(0), AtomicU64::new(0)] }; Excluded::ALL.len()];
 
-/// Counts a call made by a signal handler inside the recorder, with what it moved (for a read
-/// or write).
+/// Counts a call on `fd` made by a signal handler inside the recorder: `moved` bytes for a read
+/// or write, `None` for another call. It reads the descriptor table and asks the kernel, never
+/// the thread's buffer.
 #[cold]
 #[inline(never)]
-pub(crate) fn count_interrupted(moved: Option<i64>) {
-    add_interrupted(1, moved.unwrap_or(0).max(0) as u64);
+pub(crate) unsafe fn count_interrupted(fd: c_int, moved: Option<i64>) {
+    let known =
+        if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
+    let reason = match known {
+        NOT_A_FILE if fd >= 0 && (fd as usize) < MAX_FDS => {
+            Excluded::from_u8(FD_EXCLUDED[fd as usize].load(Relaxed)).unwrap_or(Excluded::Other)
+        }
+        NOT_A_FILE => Excluded::Other,
+        NO_FILE => match file_kind(fd) {
+            libc::S_IFREG => Excluded::InterruptedRecording,
+            kind => exclusion(kind).unwrap_or(Excluded::Other),
+        },
+        _ => Excluded::InterruptedRecording,
+    };
+    if reason == Excluded::InterruptedRecording || moved.is_some() {
+        add_interrupted(reason, 1, moved.unwrap_or(0).max(0) as u64);
+    }
 }
 
-pub(crate) fn add_interrupted(calls: u64, bytes: u64) {
-    INTERRUPTED[0].fetch_add(calls, Relaxed);
-    INTERRUPTED[1].fetch_add(bytes, Relaxed);
+pub(crate) fn add_interrupted(reason: Excluded, calls: u64, bytes: u64) {
+    INTERRUPTED[reason as usize][0].fetch_add(calls, Relaxed);
+    INTERRUPTED[reason as usize][1].fetch_add(bytes, Relaxed);
 }
 
-/// The calls counted by [`count_interrupted`] and their bytes, taken (counting starts over).
-pub(crate) fn take_interrupted() -> (u64, u64) {
-    (INTERRUPTED[0].swap(0, Relaxed), INTERRUPTED[1].swap(0, Relaxed))
+/// The calls counted by [`count_interrupted`] and their bytes, by reason, taken (counting
+/// starts over).
+pub(crate) fn take_interrupted() -> [(u64, u64); Excluded::ALL.len()] {
+    std::array::from_fn(|r| (INTERRUPTED[r][0].swap(0, Relaxed), INTERRUPTED[r][1].swap(0, Relaxed)))
 }
 
 /// Counts a call that is not recorded as I/O under `reason`, with the bytes it concerns.
@@ -335,7 +355,7 @@ macro_rules! traced_fd_call {
             None => {
                 let ret = $call;
                 if $crate::recording_interrupted() {
-                    $crate::record::count_interrupted($op.is_data().then_some(ret as i64));
+                    $crate::record::count_interrupted($fd, $op.is_data().then_some(ret as i64));
                 }
                 ret
             }

@@ -39,7 +39,8 @@ macro_rules! traced_stdio_call {
             None => {
                 let ret = $call;
                 if crate::recording_interrupted() {
-                    crate::record::count_interrupted($op.is_data().then(|| $moved(&ret)));
+                    let fd = if $stream.is_null() { -1 } else { fileno_unlocked($stream) };
+                    crate::record::count_interrupted(fd, $op.is_data().then(|| $moved(&ret)));
                 }
                 ret
             }

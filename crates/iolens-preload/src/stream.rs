@@ -604,26 +604,30 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
     me.in_hook.set(outer);
 }
 
-/// Writes the count of calls made by signal handlers inside the recorder (see
-/// [`count_interrupted`](crate::record::count_interrupted)), and starts it over.
+/// Writes the counts of calls made by signal handlers inside the recorder (see
+/// [`count_interrupted`](crate::record::count_interrupted)), and starts them over.
 unsafe fn write_interrupted() {
-    let (calls, bytes) = crate::record::take_interrupted();
-    if calls == 0 {
-        return;
-    }
-    let saved = errno();
-    let fd = stream_fd();
-    if fd < 0 || !raw_write_all(fd, &encode_excluded(Excluded::InterruptedRecording, calls, bytes)) {
+    let counts = crate::record::take_interrupted();
+    if !write_excluded_counts(&counts) {
         // Kept for the next try (a later exit or exec of this process).
-        crate::record::add_interrupted(calls, bytes);
+        for (reason, (calls, bytes)) in Excluded::ALL.iter().zip(counts) {
+            crate::record::add_interrupted(*reason, calls, bytes);
+        }
     }
-    set_errno(saved);
 }
 
 /// Writes the slot's counts of excluded calls, at the end of its thread or process (they are
 /// totals, not events: nothing is lost by keeping them until then).
 unsafe fn write_excluded(slot: &Slot) {
     let counts = &mut *slot.excluded.get();
+    if write_excluded_counts(counts) {
+        *counts = Default::default();
+    }
+}
+
+/// Writes a frame for each reason with calls in `counts`; whether they reached the stream (or
+/// there were none).
+unsafe fn write_excluded_counts(counts: &ExcludedCounts) -> bool {
     let mut frames = [0u8; EXCLUDED_FRAME_LEN * Excluded::ALL.len()];
     let mut len = 0;
     for (reason, (calls, bytes)) in Excluded::ALL.iter().zip(counts.iter()) {
@@ -633,12 +637,11 @@ unsafe fn write_excluded(slot: &Slot) {
         }
     }
     if len == 0 {
-        return;
+        return true;
     }
     let saved = errno();
     let fd = stream_fd();
-    if fd >= 0 && raw_write_all(fd, &frames[..len]) {
-        *counts = Default::default();
-    }
+    let written = fd >= 0 && raw_write_all(fd, &frames[..len]);
     set_errno(saved);
+    written
 }
