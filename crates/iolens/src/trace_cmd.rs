@@ -54,12 +54,12 @@ struct Feed<'a> {
     stop_out_of_order: bool,
     io_uring_pids: BTreeSet<u32>,
     io_uring_files: BTreeSet<u32>,
-    /// Processes that ran a program the preload does not reach, that program, and whether it is
-    /// for secure-execution mode (else: statically linked).
+    /// Processes that ran a program whose calls the preload does not see, that program, and why.
     untraced_execs: BTreeSet<(u32, u32, Untraced)>,
     /// POSIX aio requests never collected by `aio_return`, and the bytes they asked, by pid.
     aio_uncollected: BTreeMap<u32, (u64, u64)>,
-    /// Linux native AIO read and write requests submitted, and the bytes they asked, by pid.
+    /// Linux native AIO requests submitted and never seen reaped, and the bytes they asked, by
+    /// pid.
     native_aio: BTreeMap<u32, (u64, u64)>,
     /// `--only-exe`: the executables whose processes count (all, when empty).
     only_exe: &'a [String],
