@@ -39,26 +39,26 @@ unsafe fn wait_for(op: IoOp, cb: *mut aiocb, start: u64) {
         return;
     }
     let c = &*cb;
-    let words: [u64; WORDS] = [
-        start,
-        c.aio_fildes as u32 as u64 | (op as u64) << 32,
-        if op.is_data() { c.aio_nbytes as u64 } else { 0 },
-        if op.is_data() { c.aio_offset as u64 } else { UNKNOWN_OFFSET },
-        0,
-        0,
-    ];
+    let words = request_words(start, c.aio_fildes, op, c.aio_nbytes as u64, c.aio_offset as u64);
     if !SUBMITTED.insert(cb as u64, words) {
         // No room to wait for its completion: recorded now, over its submission, so never lost.
         collected(words, words[2] as i64, now_ns());
     }
 }
 
+/// The words a request submitted at `start` is kept as until collected: start, descriptor and
+/// op, bytes asked, offset, the time it was seen done (0: not yet). A sync asks for no bytes at
+/// no offset. Also for Linux native AIO.
+pub(crate) fn request_words(start: u64, fd: c_int, op: IoOp, bytes: u64, offset: u64) -> [u64; WORDS] {
+    let (bytes, offset) = if op.is_data() { (bytes, offset) } else { (0, UNKNOWN_OFFSET) };
+    [start, fd as u32 as u64 | (op as u64) << 32, bytes, offset, 0, 0]
+}
+
 /// Where the time the program saw a request done is kept among its words (0: not yet).
 const SEEN_DONE: usize = 4;
 
-/// Records a request submitted as `words` (start, descriptor and op, bytes asked, offset, the
-/// time it was seen done or 0) whose `result` (bytes moved, or a negative errno) was collected
-/// at `end`. Also for Linux native AIO.
+/// Records a request submitted as `words` (see [`request_words`]) whose `result` (bytes moved,
+/// or a negative errno) was collected at `end`. Also for Linux native AIO.
 pub(crate) unsafe fn collected(words: [u64; WORDS], result: i64, end: u64) {
     let end = if words[SEEN_DONE] != 0 { words[SEEN_DONE] } else { end };
     let fd = words[1] as u32 as c_int;
@@ -190,12 +190,15 @@ pub(crate) unsafe fn note_uncollected() {
         requests += 1;
         asked = asked.saturating_add(words[2]);
     });
+    mark_requests(FLAG_AIO_UNCOLLECTED, requests, asked);
+}
+
+/// Marks `requests` requests asking for `asked` bytes that the calls recorded leave out, under
+/// the marker `flag` (none when there are none). Also for Linux native AIO.
+pub(crate) unsafe fn mark_requests(flag: u16, requests: u64, asked: u64) {
     if requests > 0 {
         let t = now_ns();
-        push(&IoEvent {
-            flags: FLAG_AIO_UNCOLLECTED,
-            ..event(IoOp::Other, Layer::Posix, NO_FILE, asked, requests, 0, t, t)
-        });
+        push(&IoEvent { flags: flag, ..event(IoOp::Other, Layer::Posix, NO_FILE, asked, requests, 0, t, t) });
     }
 }
 

@@ -6,15 +6,15 @@
 //! fio's `userspace_reap` does, or never reaped) are counted, with the bytes they asked for,
 //! and marked at the end of the image, so that the summary says what it misses.
 
-use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_NATIVE_AIO, NO_FILE, UNKNOWN_OFFSET};
-use libc::{c_int, c_long, c_void, iovec, timespec};
-
-use crate::aio::collected;
-use crate::clock::now_ns;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
+use iolens_record::event::{IoOp, FLAG_NATIVE_AIO};
+use libc::{c_int, c_long, c_void, iovec, timespec};
+
+use crate::aio::{collected, mark_requests, request_words};
+use crate::clock::now_ns;
 use crate::mpiio::{HandleTable, WORDS};
-use crate::record::{event, iov_total, push};
+use crate::record::iov_total;
 use crate::Guard;
 
 /// Requests submitted and not yet reaped: control block address → submission.
@@ -77,7 +77,8 @@ unsafe fn asked(cb: &Iocb) -> Option<(IoOp, u64)> {
     }
 }
 
-/// The reads and writes among the `count` control blocks at `iocbs`, with their addresses.
+/// The reads, writes and syncs among the `count` control blocks at `iocbs`, with their
+/// addresses.
 unsafe fn requests(
     count: usize,
     iocbs: *mut *mut c_void,
@@ -100,8 +101,7 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     // Kept before the submission: another thread may reap a request before this call returns.
     let start = now_ns();
     for (key, cb, op, bytes) in requests(count, iocbs) {
-        let offset = if op.is_data() { cb.offset as u64 } else { UNKNOWN_OFFSET };
-        let words = [start, cb.fd as u64 | (op as u64) << 32, bytes, offset, 0, 0];
+        let words = request_words(start, cb.fd as c_int, op, bytes, cb.offset as u64);
         if let Some(earlier) = SUBMITTED.take(key) {
             unseen(earlier);
         }
@@ -174,14 +174,7 @@ pub unsafe extern "C" fn io_pgetevents(
 /// requests submitted and never seen reaped, their number and the bytes they asked for.
 pub(crate) unsafe fn note_submitted() {
     SUBMITTED.drain(unseen);
-    let (requests, bytes) = (UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
-    if requests > 0 {
-        let t = now_ns();
-        push(&IoEvent {
-            flags: FLAG_NATIVE_AIO,
-            ..event(IoOp::Other, Layer::Posix, NO_FILE, bytes, requests, 0, t, t)
-        });
-    }
+    mark_requests(FLAG_NATIVE_AIO, UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
 }
 
 /// In a forked child: the requests in flight are the parent's to reap.
