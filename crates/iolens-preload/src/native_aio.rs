@@ -77,13 +77,14 @@ unsafe fn asked(cb: &Iocb) -> Option<(IoOp, u64)> {
     }
 }
 
-/// The reads, writes and syncs among the `count` control blocks at `iocbs`, with their
+/// The reads, writes and syncs among the control blocks `from..count` at `iocbs`, with their
 /// addresses.
 unsafe fn requests(
+    from: usize,
     count: usize,
     iocbs: *mut *mut c_void,
 ) -> impl Iterator<Item = (u64, &'static Iocb, IoOp, u64)> {
-    (0..if iocbs.is_null() { 0 } else { count }).filter_map(move |i| {
+    (from..if iocbs.is_null() { 0 } else { count }).filter_map(move |i| {
         let cb = (*iocbs.add(i)).cast::<Iocb>().as_ref()?;
         let (op, bytes) = asked(cb)?;
         Some((cb as *const Iocb as u64, cb, op, bytes))
@@ -100,7 +101,7 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     let count = count.max(0) as usize;
     // Kept before the submission: another thread may reap a request before this call returns.
     let start = now_ns();
-    for (key, cb, op, bytes) in requests(count, iocbs) {
+    for (key, cb, op, bytes) in requests(0, count, iocbs) {
         let words = request_words(start, cb.fd as c_int, op, bytes, cb.offset as u64);
         if let Some(earlier) = SUBMITTED.take(key) {
             unseen(earlier);
@@ -111,8 +112,9 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
         }
     }
     let ret = guard.lifted(|| real(context, count as c_long, iocbs));
-    // The blocks after the first `ret` (all of them on failure) were not submitted.
-    for (key, ..) in requests(count, iocbs).skip(ret.max(0) as usize) {
+    // The blocks after the first `ret` (all of them on failure) were not submitted: counted as
+    // blocks, polls and no-ops among them.
+    for (key, ..) in requests(ret.max(0) as usize, count, iocbs) {
         SUBMITTED.take(key);
     }
     ret
