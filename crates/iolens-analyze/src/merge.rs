@@ -50,6 +50,7 @@ impl ClassAcc {
         add_counters(&mut self.raw.counters, &theirs);
         self.union.absorb(later.union)?;
         self.sweep.absorb(later.sweep);
+        self.staged.absorb(&later.staged);
         for (mine, theirs) in self.sizes.iter_mut().zip(later.sizes) {
             mine[0] = mine[0].saturating_add(theirs[0]);
             mine[1] = mine[1].saturating_add(theirs[1]);

@@ -182,6 +182,15 @@ impl<T: Starts> StartOrder<T> {
     pub fn ordered(&self) -> bool {
         !self.out_of_order
     }
+
+    /// Takes on the refusals of the stage of a later part of the trace, both released to the
+    /// last item (as a merge of analyzers does first): a call one refused makes the whole out
+    /// of order.
+    pub fn absorb(&mut self, later: &StartOrder<T>) {
+        debug_assert!(self.waiting == 0 && later.waiting == 0, "stages are released before a merge");
+        self.out_of_order |= later.out_of_order;
+        self.floor = self.floor.max(later.floor);
+    }
 }
 
 #[cfg(test)]

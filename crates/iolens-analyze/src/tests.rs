@@ -769,3 +769,31 @@ fn interleaved_blocks_swept_through_a_reorder_window_give_the_stored_summary_or_
     // from a sweep.
     assert!(refused > 0);
 }
+
+/// A later chunk whose own reorder window refused a call: the merge refuses too (found by the
+/// `analyze` fuzz target: the later chunk's refusal was dropped, and the merge swept its calls
+/// as if in order, with a wrong peak in flight).
+#[test]
+fn a_refusal_in_a_later_chunks_reorder_window_survives_the_merge() {
+    let events = [
+        ev(1, 0, IoOp::Read, 0, 10, 0, 100),
+        ev(1, 0, IoOp::Read, 10, 10, 1000, 1100),
+        ev(1, 0, IoOp::Read, 20, 10, 2000, 2100),
+        ev(1, 0, IoOp::Read, 30, 10, 3000, 3100),
+        // Before the calls the window of one has already released.
+        ev(1, 0, IoOp::Read, 40, 10, 500, 2500),
+    ];
+    let opts = AnalyzeOptions { in_order: true, reorder_window: 1, ..AnalyzeOptions::default() };
+    let analyzer = |events: &[IoEvent]| {
+        let mut a = Analyzer::new(opts.clone()).unwrap();
+        events.iter().for_each(|e| a.event(e));
+        a
+    };
+    assert!(!analyzer(&events).in_order(), "one chunk refuses");
+    for cut in 0..events.len() {
+        let mut merged = analyzer(&events[..cut]);
+        merged.merge(analyzer(&events[cut..]));
+        assert!(!merged.in_order(), "cut at {cut}");
+        assert!(matches!(merged.finish(), Err(AnalyzeError::OutOfOrder)), "cut at {cut}");
+    }
+}
