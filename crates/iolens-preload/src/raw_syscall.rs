@@ -7,7 +7,7 @@
 //! programs are named when they are started (`process`), Go programs by their start marker
 //! (`stream`).
 
-use libc::{c_char, c_int, c_long, c_uint, c_void, iovec, loff_t, mode_t, off64_t, off_t, size_t};
+use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, iovec, loff_t, mode_t, off64_t, off_t, size_t};
 
 use crate::{copy, dup, posix};
 
@@ -81,6 +81,7 @@ pub(crate) unsafe fn file_call(number: c_long, a: [c_long; 6]) -> Option<c_long>
             a[4] as size_t,
             a[5] as c_uint,
         ) as c_long,
+        libc::SYS_ioctl => copy::ioctl(fd, a[1] as c_ulong, a[2] as *mut c_void) as c_long,
         _ => return None,
     };
     Some(ret)

@@ -185,6 +185,11 @@ pub const FLAG_IO_URING_SEEN: u16 = 1;
 /// beside the write half over the same interval. Its bytes and call count; its time is the
 /// write half's, so it adds no busy time and no second call in flight.
 pub const FLAG_COPY_SOURCE: u16 = 2;
+/// Event flag: a half of a clone (`ioctl` FICLONE or FICLONERANGE, which `cp` tries before
+/// copying): the file system shared the source's extents with the destination. Recorded as a
+/// copy is, a read of the source and a write of the destination of the bytes cloned, because
+/// that is what the program asked for and now reads back; no data moved.
+pub const FLAG_CLONE: u16 = 1024;
 /// Marker flag: a process image started (first event of its stream). `file` is its executable,
 /// `offset` its parent's pid, `start_ns` when the preload loaded.
 pub const FLAG_PROCESS_START: u16 = 4;

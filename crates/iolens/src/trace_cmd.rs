@@ -22,8 +22,8 @@ use iolens_import::{
     Format, ImportReport, ReadProgress, MERGED_STREAMS_MAX,
 };
 use iolens_record::event::{
-    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_GO_PROGRAM, FLAG_IO_URING_SEEN, FLAG_NATIVE_AIO,
-    FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
+    Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_CLONE, FLAG_GO_PROGRAM, FLAG_IO_URING_SEEN,
+    FLAG_NATIVE_AIO, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
 };
 use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
@@ -61,6 +61,8 @@ struct Feed<'a> {
     /// Linux native AIO requests submitted and never seen reaped, and the bytes they asked, by
     /// pid.
     native_aio: BTreeMap<u32, (u64, u64)>,
+    /// Counted clones (their write halves): how many, the bytes they shared, how many failed.
+    clones: Clones,
     /// `--only-exe`: the executables whose processes count (all, when empty).
     only_exe: &'a [String],
     /// The executable each process runs (its latest start marker's), by pid.
@@ -73,6 +75,48 @@ struct Feed<'a> {
     /// not yet added to its executable's and tree's rows: calls come in long runs of one
     /// process, so its rows are found once per run, not twice per call.
     run: Option<(u32, bool, DataCalls)>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Clones {
+    calls: u64,
+    bytes: u64,
+    failed: u64,
+}
+
+impl Clones {
+    fn add(&mut self, write_half: &IoEvent) {
+        self.calls = self.calls.saturating_add(1);
+        if write_half.failed() {
+            self.failed = self.failed.saturating_add(1);
+        } else {
+            self.bytes = self.bytes.saturating_add(write_half.requested);
+        }
+    }
+
+    /// What the figures count of the clones, which moved no data; `None` without any.
+    fn note(&self) -> Option<String> {
+        let Clones { calls, bytes, failed } = *self;
+        if calls == 0 {
+            return None;
+        }
+        let plural = if calls == 1 { "" } else { "s" };
+        let mut note =
+            format!("{calls} clone{plural} (ioctl FICLONE or FICLONERANGE, which cp tries before copying): ");
+        if calls > failed {
+            note += &format!(
+                "{:.1} MiB shared by the file system from source to destination are counted as read and written, as the program asked, though no data moved",
+                bytes as f64 / (1 << 20) as f64
+            );
+        }
+        if failed > 0 {
+            let sep = if calls > failed { "; " } else { "" };
+            note += &format!(
+                "{sep}{failed} failed (the file system cannot clone these files; cp then copies): counted among the failed calls, with 0 bytes"
+            );
+        }
+        Some(note)
+    }
 }
 
 #[derive(Default)]
@@ -93,6 +137,7 @@ impl<'a> Feed<'a> {
             untraced_execs: Default::default(),
             aio_uncollected: Default::default(),
             native_aio: Default::default(),
+            clones: Clones::default(),
             only_exe,
             exe_of: HashMap::new(),
             executables: BTreeMap::new(),
@@ -223,6 +268,9 @@ impl EventSink for Feed<'_> {
         if e.op.is_data() || e.op.is_sync() {
             self.widen_span(e.start_ns, e.end_ns);
         }
+        if e.flags & FLAG_CLONE != 0 && e.op == IoOp::Write && data_counted {
+            self.clones.add(e);
+        }
         self.analyzer.event(e);
     }
     fn stop_requested(&mut self) -> bool {
@@ -286,6 +334,7 @@ fn summarize(
     let untraced_execs = std::mem::take(&mut feed.untraced_execs);
     let aio_uncollected = std::mem::take(&mut feed.aio_uncollected);
     let native_aio = std::mem::take(&mut feed.native_aio);
+    let clones_note = feed.clones.note();
     let executables = std::mem::take(&mut feed.executables);
     let counted_span = feed.counted_span;
     let process_trees = feed.trees.rows();
@@ -347,6 +396,7 @@ fn summarize(
             "process {pid} submitted {requests} requests ({asked} bytes) through Linux native AIO (io_submit, libaio) that no hook saw reaped (taken from the completion ring in user space, or never reaped): they are NOT in these figures"
         )
     }));
+    summary.notes.extend(clones_note);
     summary.notes.extend(darshan_filter_note);
     if report.dropped > 0 {
         let why = match report.drop_errno {

@@ -31,10 +31,13 @@ fn count_key(by_file: bool, path: &str, under: &str, class: &str) -> String {
 }
 
 /// The (class, argument index of the file) each traced call counts under: an in-kernel copy is
-/// a read of its source and a write of its destination. `None` for the file: the opened one,
-/// named in the result.
-fn classes_of(call: &str) -> &'static [(&'static str, Option<usize>)] {
+/// a read of its source and a write of its destination, and so is a clone (`ioctl(FICLONE)`,
+/// which `cp` tries first). `None` for the file: the opened one, named in the result.
+fn classes_of(call: &str, args: &[&str]) -> &'static [(&'static str, Option<usize>)] {
     match call {
+        "ioctl" if args.get(1).is_some_and(|request| request.ends_with(" FICLONE")) => {
+            &[("read", Some(2)), ("write", Some(0))]
+        }
         "open" | "openat" | "creat" | "openat2" => &[("open", None)],
         "read" | "pread64" | "readv" | "preadv" | "preadv2" => &[("read", Some(0))],
         "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => &[("write", Some(0))],
@@ -56,7 +59,7 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Count
     let prefix = out.path().join("st");
     let status = Command::new("strace")
         .args(["-ff", "-y", "-qq", "-e", "signal=none", "-e"])
-        .arg("trace=open,openat,creat,openat2,read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,splice,fsync,fdatasync,sync_file_range,syncfs")
+        .arg("trace=open,openat,creat,openat2,read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,copy_file_range,sendfile,splice,fsync,fdatasync,sync_file_range,syncfs,ioctl")
         .arg("-o")
         .arg(&prefix)
         .args(cmd)
@@ -68,6 +71,9 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Count
     let mut counts = Counts::new();
     for entry in std::fs::read_dir(out.path()).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        // Descriptors opened so far, for the arguments strace leaves undecorated (FICLONE's
+        // source): "3" to its path.
+        let mut opened: BTreeMap<String, String> = BTreeMap::new();
         for line in text.lines() {
             let Some((call, rest)) = line.split_once('(') else { continue };
             let Some((args, returned)) = rest.rsplit_once(" = ") else { continue };
@@ -75,9 +81,15 @@ fn strace_counts(cmd: &[&str], cwd: &Path, under: &Path, by_file: bool) -> Count
             // strace pads short calls before " = ": the arguments end at the closing parenthesis.
             let args = args.trim_end();
             let args: Vec<&str> = args.strip_suffix(')').unwrap_or(args).split(", ").collect();
-            for &(class, file_arg) in classes_of(call) {
+            if let (Some(fd), Some(path)) = (result.split_once('<').map(|(fd, _)| fd), decorated_path(result))
+            {
+                opened.insert(fd.to_string(), path.to_string());
+            }
+            for &(class, file_arg) in classes_of(call, &args) {
                 let path = match file_arg {
-                    Some(i) => args.get(i).and_then(|a| decorated_path(a)),
+                    Some(i) => {
+                        args.get(i).and_then(|a| decorated_path(a).or(opened.get(*a).map(String::as_str)))
+                    }
                     None => decorated_path(result),
                 };
                 let Some(path) = path.filter(|p| p.starts_with(under)) else { continue };
@@ -100,6 +112,7 @@ struct Op {
     path: String,
     op: String,
     layer: String,
+    offset: Option<u64>,
     requested: u64,
     result: i64,
     start_ns: u64,
@@ -140,6 +153,7 @@ fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
                 path: f[col("path")].trim_matches('"').to_string(),
                 op: f[col("op")].to_string(),
                 layer: f[col("layer")].to_string(),
+                offset: f[col("offset")].parse().ok(),
                 requested: f[col("requested")].parse().unwrap(),
                 result: f[col("result")].parse().unwrap(),
                 start_ns: f[col("start_ns")].parse().unwrap(),
@@ -224,7 +238,110 @@ fn dd_reads_and_writes() {
 
 #[test]
 fn cp_of_a_file() {
-    compare(&["cp", "a.bin", "b.bin"], |dir| write_file(&dir.join("a.bin"), 5 << 20));
+    // cp tries a clone first; where the file system cannot clone, it copies.
+    let summary = compare(&["cp", "a.bin", "b.bin"], |dir| write_file(&dir.join("a.bin"), 5 << 20));
+    if !summary.is_null() {
+        let notes = summary["notes"].to_string();
+        assert!(notes.contains("1 clone ("), "{notes}");
+    }
+}
+
+/// A scratch XFS file system (reflinks are on by default) on a loop device, unmounted when
+/// dropped. `None`, with a note, where none can be made (not root, no mkfs.xfs or loop device).
+struct XfsMount {
+    mnt: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl XfsMount {
+    fn new() -> Option<XfsMount> {
+        let dir = scratch();
+        let (image, mnt) = (dir.path().join("xfs.img"), dir.path().join("mnt"));
+        // XFS's least size; the image is sparse.
+        std::fs::File::create(&image).unwrap().set_len(320 << 20).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        let made = have("mkfs.xfs")
+            && Command::new("mkfs.xfs").arg("-q").arg(&image).status().is_ok_and(|s| s.success())
+            && Command::new("mount")
+                .args(["-o", "loop"])
+                .arg(&image)
+                .arg(&mnt)
+                .status()
+                .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("skipped: cannot make and mount an XFS file system here");
+            return None;
+        }
+        Some(XfsMount { mnt, _dir: dir })
+    }
+}
+
+impl Drop for XfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+    }
+}
+
+/// A clone shares the source's extents with the destination: the program asked for the bytes
+/// copied, the file system moved none. `cp` clones a whole file (FICLONE), `xfs_io` ranges
+/// (FICLONERANGE, a length of 0 reaching the source's end); each is a read of the source and a
+/// write of the destination, of the bytes cloned, and a note says no data moved.
+#[test]
+fn clones_count_the_bytes_shared_as_copied() {
+    let Some(xfs) = XfsMount::new() else { return };
+    let dir = xfs.mnt.as_path();
+    write_file(&dir.join("a.bin"), 1 << 20);
+    let (ops, summary) = iolens_ops(&["cp", "--reflink=always", "a.bin", "b.bin"], dir);
+    // (offset, bytes asked for, result) of each read or write of `name`.
+    let halves = |ops: &[Op], name: &str, op: &str| -> Vec<(Option<u64>, u64, i64)> {
+        ops.iter()
+            .filter(|o| o.path.ends_with(name) && o.op == op)
+            .map(|o| (o.offset, o.requested, o.result))
+            .collect()
+    };
+    let whole = (Some(0), 1 << 20, 1 << 20);
+    assert_eq!(halves(&ops, "/b.bin", "write"), [whole], "{ops:?}");
+    assert_eq!(halves(&ops, "/a.bin", "read"), [whole], "{ops:?}");
+    assert_eq!(
+        (summary["read_bytes"].as_u64(), summary["write_bytes"].as_u64()),
+        (Some(1 << 20), Some(1 << 20))
+    );
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("1 clone") && notes.contains("1.0 MiB") && notes.contains("no data"), "{notes}");
+
+    if !have("xfs_io") {
+        eprintln!("skipped the ranges: xfs_io not installed");
+        return;
+    }
+    let a = dir.join("a.bin");
+    let a = a.to_str().unwrap();
+    let (ops, summary) = iolens_ops(
+        &[
+            "xfs_io",
+            "-f",
+            "-c",
+            &format!("reflink {a} 4096 0 0"),
+            "-c",
+            &format!("reflink {a} 4096 8192 16384"),
+            "-c",
+            &format!("reflink {a}"),
+            "d.bin",
+        ],
+        dir,
+    );
+    let to_end = (1 << 20) - 4096;
+    assert_eq!(
+        halves(&ops, "/d.bin", "write"),
+        [(Some(0), to_end, to_end as i64), (Some(8192), 16384, 16384), whole],
+        "{ops:?}"
+    );
+    assert_eq!(
+        halves(&ops, "/a.bin", "read"),
+        [(Some(4096), to_end, to_end as i64), (Some(4096), 16384, 16384), whole],
+        "{ops:?}"
+    );
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("3 clones"), "{notes}");
 }
 
 #[test]
@@ -904,6 +1021,7 @@ fn aio_fsync_requests_are_syncs_and_a_quick_exit_keeps_its_events() {
 const RAW_SYSCALL_PROGRAM: &str = r#"
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -917,6 +1035,9 @@ int main(void) {
     syscall(SYS_lseek, fd, 0, SEEK_SET);
     while (syscall(SYS_read, fd, block, 64) > 0) {}
     syscall(SYS_fsync, fd);
+    int copy = syscall(SYS_openat, AT_FDCWD, "clone.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    syscall(SYS_ioctl, copy, FICLONE, fd); /* fails where the file system cannot clone */
+    syscall(SYS_close, copy);
     syscall(SYS_close, fd);
     fd = syscall(SYS_open, "raw.txt", O_RDONLY);
     syscall(SYS_read, fd, block, sizeof block);
@@ -930,7 +1051,8 @@ fn file_calls_made_through_syscall_count_like_their_wrappers() {
     let Some(prog) = compile_c(build.path(), "raw-syscalls", RAW_SYSCALL_PROGRAM) else { return };
     let summary = compare_counts(&[prog.to_str().unwrap()], |_| {}, true);
     if !summary.is_null() {
-        assert_eq!(summary["write_ops"].as_u64(), Some(20), "{summary}");
+        // 20 writes, and the clone's write half.
+        assert_eq!(summary["write_ops"].as_u64(), Some(21), "{summary}");
     }
 }
 
