@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
+use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_CLONE, FLAG_COPY_SOURCE, UNKNOWN_OFFSET};
 
 use crate::{for_each_line, seconds_to_ns, Ctx, ImportError};
 
@@ -170,6 +170,8 @@ struct State {
     unfinished: HashMap<u32, (u64, String)>,
     /// Ids of -y paths already defined.
     paths: HashMap<String, u32>,
+    /// Clones that succeeded without strace showing their length (to the source's end).
+    clones_unshown: u64,
 }
 
 impl State {
@@ -250,7 +252,9 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             return ctx.malformed(line_no, "no result");
         };
         let mut words = result.split_whitespace();
+        // With -y a descriptor returned names its file: `3</d/a>`.
         let ret_text = words.next().unwrap_or("?");
+        let ret_text = ret_text.split_once('<').map_or(ret_text, |(fd, _)| fd);
         let ret = number(ret_text).map(|v| v as i64).or_else(|| ret_text.parse::<i64>().ok());
         let errno = words.next().filter(|w| w.starts_with('E'));
         let dur_ns =
@@ -270,28 +274,110 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     if !st.unfinished.is_empty() {
         ctx.report.notes.push(format!("{} unfinished system calls never resumed", st.unfinished.len()));
     }
+    if st.clones_unshown > 0 {
+        ctx.report.notes.push(format!(
+            "{} clone(s) of a whole file or to its end (ioctl FICLONE or FICLONERANGE) succeeded: strace does not show how many bytes they shared, so they are NOT in these figures",
+            st.clones_unshown
+        ));
+    }
     Ok(())
 }
 
-fn emit(ctx: &mut Ctx, c: &Call, pid: u32, fd: Fd, op: IoOp, offset: u64, requested: u64) {
-    let result = match (c.ret, c.errno) {
+/// The call's result: what it returned, or minus its errno.
+fn result_of(c: &Call) -> i64 {
+    match (c.ret, c.errno) {
         (Some(r), _) if r >= 0 => r,
         (_, Some(e)) => -errno_number(e),
         _ => -1,
-    };
+    }
+}
+
+fn emit(ctx: &mut Ctx, c: &Call, pid: u32, fd: Fd, op: IoOp, offset: u64, requested: u64) {
+    emit_flagged(ctx, c, pid, fd.file, (op, 0), offset, requested, result_of(c));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_flagged(
+    ctx: &mut Ctx,
+    c: &Call,
+    pid: u32,
+    file: u32,
+    (op, flags): (IoOp, u16),
+    offset: u64,
+    requested: u64,
+    result: i64,
+) {
     ctx.event(&IoEvent {
         pid,
         tid: c.tid,
-        file: fd.file,
+        file,
         op,
         layer: Layer::Posix,
-        flags: 0,
+        flags,
         offset,
         requested,
         result,
         start_ns: c.start_ns,
         end_ns: c.start_ns.saturating_add(c.dur_ns),
     });
+}
+
+/// Where one end of an in-kernel copy was: its descriptor's file and offset. `explicit` is the
+/// offset the call was given; without one the call used the descriptor's position, which it
+/// advanced by the `moved` bytes.
+fn copy_end(
+    st: &mut State,
+    ctx: &mut Ctx,
+    pid: u32,
+    fd_text: &str,
+    explicit: Option<u64>,
+    moved: u64,
+) -> Option<(u32, u64)> {
+    let (fd, y) = fd_arg(fd_text)?;
+    let entry = st.lookup(ctx, pid, fd, y)?;
+    if let Some(at) = explicit {
+        return Some((entry.file, at));
+    }
+    if entry.offset != UNKNOWN_OFFSET {
+        if let Some(e) = st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
+            e.offset = entry.offset.saturating_add(moved);
+        }
+    }
+    Some((entry.file, entry.offset))
+}
+
+/// A copy's offset argument: `NULL` (the descriptor's position: `None`), or the offset strace
+/// shows in brackets, with what the call left there after `=>`.
+fn offset_arg(arg: &str) -> Option<u64> {
+    (arg != "NULL").then(|| number(arg.split(" =>").next().unwrap_or(arg)).unwrap_or(UNKNOWN_OFFSET))
+}
+
+/// Records an in-kernel copy as the preload does: a read of the source and a write of the
+/// destination (each when it is a file), of the bytes moved; the read half carries
+/// [`FLAG_COPY_SOURCE`] beside a write half, which holds the call's time.
+fn emit_copy(
+    ctx: &mut Ctx,
+    c: &Call,
+    pid: u32,
+    ends: [Option<(u32, u64)>; 2],
+    moved: u64,
+    result: i64,
+    flags: u16,
+) {
+    let [source, destination] = ends;
+    if let Some((file, at)) = source {
+        let source_flag = if destination.is_some() { FLAG_COPY_SOURCE } else { 0 };
+        emit_flagged(ctx, c, pid, file, (IoOp::Read, flags | source_flag), at, moved, result);
+    }
+    if let Some((file, at)) = destination {
+        emit_flagged(ctx, c, pid, file, (IoOp::Write, flags), at, moved, result);
+    }
+}
+
+/// A field of a structure strace prints, `{src_fd=3, src_length=16384, …}`.
+fn field<'a>(arg: &'a str, name: &str) -> Option<&'a str> {
+    let body = arg.strip_prefix('{')?.strip_suffix('}')?;
+    body.split(", ").find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
 }
 
 fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
@@ -373,12 +459,42 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
             };
             emit(ctx, c, pid, entry, op, UNKNOWN_OFFSET, 0);
         }
-        "copy_file_range" | "sendfile" | "sendfile64" => {
-            let out_arg = if c.name == "copy_file_range" { a(2) } else { a(0) };
-            let len = if c.name == "copy_file_range" { a(4) } else { a(3) };
-            let Some((fd, y)) = fd_arg(out_arg) else { return };
-            let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
-            emit(ctx, c, pid, entry, IoOp::Copy, UNKNOWN_OFFSET, number(len).unwrap_or(0));
+        "copy_file_range" | "sendfile" | "sendfile64" | "splice" => {
+            // The length argument is only a cap (cp and cat pass nearly SSIZE_MAX): a copy
+            // counts the bytes it returned.
+            let moved = c.ret.unwrap_or(0).max(0) as u64;
+            let (source, destination) = match c.name {
+                // sendfile's offset is the source's; the destination's position advances.
+                "sendfile" | "sendfile64" => ((a(1), offset_arg(a(2))), (a(0), None)),
+                _ => ((a(0), offset_arg(a(1))), (a(2), offset_arg(a(3)))),
+            };
+            let ends = [source, destination].map(|(fd, at)| copy_end(st, ctx, pid, fd, at, moved));
+            emit_copy(ctx, c, pid, ends, moved, result_of(c), 0);
+        }
+        "ioctl" if a(1).ends_with("FICLONE") || a(1).ends_with("FICLONERANGE") => {
+            // A clone shares the source's extents: a copy of the range, which strace shows
+            // only when the call names its length.
+            let (source, length, at) = if a(1).ends_with("FICLONE") {
+                (a(2), None, [Some(0), Some(0)])
+            } else {
+                let value = |name| field(a(2), name).and_then(number);
+                let length = value("src_length").filter(|n| *n > 0);
+                (field(a(2), "src_fd").unwrap_or(""), length, [value("src_offset"), value("dest_offset")])
+            };
+            let failed = c.ret.is_none_or(|r| r < 0);
+            let bytes = match (failed, length) {
+                (true, _) => 0,
+                (false, Some(n)) => n,
+                (false, None) => {
+                    st.clones_unshown += 1;
+                    return;
+                }
+            };
+            let at = at.map(|o| Some(o.unwrap_or(UNKNOWN_OFFSET)));
+            let ends =
+                [copy_end(st, ctx, pid, source, at[0], bytes), copy_end(st, ctx, pid, a(0), at[1], bytes)];
+            let result = if failed { result_of(c) } else { bytes.min(i64::MAX as u64) as i64 };
+            emit_copy(ctx, c, pid, ends, bytes, result, FLAG_CLONE);
         }
         "mmap" | "mmap2" => {
             let Some((fd, y)) = fd_arg(a(4)) else { return };
@@ -414,6 +530,7 @@ mod tests {
     use super::*;
     use crate::testing::import_text;
     use crate::Format;
+    use iolens_record::event::{FLAG_CLONE, FLAG_COPY_SOURCE};
 
     const FOLLOWED: &str = r#"100 1700000000.000100 openat(AT_FDCWD, "/d/a, b.txt", O_RDONLY) = 3 <0.000010>
 100 1700000000.000200 read(3, "x\"y,)"..., 4096) = 4096 <0.000020>
@@ -473,6 +590,65 @@ mod tests {
         assert_eq!(r.unwrap().events, 2);
         assert_eq!(c.path_of(c.events[1].file), "/data/out");
         assert_eq!(c.events[0].offset, UNKNOWN_OFFSET, "position of an inherited fd is unknown");
+    }
+
+    /// As coreutils' cp on ext4 makes them: a clone that fails, then copies asking for nearly
+    /// SSIZE_MAX bytes; sendfile from an offset, splice into a pipe, clones that succeed.
+    const COPIES: &str = r#"100 1700000000.000100 openat(AT_FDCWD, "/d/src", O_RDONLY) = 3</d/src> <0.000010>
+100 1700000000.000200 openat(AT_FDCWD, "/d/dst", O_WRONLY|O_CREAT|O_EXCL, 0644) = 4</d/dst> <0.000010>
+100 1700000000.000300 ioctl(4</d/dst>, BTRFS_IOC_CLONE or FICLONE, 3) = -1 EOPNOTSUPP (Operation not supported) <0.000007>
+100 1700000000.000400 copy_file_range(3</d/src>, NULL, 4</d/dst>, NULL, 9223372035781033984, 0) = 1048576 <0.000556>
+100 1700000000.001000 copy_file_range(3</d/src>, NULL, 4</d/dst>, NULL, 9223372035781033984, 0) = 0 <0.000006>
+100 1700000000.001100 sendfile(4</d/dst>, 3</d/src>, [1000] => [101000], 100000) = 100000 <0.000100>
+100 1700000000.001300 splice(3</d/src>, NULL, 6<pipe:[77]>, NULL, 30000, 0) = 30000 <0.000030>
+100 1700000000.001400 copy_file_range(3</d/src>, [0] => [4096], 4</d/dst>, [8192] => [12288], 4096, 0) = 4096 <0.000010>
+100 1700000000.001500 openat(AT_FDCWD, "/d/c", O_RDWR|O_CREAT, 0600) = 5</d/c> <0.000010>
+100 1700000000.001600 ioctl(5</d/c>, BTRFS_IOC_CLONE_RANGE or FICLONERANGE, {src_fd=3, src_offset=4096, src_length=16384, dest_offset=8192}) = 0 <0.000020>
+100 1700000000.001700 ioctl(5</d/c>, BTRFS_IOC_CLONE or FICLONE, 3) = 0 <0.000020>
+100 1700000000.001800 ioctl(1</dev/pts/0>, TCGETS, {c_iflag=ICRNL}) = 0 <0.000002>
+"#;
+
+    #[test]
+    fn copies_count_the_bytes_moved_on_both_files_and_clones_theirs_when_shown() {
+        let (c, r) = import_text(Format::Strace, COPIES, true);
+        let r = r.unwrap();
+        let data: Vec<(&str, IoOp, u64, u64, i64, u16)> = c
+            .events
+            .iter()
+            .filter(|e| e.op.is_data())
+            .map(|e| (c.path_of(e.file), e.op, e.offset, e.requested, e.result, e.flags))
+            .collect();
+        let (source, clone) = (FLAG_COPY_SOURCE, FLAG_CLONE);
+        let failed = -(libc::EOPNOTSUPP as i64);
+        assert_eq!(
+            data,
+            vec![
+                ("/d/src", IoOp::Read, 0, 0, failed, source | clone),
+                ("/d/dst", IoOp::Write, 0, 0, failed, clone),
+                ("/d/src", IoOp::Read, 0, 1 << 20, 1 << 20, source),
+                ("/d/dst", IoOp::Write, 0, 1 << 20, 1 << 20, 0),
+                ("/d/src", IoOp::Read, 1 << 20, 0, 0, source),
+                ("/d/dst", IoOp::Write, 1 << 20, 0, 0, 0),
+                // sendfile's offset is the source's, which it leaves where it was.
+                ("/d/src", IoOp::Read, 1000, 100_000, 100_000, source),
+                ("/d/dst", IoOp::Write, 1 << 20, 100_000, 100_000, 0),
+                // The pipe is no file: one half.
+                ("/d/src", IoOp::Read, 1 << 20, 30_000, 30_000, 0),
+                ("/d/src", IoOp::Read, 0, 4096, 4096, source),
+                ("/d/dst", IoOp::Write, 8192, 4096, 4096, 0),
+                ("/d/src", IoOp::Read, 4096, 16384, 16384, source | clone),
+                ("/d/c", IoOp::Write, 8192, 16384, 16384, clone),
+            ],
+            "the whole-file clone's bytes are not shown: it is left out, and noted"
+        );
+        let opens = c.events.iter().filter(|e| e.op == IoOp::Open).map(|e| e.result).collect::<Vec<_>>();
+        assert_eq!(opens, [3, 4, 5], "-y names the file after the descriptor returned");
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(
+            r.notes[0].starts_with("1 clone") && r.notes[0].contains("NOT in these figures"),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]
