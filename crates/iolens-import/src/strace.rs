@@ -17,17 +17,47 @@ pub(crate) fn looks_like(line: &str) -> bool {
     parse_prefix(line).is_some_and(|(_, _, rest)| rest.contains('(') || rest.starts_with("<..."))
 }
 
-/// Splits `[pid] seconds.micros rest`; the time in nanoseconds.
-fn parse_prefix(line: &str) -> Option<(Option<u32>, u64, &str)> {
+/// Who made a call, as the line's prefix says.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Prefix {
+    /// `N` (`strace -f -o FILE`): every line names its thread.
+    Pid(u32),
+    /// `[pid N]` (`strace -f` to the terminal): only while several processes are traced.
+    Bracketed(u32),
+    /// No pid: one process traced, or strace printing to the terminal with only one left.
+    None,
+}
+
+/// Splits `[pid] seconds.micros rest` (the pid bare or as `[pid N]`); the time in nanoseconds.
+fn parse_prefix(line: &str) -> Option<(Prefix, u64, &str)> {
     let line = line.trim_start();
+    if let Some(bracketed) = line.strip_prefix("[pid") {
+        let (pid, rest) = bracketed.split_once(']')?;
+        let (ts, rest) = rest.trim_start().split_once(' ')?;
+        return Some((Prefix::Bracketed(pid.trim().parse().ok()?), seconds_to_ns(ts)?, rest.trim_start()));
+    }
     let (first, rest) = line.split_once(' ')?;
     if first.contains('.') {
-        return Some((None, seconds_to_ns(first)?, rest.trim_start()));
+        return Some((Prefix::None, seconds_to_ns(first)?, rest.trim_start()));
     }
     let pid: u32 = first.parse().ok()?;
     let rest = rest.trim_start();
     let (ts, rest) = rest.split_once(' ')?;
-    Some((Some(pid), seconds_to_ns(ts)?, rest.trim_start()))
+    Some((Prefix::Pid(pid), seconds_to_ns(ts)?, rest.trim_start()))
+}
+
+/// strace's message that it attached to (or detached from) process N, which on the terminal
+/// may cut into a call's line: the text before it, and N when it attached.
+fn strace_message(line: &str) -> Option<(&str, Option<u32>)> {
+    const MESSAGE: &str = "strace: Process ";
+    let at = line.find(MESSAGE)?;
+    let (pid, what) = line[at + MESSAGE.len()..].split_once(' ')?;
+    let pid: u32 = pid.parse().ok()?;
+    match what.trim_end() {
+        "attached" => Some((&line[..at], Some(pid))),
+        "detached" => Some((&line[..at], None)),
+        _ => None,
+    }
 }
 
 /// Splits a call's arguments at top-level commas (quotes, brackets and braces respected).
@@ -172,9 +202,42 @@ struct State {
     paths: HashMap<String, u32>,
     /// Clones that succeeded without strace showing their length (to the source's end).
     clones_unshown: u64,
+    /// The start of a call's line that one of strace's messages cut, waiting for the rest.
+    spliced: Option<String>,
+    /// Processes strace said it attached to: started while traced, so none is the first.
+    attached: std::collections::HashSet<u32>,
+    /// The pid the first process turned out to have (its lines had none before): its calls
+    /// stay under 0, where its first ones went.
+    first_pid: Option<u32>,
+    /// Processes traced and not yet exited (the first as 0), to tell whose a line without a pid
+    /// is once others have been traced.
+    live: std::collections::BTreeSet<u32>,
 }
 
 impl State {
+    /// The thread a line is of: its pid, the first process's as 0; without one, the only
+    /// process left, else the first.
+    fn thread_of(&mut self, prefix: Prefix) -> u32 {
+        let tid = match prefix {
+            Prefix::Pid(pid) => return pid,
+            Prefix::None => match self.live.len() {
+                1 => *self.live.first().expect("one"),
+                _ => 0,
+            },
+            Prefix::Bracketed(pid) if self.first_pid == Some(pid) => 0,
+            Prefix::Bracketed(pid) => {
+                if self.first_pid.is_none() && self.live.contains(&0) && !self.attached.contains(&pid) {
+                    self.first_pid = Some(pid);
+                    0
+                } else {
+                    pid
+                }
+            }
+        };
+        self.live.insert(tid);
+        tid
+    }
+
     fn process_of(&self, tid: u32) -> u32 {
         self.process.get(&tid).copied().unwrap_or(tid)
     }
@@ -208,21 +271,43 @@ struct Call<'a> {
     name: &'a str,
     args: Vec<&'a str>,
     ret: Option<i64>,
+    /// The file a descriptor returned names, with -y: absolute, where the argument may not be.
+    ret_path: Option<&'a str>,
     errno: Option<&'a str>,
 }
 
 pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let mut st = State::default();
     for_each_line(ctx, input, |ctx, line_no, line| {
+        let joined;
+        let line = match st.spliced.take() {
+            Some(head) => {
+                joined = format!("{head}{}", line.trim_start());
+                joined.as_str()
+            }
+            None => line,
+        };
+        if let Some((head, attached)) = strace_message(line) {
+            st.attached.extend(attached);
+            if !head.trim().is_empty() {
+                st.spliced = Some(head.to_string());
+            }
+            return Ok(());
+        }
         let t = line.trim_start();
         if t.is_empty() || t.starts_with("---") || t.starts_with("+++") {
             return Ok(()); // signals and exits, when printed without a prefix
         }
-        let Some((pid, ts, rest)) = parse_prefix(line) else {
+        let Some((prefix, ts, rest)) = parse_prefix(line) else {
             return ctx.malformed(line_no, "expected [pid] seconds.micros syscall(...)");
         };
-        let tid = pid.unwrap_or(0);
-        if rest.starts_with("---") || rest.starts_with("+++") {
+        let tid = st.thread_of(prefix);
+        if rest.starts_with("+++") {
+            let pid = st.process_of(tid);
+            st.live.remove(&pid);
+            return Ok(());
+        }
+        if rest.starts_with("---") {
             return Ok(());
         }
         let owned;
@@ -254,7 +339,10 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
         let mut words = result.split_whitespace();
         // With -y a descriptor returned names its file: `3</d/a>`.
         let ret_text = words.next().unwrap_or("?");
-        let ret_text = ret_text.split_once('<').map_or(ret_text, |(fd, _)| fd);
+        let (ret_text, ret_path) = match ret_text.split_once('<') {
+            Some((fd, path)) => (fd, Some(path.trim_end_matches('>'))),
+            None => (ret_text, None),
+        };
         let ret = number(ret_text).map(|v| v as i64).or_else(|| ret_text.parse::<i64>().ok());
         let errno = words.next().filter(|w| w.starts_with('E'));
         let dur_ns =
@@ -266,6 +354,7 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             name: text[..open].trim(),
             args: split_args(&text[open + 1..close]),
             ret,
+            ret_path,
             errno,
         };
         handle(ctx, &mut st, &call);
@@ -273,6 +362,11 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     })?;
     if !st.unfinished.is_empty() {
         ctx.report.notes.push(format!("{} unfinished system calls never resumed", st.unfinished.len()));
+    }
+    if let Some(pid) = st.first_pid {
+        ctx.report.notes.push(format!(
+            "strace wrote to the terminal (no -o): the first process's lines carried no pid until another was traced, so that process (pid {pid}) is shown as pid 0"
+        ));
     }
     if st.clones_unshown > 0 {
         ctx.report.notes.push(format!(
@@ -386,7 +480,11 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
     match c.name {
         "open" | "openat" | "creat" => {
             let (path_arg, flags) = if c.name == "openat" { (a(1), a(2)) } else { (a(0), a(1)) };
-            let (Some(path), Some(fd)) = (c_string(path_arg), c.ret.filter(|r| *r >= 0)) else { return };
+            let named = c.ret_path.filter(|p| p.starts_with('/')).map(str::to_string);
+            let (Some(path), Some(fd)) = (named.or_else(|| c_string(path_arg)), c.ret.filter(|r| *r >= 0))
+            else {
+                return;
+            };
             let id = st.path_id(ctx, &path);
             let offset = if flags.contains("O_APPEND") { UNKNOWN_OFFSET } else { 0 };
             let fd = fd as i32;
@@ -649,6 +747,51 @@ mod tests {
             "{:?}",
             r.notes
         );
+    }
+
+    /// `strace -f` writing to the terminal (no -o): lines carry `[pid N]` only while several
+    /// processes are traced, and strace's own messages cut into a call's line.
+    const TO_THE_TERMINAL: &str = "1700000000.000100 openat(AT_FDCWD</d>, \"y.bin\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</d/y.bin> <0.000051>
+1700000000.000200 dup2(3</d/y.bin>, 1) = 1</d/y.bin> <0.000005>
+1700000000.000300 close(3</d/y.bin>)  = 0 <0.000003>
+1700000000.000400 vfork(strace: Process 201 attached
+ <unfinished ...>
+[pid   201] 1700000000.000500 write(1</d/y.bin>, \"abc\", 3) = 3 <0.000010>
+[pid   200] 1700000000.000600 <... vfork resumed>) = 201 <0.000200>
+[pid   200] 1700000000.000650 write(1, \"x\", 1) = 1 <0.000004>
+[pid   201] 1700000000.000700 +++ exited with 0 +++
+1700000000.000800 write(1, \"de\", 2) = 2 <0.000004>
+strace: Process 202 attached
+[pid   202] 1700000000.000900 write(1</d/y.bin>, \"f\", 1) = 1 <0.000004>
+[pid   200] 1700000000.001000 +++ exited with 0 +++
+1700000000.001100 write(1, \"gh\", 2) = 2 <0.000004>
+1700000000.001200 +++ exited with 0 +++
+";
+
+    #[test]
+    fn output_to_the_terminal_is_read_process_by_process() {
+        let (c, r) = import_text(Format::Strace, TO_THE_TERMINAL, true);
+        let r = r.unwrap();
+        let writes: Vec<(u32, u32, &str, i64)> = c
+            .events
+            .iter()
+            .filter(|e| e.op == IoOp::Write)
+            .map(|e| (e.pid, e.tid, c.path_of(e.file), e.result))
+            .collect();
+        assert_eq!(
+            writes,
+            vec![
+                (201, 201, "/d/y.bin", 3),
+                // The first process, named 200 once a second one is traced, stays one process.
+                (0, 0, "/d/y.bin", 1),
+                (0, 0, "/d/y.bin", 2),
+                (202, 202, "/d/y.bin", 1),
+                // The only process left when a line has no pid is 202.
+                (202, 202, "/d/y.bin", 2),
+            ]
+        );
+        assert_eq!(r.malformed_count, 0, "{:?}", r.malformed);
+        assert!(r.notes.iter().any(|n| n.contains("pid 200") && n.contains("pid 0")), "{:?}", r.notes);
     }
 
     #[test]
