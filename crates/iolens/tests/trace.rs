@@ -140,12 +140,18 @@ fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
         String::from_utf8_lossy(&run.stderr),
         String::from_utf8_lossy(&run.stdout)
     );
-    let text = std::fs::read_to_string(&csv).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (ops_of_csv(&csv), summary)
+}
+
+/// The rows of an `--csv` export.
+fn ops_of_csv(csv: &Path) -> Vec<Op> {
+    let text = std::fs::read_to_string(csv).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col =
         |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("CSV column {name}"));
-    let ops = lines
+    lines
         .map(|line| {
             let f: Vec<&str> = line.split(',').collect();
             Op {
@@ -160,9 +166,7 @@ fn iolens_ops(cmd: &[&str], cwd: &Path) -> (Vec<Op>, serde_json::Value) {
                 end_ns: f[col("end_ns")].parse().unwrap(),
             }
         })
-        .collect();
-    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (ops, summary)
+        .collect()
 }
 
 /// Runs `cmd` under `iolens trace` and counts the events on files under `under`, as
@@ -342,6 +346,51 @@ fn clones_count_the_bytes_shared_as_copied() {
     );
     let notes = summary["notes"].to_string();
     assert!(notes.contains("3 clones"), "{notes}");
+}
+
+/// `iolens analyze` of strace's output, written with -o or to the terminal, counts what the
+/// tracer counts on the same commands: calls, bytes asked and bytes moved, file by file.
+#[test]
+fn strace_output_analyzed_counts_what_the_tracer_counts() {
+    if !have("strace") {
+        eprintln!("skipped: strace not installed");
+        return;
+    }
+    let script = "cp a.bin b.bin && cat a.bin > c.bin && dd if=a.bin of=d.bin bs=64k status=none && cat d.bin > /dev/null";
+    // (file, op) to (calls, bytes asked, bytes moved), for reads and writes of files in `dir`.
+    let tally = |ops: &[Op], dir: &Path| -> BTreeMap<(String, String), (u64, u64, i64)> {
+        let mut t = BTreeMap::new();
+        for o in ops.iter().filter(|o| o.op == "read" || o.op == "write") {
+            let Some(name) = o.path.strip_prefix(dir.to_str().unwrap()) else { continue };
+            let e: &mut (u64, u64, i64) = t.entry((name.to_string(), o.op.clone())).or_default();
+            *e = (e.0 + 1, e.1 + o.requested, e.2 + o.result.max(0));
+        }
+        t
+    };
+    let traced_dir = scratch();
+    write_file(&traced_dir.path().join("a.bin"), 1 << 20);
+    let (ops, _) = iolens_ops(&["sh", "-c", script], traced_dir.path());
+    let traced = tally(&ops, traced_dir.path());
+    assert_eq!(traced[&("/b.bin".to_string(), "write".to_string())].2, 1 << 20, "{traced:?}");
+    for to_the_terminal in [false, true] {
+        let dir = scratch();
+        write_file(&dir.path().join("a.bin"), 1 << 20);
+        let out = dir.path().join("strace.txt");
+        let mut strace = Command::new("strace");
+        strace.args(["-f", "-ttt", "-T", "-y"]).current_dir(dir.path());
+        if to_the_terminal {
+            strace.stderr(std::fs::File::create(&out).unwrap());
+        } else {
+            strace.arg("-o").arg(&out);
+        }
+        assert!(strace.args(["sh", "-c", script]).status().unwrap().success());
+        let csv = dir.path().join("ops.csv");
+        let run = iolens().args(["analyze", "--quiet", "--csv"]).arg(&csv).arg(&out).output().unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(!stdout.contains("malformed"), "{stdout}");
+        assert_eq!(tally(&ops_of_csv(&csv), dir.path()), traced, "strace to the terminal: {to_the_terminal}");
+    }
 }
 
 #[test]
