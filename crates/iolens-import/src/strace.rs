@@ -209,6 +209,11 @@ struct State {
     /// The pid the first process turned out to have (its lines had none before): its calls
     /// stay under 0, where its first ones went.
     first_pid: Option<u32>,
+    /// Read and write requests the kernel took through native AIO (`io_submit`), and their
+    /// bytes: strace shows their completions without tying them to these.
+    native_aio: (u64, u64),
+    /// Processes that entered io_uring, whose requests strace's lines do not show.
+    io_uring_pids: std::collections::BTreeSet<u32>,
     /// Processes traced and not yet exited (the first as 0), to tell whose a line without a pid
     /// is once others have been traced.
     live: std::collections::BTreeSet<u32>,
@@ -366,6 +371,18 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
     if let Some(pid) = st.first_pid {
         ctx.report.notes.push(format!(
             "strace wrote to the terminal (no -o): the first process's lines carried no pid until another was traced, so that process (pid {pid}) is shown as pid 0"
+        ));
+    }
+    if st.native_aio.0 > 0 {
+        let (requests, bytes) = st.native_aio;
+        ctx.report.notes.push(format!(
+            "{requests} request(s) ({bytes} bytes) submitted through Linux native AIO (io_submit): strace does not tie their completions to them, so they are NOT in these figures"
+        ));
+    }
+    if !st.io_uring_pids.is_empty() {
+        ctx.report.notes.push(format!(
+            "process(es) {:?} used io_uring: their requests do not show in strace's lines and are NOT in these figures",
+            st.io_uring_pids.iter().collect::<Vec<_>>()
         ));
     }
     if st.clones_unshown > 0 {
@@ -596,7 +613,12 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
         }
         "mmap" | "mmap2" => {
             let Some((fd, y)) = fd_arg(a(4)) else { return };
-            if fd < 0 {
+            // The loader's mappings of programs and libraries (code, or MAP_DENYWRITE, which
+            // only the loader passes) and of its cache are not the program's data.
+            let loader = a(2).contains("PROT_EXEC")
+                || a(3).contains("MAP_DENYWRITE")
+                || y.is_some_and(|path| path == "/etc/ld.so.cache");
+            if fd < 0 || loader {
                 return;
             }
             let Some(entry) = st.lookup(ctx, pid, fd, y) else { return };
@@ -609,6 +631,23 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
                 number(a(5)).unwrap_or(UNKNOWN_OFFSET),
                 number(a(1)).unwrap_or(0),
             );
+        }
+        "io_submit" => {
+            // The first `ret` control blocks were taken; reads and writes count.
+            let taken = c.ret.unwrap_or(0).max(0) as usize;
+            let blocks = a(2).strip_prefix('[').and_then(|b| b.strip_suffix(']')).unwrap_or("");
+            for block in split_args(blocks).into_iter().take(taken) {
+                let data = field(block, "aio_lio_opcode")
+                    .is_some_and(|op| ["IOCB_CMD_PREAD", "IOCB_CMD_PWRITE"].contains(&op));
+                if data {
+                    let (requests, bytes) = &mut st.native_aio;
+                    *requests += 1;
+                    *bytes = bytes.saturating_add(field(block, "aio_nbytes").and_then(number).unwrap_or(0));
+                }
+            }
+        }
+        "io_uring_setup" | "io_uring_enter" | "io_uring_enter2" => {
+            st.io_uring_pids.insert(pid);
         }
         "clone" | "clone3" | "fork" | "vfork" => {
             let Some(child) = c.ret.filter(|r| *r > 0).map(|r| r as u32) else { return };
@@ -792,6 +831,39 @@ strace: Process 202 attached
         );
         assert_eq!(r.malformed_count, 0, "{:?}", r.malformed);
         assert!(r.notes.iter().any(|n| n.contains("pid 200") && n.contains("pid 0")), "{:?}", r.notes);
+    }
+
+    /// Requests submitted through native AIO and io_uring do not show in strace's lines as
+    /// calls on files: they are noted, never silently left out.
+    #[test]
+    fn native_aio_and_io_uring_requests_are_noted() {
+        let text = r#"300 1700000000.000100 io_setup(4, [0x7fa9]) = 0 <0.000033>
+300 1700000000.000200 io_submit(0x7fa9, 3, [{aio_data=0, aio_lio_opcode=IOCB_CMD_PREAD, aio_fildes=7</d/f>, aio_buf=0x55, aio_nbytes=4096, aio_offset=61440}, {aio_data=0, aio_lio_opcode=IOCB_CMD_PWRITE, aio_fildes=7</d/f>, aio_buf=0x56, aio_nbytes=8192, aio_offset=0}, {aio_data=0, aio_lio_opcode=IOCB_CMD_PREAD, aio_fildes=7</d/f>, aio_buf=0x57, aio_nbytes=512, aio_offset=0}]) = 2 <0.000055>
+300 1700000000.000300 io_getevents(0x7fa9, 1, 1, [{data=0, obj=0x55, res=4096, res2=0}], NULL) = 1 <0.000178>
+301 1700000000.000400 io_uring_setup(8, {flags=0, sq_thread_cpu=0}) = 5<anon_inode:[io_uring]> <0.000010>
+301 1700000000.000500 io_uring_enter(5<anon_inode:[io_uring]>, 1, 1, IORING_ENTER_GETEVENTS, NULL, 8) = 1 <0.000020>
+"#;
+        let (_, r) = import_text(Format::Strace, text, true);
+        let notes = r.unwrap().notes;
+        assert!(
+            notes.iter().any(|n| n.starts_with("2 request(s) (12288 bytes)") && n.contains("native AIO")),
+            "the two the kernel took: {notes:?}"
+        );
+        assert!(notes.iter().any(|n| n.contains("[301]") && n.contains("io_uring")), "{notes:?}");
+    }
+
+    #[test]
+    fn the_loaders_mappings_are_not_data_mapped() {
+        let text = r#"300 1700000000.000100 mmap(NULL, 46631, PROT_READ, MAP_PRIVATE, 3</etc/ld.so.cache>, 0) = 0x7fa9 <0.000004>
+300 1700000000.000200 mmap(NULL, 913680, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 3</usr/lib/libm.so.6>, 0) = 0x7fa9 <0.000005>
+300 1700000000.000300 mmap(0x7fa9, 4096, PROT_READ|PROT_EXEC, MAP_PRIVATE|MAP_FIXED, 3</usr/lib/libm.so.6>, 0x1000) = 0x7fa9 <0.000005>
+300 1700000000.000400 mmap(NULL, 1048576, PROT_READ|PROT_WRITE, MAP_SHARED, 4</d/data>, 0) = 0x7fb0 <0.000005>
+"#;
+        let (c, r) = import_text(Format::Strace, text, true);
+        r.unwrap();
+        let mapped: Vec<&str> =
+            c.events.iter().filter(|e| e.op == IoOp::Mmap).map(|e| c.path_of(e.file)).collect();
+        assert_eq!(mapped, ["/d/data"]);
     }
 
     #[test]
