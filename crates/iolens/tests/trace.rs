@@ -809,6 +809,30 @@ fn trace_c_program(name: &str, source: &str) -> Option<(String, serde_json::Valu
     Some((String::from_utf8_lossy(&out.stdout).into_owned(), summary, dir))
 }
 
+/// Every ioctl passes through the clone hook: the others must reach the kernel unchanged,
+/// with their argument, through libc and through syscall().
+const OTHER_IOCTLS_PROGRAM: &str = r#"
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    int p[2];
+    if (pipe(p) || write(p[1], "0123456789", 10) != 10) return 2;
+    int queued = -1;
+    if (ioctl(p[0], FIONREAD, &queued) != 0 || queued != 10) return 3;
+    queued = -1;
+    if (syscall(SYS_ioctl, p[0], FIONREAD, &queued) != 0 || queued != 10) return 4;
+    if (ioctl(p[0], 0x7fff, 0) != -1) return 5; /* no such request: the kernel's error */
+    return 0;
+}
+"#;
+
+#[test]
+fn other_ioctls_pass_through_unchanged() {
+    let Some((_, summary, _dir)) = trace_c_program("ioctls", OTHER_IOCTLS_PROGRAM) else { return };
+    assert_eq!(summary["ops"].as_u64(), Some(0), "a pipe is no file, and no clone was made: {summary}");
+}
+
 #[test]
 fn a_raw_exit_keeps_its_events_and_a_killed_process_is_named() {
     let Some((stdout, summary, _dir)) = trace_c_program("abrupt", ABRUPT_ENDS_PROGRAM) else { return };
