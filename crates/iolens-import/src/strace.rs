@@ -284,6 +284,20 @@ struct Call<'a> {
 pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError> {
     let mut st = State::default();
     for_each_line(ctx, input, |ctx, line_no, line| {
+        if let Some((head, attached)) = strace_message(line) {
+            st.attached.extend(attached);
+            if head.trim().is_empty() {
+                // A message of its own: a call it cut (if any) still waits for its rest.
+                return Ok(());
+            }
+            if st.spliced.take().is_some() {
+                // A call's line is cut once: one cut again is not strace's (and joining heads
+                // without end would grow without bound).
+                return ctx.malformed(line_no, "a call's line cut twice by strace's messages");
+            }
+            st.spliced = Some(head.to_string());
+            return Ok(());
+        }
         let joined;
         let line = match st.spliced.take() {
             Some(head) => {
@@ -292,13 +306,6 @@ pub(crate) fn import(ctx: &mut Ctx, input: impl Read) -> Result<(), ImportError>
             }
             None => line,
         };
-        if let Some((head, attached)) = strace_message(line) {
-            st.attached.extend(attached);
-            if !head.trim().is_empty() {
-                st.spliced = Some(head.to_string());
-            }
-            return Ok(());
-        }
         let t = line.trim_start();
         if t.is_empty() || t.starts_with("---") || t.starts_with("+++") {
             return Ok(()); // signals and exits, when printed without a prefix
@@ -794,6 +801,7 @@ mod tests {
 1700000000.000200 dup2(3</d/y.bin>, 1) = 1</d/y.bin> <0.000005>
 1700000000.000300 close(3</d/y.bin>)  = 0 <0.000003>
 1700000000.000400 vfork(strace: Process 201 attached
+strace: Process 203 attached
  <unfinished ...>
 [pid   201] 1700000000.000500 write(1</d/y.bin>, \"abc\", 3) = 3 <0.000010>
 [pid   200] 1700000000.000600 <... vfork resumed>) = 201 <0.000200>
@@ -864,6 +872,13 @@ strace: Process 202 attached
         let mapped: Vec<&str> =
             c.events.iter().filter(|e| e.op == IoOp::Mmap).map(|e| c.path_of(e.file)).collect();
         assert_eq!(mapped, ["/d/data"]);
+    }
+
+    #[test]
+    fn a_line_cut_again_and_again_is_malformed_not_joined_without_end() {
+        let text = "1700000000.000100 x( strace: Process 7 attached\n".repeat(10_000);
+        let (_, r) = import_text(Format::Strace, &text, false);
+        assert_eq!(r.unwrap().malformed_count, 5_000, "every second line ends a cut head");
     }
 
     #[test]
