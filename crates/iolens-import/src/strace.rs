@@ -661,8 +661,12 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
             if c.args.iter().any(|x| x.contains("CLONE_THREAD")) {
                 st.process.insert(child, pid);
             } else {
-                let table = st.tables.get(&pid).cloned().unwrap_or_default();
-                st.tables.insert(child, table);
+                // The child may have run before the parent's line: what it opened stays.
+                let inherited = st.tables.get(&pid).cloned().unwrap_or_default();
+                let table = st.tables.entry(child).or_default();
+                for (fd, entry) in inherited {
+                    table.entry(fd).or_insert(entry);
+                }
             }
         }
         _ => {}
@@ -879,6 +883,21 @@ strace: Process 202 attached
         let text = "1700000000.000100 x( strace: Process 7 attached\n".repeat(10_000);
         let (_, r) = import_text(Format::Strace, &text, false);
         assert_eq!(r.unwrap().malformed_count, 5_000, "every second line ends a cut head");
+    }
+
+    #[test]
+    fn a_child_that_runs_before_its_parents_fork_line_keeps_what_it_opened() {
+        let text = r#"100 1700000000.000100 openat(AT_FDCWD, "/d/inherited", O_RDONLY) = 3 <0.000010>
+200 1700000000.000300 openat(AT_FDCWD, "/d/own", O_RDONLY) = 4 <0.000010>
+100 1700000000.000200 clone(child_stack=NULL, flags=SIGCHLD) = 200 <0.000200>
+200 1700000000.000400 read(4, "", 10) = 10 <0.000001>
+200 1700000000.000500 read(3, "", 10) = 10 <0.000001>
+"#;
+        let (c, r) = import_text(Format::Strace, text, true);
+        r.unwrap();
+        let reads: Vec<&str> =
+            c.events.iter().filter(|e| e.op == IoOp::Read).map(|e| c.path_of(e.file)).collect();
+        assert_eq!(reads, ["/d/own", "/d/inherited"]);
     }
 
     #[test]
