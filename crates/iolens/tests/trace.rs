@@ -282,7 +282,10 @@ impl XfsMount {
 
 impl Drop for XfsMount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
+        // Lazily when still busy, so the loop device is freed once the last user leaves.
+        if !Command::new("umount").arg(&self.mnt).status().is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+        }
     }
 }
 
