@@ -243,6 +243,16 @@ impl State {
         tid
     }
 
+    /// Moves `fd`'s position in `pid` on by `moved` bytes, when it is known.
+    fn advance(&mut self, pid: u32, fd: i32, moved: u64) {
+        if let Some(e) = self.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
+            if e.offset != UNKNOWN_OFFSET {
+                // Saturating at UNKNOWN_OFFSET: a position past 2^64 is not known either.
+                e.offset = e.offset.saturating_add(moved);
+            }
+        }
+    }
+
     fn process_of(&self, tid: u32) -> u32 {
         self.process.get(&tid).copied().unwrap_or(tid)
     }
@@ -456,11 +466,7 @@ fn copy_end(
     if let Some(at) = explicit {
         return Some((entry.file, at));
     }
-    if entry.offset != UNKNOWN_OFFSET {
-        if let Some(e) = st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
-            e.offset = entry.offset.saturating_add(moved);
-        }
-    }
+    st.advance(pid, fd, moved);
     Some((entry.file, entry.offset))
 }
 
@@ -552,13 +558,8 @@ fn handle(ctx: &mut Ctx, st: &mut State, c: &Call) {
                 number(a(2)).unwrap_or(0)
             };
             emit(ctx, c, pid, entry, op, entry.offset, requested);
-            if let (Some(e), Some(moved)) =
-                (st.tables.get_mut(&pid).and_then(|t| t.get_mut(&fd)), c.ret.filter(|r| *r >= 0))
-            {
-                if e.offset != UNKNOWN_OFFSET {
-                    // Saturating at UNKNOWN_OFFSET: a position past 2^64 is not known either.
-                    e.offset = e.offset.saturating_add(moved as u64);
-                }
+            if let Some(moved) = c.ret.filter(|r| *r >= 0) {
+                st.advance(pid, fd, moved as u64);
             }
         }
         "pread64" | "pwrite64" | "preadv" | "pwritev" | "preadv2" | "pwritev2" => {
