@@ -120,16 +120,21 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     ret
 }
 
-/// Records the requests among the `n` events at `events`, reaped at `end`.
-unsafe fn reaped(n: c_int, events: *const IoEventAio, end: u64) {
+/// Runs `reap` (a call that fills `events` and returns how many it filled) and records the
+/// requests among them, reaped when it returned.
+unsafe fn reaping(events: *const IoEventAio, reap: impl FnOnce() -> c_int) -> c_int {
+    let Some(guard) = Guard::enter() else { return reap() };
+    let n = guard.lifted(reap);
     if n <= 0 || events.is_null() || SUBMITTED.is_empty() {
-        return;
+        return n;
     }
+    let end = now_ns();
     for e in std::slice::from_raw_parts(events, n as usize) {
         if let Some(words) = SUBMITTED.take(e.obj) {
             collected(words, e.res as i64, end);
         }
     }
+    n
 }
 
 #[no_mangle]
@@ -142,10 +147,7 @@ pub unsafe extern "C" fn io_getevents(
 ) -> c_int {
     type Reap = unsafe extern "C" fn(*mut c_void, c_long, c_long, *mut IoEventAio, *mut timespec) -> c_int;
     let Some(real) = real!("io_getevents" as Option<Reap>) else { return -libc::ENOSYS };
-    let Some(guard) = Guard::enter() else { return real(context, min_nr, nr, events, timeout) };
-    let ret = guard.lifted(|| real(context, min_nr, nr, events, timeout));
-    reaped(ret, events, now_ns());
-    ret
+    reaping(events, || real(context, min_nr, nr, events, timeout))
 }
 
 #[no_mangle]
@@ -166,10 +168,7 @@ pub unsafe extern "C" fn io_pgetevents(
         *mut libc::sigset_t,
     ) -> c_int;
     let Some(real) = real!("io_pgetevents" as Option<Reap>) else { return -libc::ENOSYS };
-    let Some(guard) = Guard::enter() else { return real(context, min_nr, nr, events, timeout, sigmask) };
-    let ret = guard.lifted(|| real(context, min_nr, nr, events, timeout, sigmask));
-    reaped(ret, events, now_ns());
-    ret
+    reaping(events, || real(context, min_nr, nr, events, timeout, sigmask))
 }
 
 /// At the end of the process image (exit, `_exit`, exec), inside the hook guard: marks the
