@@ -10,7 +10,7 @@ use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_CLONE, FLAG_COPY_SOURCE};
 use libc::{c_int, c_uint, c_ulong, c_void, loff_t, off64_t, off_t, size_t, ssize_t};
 
 use crate::clock::now_ns;
-use crate::record::{event, path_of, position, push, result_of, NOT_A_FILE};
+use crate::record::{event, path_of, position, push, result_of, stat_of, NOT_A_FILE};
 use crate::{errno, set_errno, Guard};
 
 /// One end of a copy: its descriptor and the explicit offset, if the caller passed one.
@@ -83,14 +83,9 @@ struct FileCloneRange {
     dest_offset: u64,
 }
 
-/// The size of the file `fd` refers to, through the kernel (no hook), 0 when unknown.
+/// The size of the file `fd` refers to, 0 when unknown.
 unsafe fn size_of_file(fd: c_int) -> u64 {
-    let mut st: libc::stat = std::mem::zeroed();
-    if crate::sys()(libc::SYS_fstat, fd as libc::c_long, &mut st as *mut libc::stat) == 0 {
-        st.st_size.max(0) as u64
-    } else {
-        0
-    }
+    stat_of(fd).map_or(0, |st| st.st_size.max(0) as u64)
 }
 
 /// Every `ioctl` passes here; only the clones are recorded. The request's argument is read as

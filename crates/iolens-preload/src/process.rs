@@ -119,9 +119,8 @@ pub(crate) unsafe fn program_head(path: *const c_char, head: &mut [u8; ELF_PROBE
     if fd < 0 {
         return 0;
     }
-    let mut st: libc::stat = std::mem::zeroed();
     let mut len = 0;
-    if libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+    if crate::record::stat_of(fd).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
         while len < head.len() {
             let n = crate::sys()(libc::SYS_pread64, fd, head[len..].as_mut_ptr(), head.len() - len, len);
             if n <= 0 {

@@ -121,14 +121,15 @@ unsafe fn discover_path(fd: c_int) -> u32 {
     register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
 }
 
+/// What the kernel says of what `fd` refers to (fstat has no hook); `None` when it fails.
+pub(crate) unsafe fn stat_of(fd: c_int) -> Option<libc::stat> {
+    let mut st: libc::stat = std::mem::zeroed();
+    (libc::fstat(fd, &mut st) == 0).then_some(st)
+}
+
 /// The type bits of what `fd` refers to (0 when fstat fails).
 unsafe fn file_kind(fd: c_int) -> libc::mode_t {
-    let mut st: libc::stat = std::mem::zeroed();
-    if libc::fstat(fd, &mut st) == 0 {
-        st.st_mode & libc::S_IFMT
-    } else {
-        0
-    }
+    stat_of(fd).map_or(0, |st| st.st_mode & libc::S_IFMT)
 }
 
 /// Why I/O on a descriptor of this type is not storage I/O; `None` for files and directories.

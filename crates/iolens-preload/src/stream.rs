@@ -426,9 +426,8 @@ unsafe fn open_stream() -> c_int {
     } else {
         fd
     };
-    let mut st: libc::stat = std::mem::zeroed();
-    libc::fstat(fd, &mut st);
-    STREAM_INO.store(st.st_ino, Relaxed);
+    let (ino, size) = crate::record::stat_of(fd).map_or((0, 0), |st| (st.st_ino, st.st_size));
+    STREAM_INO.store(ino, Relaxed);
     // The head: magic, lost-events frame, and the process-start marker naming the executable.
     let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN + 7 + 4096 + EVENT_FRAME_LEN];
     head[..EVENT_MAGIC.len()].copy_from_slice(EVENT_MAGIC);
@@ -436,7 +435,7 @@ unsafe fn open_stream() -> c_int {
     head[len..len + LOST_FRAME_LEN].copy_from_slice(&encode_lost(0, 0));
     len += LOST_FRAME_LEN;
     len += start_marker(&mut head[len..]);
-    if st.st_size == 0 && !raw_write_all(fd, &head[..len]) {
+    if size == 0 && !raw_write_all(fd, &head[..len]) {
         crate::sys()(libc::SYS_close, fd);
         return -1;
     }
@@ -456,8 +455,7 @@ pub(crate) unsafe fn stream_fd() -> c_int {
                 }
             }
             fd => {
-                let mut st: libc::stat = std::mem::zeroed();
-                if libc::fstat(fd, &mut st) == 0 && st.st_ino == STREAM_INO.load(Relaxed) {
+                if crate::record::stat_of(fd).is_some_and(|st| st.st_ino == STREAM_INO.load(Relaxed)) {
                     return fd;
                 }
                 // Closed behind our back (close_range, closefrom) or the number reused: reopen.
