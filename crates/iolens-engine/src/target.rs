@@ -28,7 +28,7 @@ use iolens_metrics::{Warning, WarningCode};
 use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
-use crate::ownership::{remove_if_same_object, EntryKind, Holder, Identity, Registry};
+use crate::ownership::{self, Identity};
 use crate::placement::{Layout, OffsetMap, Placement};
 use crate::EngineError;
 
@@ -113,19 +113,12 @@ impl Targets {
     /// created — and drops them from the registry; returns the ones that could not be removed.
     pub fn remove_created(&self) -> Vec<(PathBuf, io::Error)> {
         let mut failed = Vec::new();
-        let mut reg = Registry::open().ok().flatten();
         for t in self.targets.iter().filter(|t| t.created) {
             let Some(id) = t.handle.as_ref().and_then(|f| Identity::of(f).ok()) else { continue };
             // Gone, or replaced by something else: not ours to remove.
-            if let Err(e) = remove_if_same_object(&t.path, &id, EntryKind::File) {
+            if let Err(e) = ownership::remove_created_file(&t.path, &id) {
                 failed.push((t.path.clone(), e));
             }
-            if let Some(r) = reg.as_mut() {
-                r.forget(&id);
-            }
-        }
-        if let Some(r) = reg {
-            let _ = r.save();
         }
         failed
     }
@@ -133,23 +126,20 @@ impl Targets {
     /// Records the files this run leaves in place (kept, or owned from an earlier run) with
     /// their identity now, so a later run recognizes them — and nothing changed by others.
     /// `created_removed`: the files this run created were removed, so only earlier ones stay.
-    /// `scratch`: files created here stay registered as this process's (see `RunOptions::scratch`).
+    /// `scratch`: files this process created stay in its lease (see `RunOptions::scratch`);
+    /// otherwise they move to the kept list, for the user.
     pub fn record_kept(&self, created_removed: bool, scratch: bool) -> io::Result<()> {
-        if !self.targets.iter().any(|t| t.owned && !(created_removed && t.created)) {
-            return Ok(());
-        }
-        let Some(mut reg) = Registry::open()? else { return Ok(()) };
         let stays = |t: &&Target| t.owned && t.kind == TargetKind::File && !(created_removed && t.created);
         for t in self.targets.iter().filter(stays) {
             let Some(f) = &t.handle else { continue };
-            let holder = if t.created {
-                scratch.then(Holder::current)
+            let this_process = t.created || ownership::owned(f).is_some_and(|o| o.this_process);
+            if scratch && this_process {
+                ownership::claim_file(f, &t.path, t.region, t.laid_out);
             } else {
-                Identity::of(f).ok().and_then(|id| reg.holder_of(&id))
-            };
-            reg.record(f, &t.path, EntryKind::File, holder, t.laid_out);
+                ownership::keep_file(f, &t.path, t.laid_out)?;
+            }
         }
-        reg.save()
+        Ok(())
     }
 
     pub fn created_paths(&self) -> Vec<PathBuf> {
@@ -197,8 +187,7 @@ pub fn shared_file_in_dir(dir: &Path, job: &str) -> PathBuf {
 /// Whether `path` is a regular file the registry says iolens created and nobody changed since.
 pub fn is_own_file(path: &Path) -> bool {
     let Ok(f) = crate::ownership::open_nofollow(path, false) else { return false };
-    f.metadata().is_ok_and(|m| m.is_file())
-        && Registry::open().ok().flatten().is_some_and(|r| r.owned(&f).is_some())
+    ownership::owned(&f).is_some()
 }
 
 struct Use {
@@ -575,7 +564,7 @@ fn open_target(
             hint: "give a directory, a regular file or a block device as target".into(),
         });
     }
-    let owned_entry = Registry::open().ok().flatten().and_then(|r| r.owned(&file).cloned());
+    let owned_entry = ownership::owned(&file);
     let owned = owned_entry.is_some();
     if writes && !owned && !policy.allow_overwrite {
         return Err(EngineError::Refused {
@@ -632,12 +621,9 @@ fn create_target(path: &Path, usage: &Use) -> Result<Target, EngineError> {
                 io_err(path, "create")(e)
             }
         })?;
-    // Registered at once with this process as holder: if the run is killed, the next run (or
-    // `iolens clean`) knows the file is a leftover of its own.
-    if let Ok(Some(mut reg)) = Registry::open() {
-        reg.record(&file, path, EntryKind::File, Some(Holder::current()), 0);
-        let _ = reg.save();
-    }
+    // In this process's lease at once: if the run is killed, the next run (or `iolens clean`)
+    // knows the file is a leftover of its own.
+    ownership::claim_file(&file, path, usage.region.unwrap_or(DEFAULT_REGION_SIZE), 0);
     Ok(Target {
         path: path.to_path_buf(),
         kind: TargetKind::File,
@@ -781,10 +767,7 @@ fn materialize(t: &mut Target, usage: &Use, sparse: bool, stop: &AtomicBool) -> 
         }
     }
     if t.created {
-        if let Ok(Some(mut reg)) = Registry::open() {
-            reg.record(file, &path, EntryKind::File, Some(Holder::current()), t.laid_out);
-            let _ = reg.save();
-        }
+        ownership::claim_file(file, &path, t.region, t.laid_out);
     }
     Ok(written)
 }

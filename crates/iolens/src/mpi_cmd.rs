@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use iolens_engine::ownership::ScratchDir;
 use iolens_engine::{
     run_job_detailed, Layout, PhaseBarrier, Placement, RunObserver, RunOptions, TargetPolicy,
 };
@@ -90,10 +91,11 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     let job = job.map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
     let reorder = check_reorder(&job, a.reorder_ranks, size).map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
 
-    let scratch = tempfile::Builder::new().prefix("iolens-mpi-").tempdir().map_err(|e| {
+    let scratch = ScratchDir::create(&std::env::temp_dir(), "iolens-mpi-", false).map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)
     })?;
-    let busy_log = a.busy_log.as_ref().map_or_else(|| scratch.path().join("busy"), |p| rank_path(p, rank));
+    let busy_log =
+        a.busy_log.as_ref().map_or_else(|| scratch.path().join("iolens-busy"), |p| rank_path(p, rank));
     let opts = RunOptions {
         policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
         keep: a.output.keep,
@@ -323,7 +325,7 @@ struct MpiRunner<'a> {
     me: &'a Rank<'a>,
     hosts: Vec<String>,
     /// Where this rank's busy-period log of each point goes.
-    scratch: tempfile::TempDir,
+    scratch: ScratchDir,
 }
 
 impl MpiRunner<'_> {
@@ -345,7 +347,7 @@ impl PointRunner for MpiRunner<'_> {
     ) -> Result<PointFigures, SuiteError> {
         let world = self.me.world;
         let opts = RunOptions {
-            busy_log: Some(self.scratch.path().join("busy")),
+            busy_log: Some(self.scratch.path().join("iolens-busy")),
             // The suite's targets already carry the rank.
             placement: None,
             ..opts.clone()
@@ -408,7 +410,7 @@ pub fn suite(
     }
     let me = Rank { world: &world, out: &out, command };
     let hosts = world.hosts().map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
-    let scratch = tempfile::Builder::new().prefix("iolens-mpi-").tempdir().map_err(|e| {
+    let scratch = ScratchDir::create(&std::env::temp_dir(), "iolens-mpi-", false).map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)
     })?;
     let runner = MpiRunner { me: &me, hosts, scratch };
