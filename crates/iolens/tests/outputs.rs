@@ -248,7 +248,7 @@ fn the_trace_stream_directory_is_private() {
             "--",
             "sh",
             "-c",
-            "stat -c %a \"$IOLENS_TRACE_DIR\"; grep -c \"^d $PPID \" \"$IOLENS_STATE_DIR/owned\"",
+            "stat -c %a \"$IOLENS_TRACE_DIR\"; grep -l \"^iolens-run-v2 pid=$PPID$\" \"$IOLENS_STATE_DIR\"/hosts/*/runs/*.run | xargs grep -c \"^d \"",
         ])
         .env("TMPDIR", dir.path())
         .env("IOLENS_STATE_DIR", dir.path().join("state"))
@@ -257,7 +257,7 @@ fn the_trace_stream_directory_is_private() {
     assert!(out.status.success(), "{}", text(&out));
     let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
     assert_eq!(lines.first().map(String::as_str), Some("700"), "{}", text(&out));
-    // Registered while the trace runs, with iolens (the program's parent) as holder.
+    // In the lease of iolens (the program's parent) while the trace runs.
     assert_eq!(lines.get(1).map(String::as_str), Some("1"), "{}", text(&out));
 }
 

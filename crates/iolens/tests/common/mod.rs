@@ -7,9 +7,15 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// The binary under test: this build's, or `IOLENS_TEST_BIN` (to show that a test fails on
+/// another build, say the one before a fix).
+pub fn bin() -> String {
+    std::env::var("IOLENS_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_iolens").to_string())
+}
+
 /// The iolens under test, with the caller's environment.
 pub fn iolens() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iolens"))
+    Command::new(bin())
 }
 
 /// Runs iolens with `args` and fails the test, showing its output, unless it succeeds.
@@ -52,7 +58,7 @@ impl Env {
 
     /// The iolens under test, with this environment's registry and no stdin.
     pub fn iolens(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_iolens"));
+        let mut c = Command::new(bin());
         c.env("IOLENS_STATE_DIR", &self.state).stdin(Stdio::null());
         c
     }
