@@ -257,18 +257,32 @@ fn a_failing_rank_ends_the_whole_job_within_10_s_naming_the_rank() {
 }
 
 /// A rank killed mid-run (SIGKILL: no chance to say anything) ends the job on every rank
-/// within 10 s; mpirun names the rank and its host.
+/// within 10 s; mpirun names the rank and its host. What the killed rank made — its data file
+/// and its scratch directory in TMPDIR (issue 23, defect 8: never registered, never reclaimed)
+/// — is removed by the next `iolens clean`.
 #[test]
 fn a_rank_killed_mid_run_ends_the_whole_job_within_10_s() {
     let dir = tempfile::tempdir().unwrap();
+    let (data, tmp, state) = (dir.path().join("data"), dir.path().join("tmp"), dir.path().join("state"));
+    std::fs::create_dir(&data).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
     let script = format!(
-        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; \
+        "export TMPDIR='{}' IOLENS_STATE_DIR='{}'; \
+         if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 2; kill -9 $$) & fi; \
          exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 64k --size 4m --time 30s -q",
-        dir.path().display()
+        tmp.display(),
+        state.display(),
+        data.display()
     );
     let (took, err) = failing_mpirun_sh(&script);
     assert!(took < Duration::from_secs(12), "took {took:?} (2 s before the kill)");
     assert!(err.contains("rank 1"), "{err}");
+    let clean = Command::new(bin()).arg("clean").env("IOLENS_STATE_DIR", &state).output().unwrap();
+    assert!(clean.status.success(), "{}", stderr(&clean));
+    let said = String::from_utf8_lossy(&clean.stdout);
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}\n{said}");
+    assert!(data_files(&data).is_empty(), "left: {:?}\n{said}", data_files(&data));
 }
 
 /// `iolens beff --quick` under mpirun -np 4: 21 sizes, 6 ring and 6 random patterns, 3 methods ×
