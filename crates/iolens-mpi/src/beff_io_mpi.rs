@@ -171,9 +171,9 @@ struct MpiFile<'a> {
 impl PatternIo for MpiIo<'_> {
     fn open(&mut self, pattern_type: u8, method: Method) -> std::io::Result<Box<dyn PatternFile + '_>> {
         let (name, comm) = if pattern_type == 2 {
-            (format!("type2-rank{}.dat", self.rank), unsafe { ffi::RSMPI_COMM_SELF })
+            (format!("iolens-type2-rank{}.dat", self.rank), unsafe { ffi::RSMPI_COMM_SELF })
         } else {
-            (format!("type{pattern_type}.dat"), self.comm.as_raw())
+            (format!("iolens-type{pattern_type}.dat"), self.comm.as_raw())
         };
         let path = self.dir.join(name);
         let amode = match method {

@@ -741,9 +741,9 @@ impl RankLog {
 
 fn type_file(dir: &Path, pattern_type: u8, rank: usize) -> PathBuf {
     if pattern_type == 2 {
-        dir.join(format!("type2-rank{rank}.dat"))
+        dir.join(format!("iolens-type2-rank{rank}.dat"))
     } else {
-        dir.join(format!("type{pattern_type}.dat"))
+        dir.join(format!("iolens-type{pattern_type}.dat"))
     }
 }
 

@@ -231,7 +231,7 @@ fn set_configs(
                         sieve: true,
                         size: Some(file.to_string()),
                         bytes: Some(app.to_string()),
-                        ..read_flags(&work.join("sieve"), v)
+                        ..read_flags(&work.join("iolens-sieve.dat"), v)
                     },
                 })
                 .collect()

@@ -88,7 +88,7 @@ impl Body for QuickReport {
 }
 
 fn direct_supported(dir: &Path) -> bool {
-    let probe = dir.join("direct-probe");
+    let probe = dir.join("iolens-direct-probe");
     let ok =
         OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_DIRECT).open(&probe).is_ok();
     let _ = std::fs::remove_file(&probe);

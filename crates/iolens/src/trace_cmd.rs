@@ -846,7 +846,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
         None => None,
     };
     let rank_out = match (&mpi, &job_dir) {
-        (Some(job), Some((dir, _))) => Some(job.rank_dir(dir)),
+        (Some(job), Some((dir, _, _))) => Some(job.rank_dir(dir)),
         _ => a.out.clone(),
     };
     let dir = match &rank_out {
@@ -890,7 +890,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
         .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
     crate::signals::forward_to(child.id() as i32);
     let waited = match (&mpi, &job_dir) {
-        (Some(job), Some((job_dir, _))) => job.wait_stopping_on_abort(&mut child, job_dir),
+        (Some(job), Some((job_dir, _, _))) => job.wait_stopping_on_abort(&mut child, job_dir),
         _ => child.wait(),
     };
     crate::signals::forward_to(0);
@@ -905,7 +905,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
 
     let mut rank_notes = Vec::new();
     let summarized = match (&mpi, &job_dir) {
-        (Some(job), Some((job_dir, _))) => {
+        (Some(job), Some((job_dir, _, _))) => {
             if !status.success() {
                 job.mark_aborted(job_dir, &status);
             }
@@ -931,7 +931,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     let summary_or_error =
         summarize(&summarized, Format::Events, false, opts, &a.summary, mpi.is_some(), "trace");
     let rank_0_done = || {
-        if let (Some(job), Some((job_dir, _))) = (&mpi, &job_dir) {
+        if let (Some(job), Some((job_dir, _, _))) = (&mpi, &job_dir) {
             job.mark_summarized(job_dir);
         }
     };
@@ -964,9 +964,9 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     }
     publish(&summary, None, &a.summary, exports);
     rank_0_done();
-    if let Some((job_dir, true)) = &job_dir {
-        // The summary is written: the streams go.
-        let _ = fs::remove_dir_all(job_dir);
+    if let Some((job_dir, true, _)) = &job_dir {
+        // The summary is written: the streams go (what iolens made there, one by one).
+        let _ = iolens_engine::ownership::remove_made_dir(job_dir);
     }
     exit_like(&status)
 }

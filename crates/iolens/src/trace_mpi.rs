@@ -16,6 +16,7 @@
 //! process group, as mpirun would), and the ranks other than 0 exit only once rank 0 left
 //! `summarized` (or after [`RANK_WAIT`]).
 
+use iolens_engine::ownership::{claim_made_dir, Claimed};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -57,17 +58,19 @@ impl RankOfJob {
     }
 
     /// The job directory: `out` (made if missing), or a temporary directory all ranks of this
-    /// node compute alike; whether it is the temporary one (rank 0 removes it).
-    pub fn job_dir(&self, out: Option<&Path>) -> Result<(PathBuf, bool), String> {
+    /// node compute alike; whether it is the temporary one (rank 0 removes it); and, for the
+    /// rank that made it, its record in this process's lease (so that the directory of a job
+    /// killed on every rank is found by `iolens clean`), forgotten when dropped.
+    pub fn job_dir(&self, out: Option<&Path>) -> Result<(PathBuf, bool, Option<Claimed>), String> {
         if let Some(dir) = out {
             fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-            return Ok((dir.to_path_buf(), false));
+            return Ok((dir.to_path_buf(), false, None));
         }
         // SAFETY: geteuid cannot fail.
         let uid = unsafe { libc::geteuid() };
         let dir = std::env::temp_dir().join(format!("iolens-trace-mpi-{}-{uid}", self.job));
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
+        let claimed = match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => claim_made_dir(&dir).ok(),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 // Made by another rank of this job; a predictable name in a shared directory
                 // must be ours, private, and not a link planted by someone else.
@@ -78,10 +81,11 @@ impl RankOfJob {
                         dir.display()
                     ));
                 }
+                None
             }
             Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
-        }
-        Ok((dir, true))
+        };
+        Ok((dir, true, claimed))
     }
 
     /// This rank's stream directory inside the job directory.
@@ -99,9 +103,9 @@ pub fn mark_done(rank_dir: &Path, status: &std::process::ExitStatus) {
         (None, Some(signal)) => format!("signal {signal}\n"),
         _ => "unknown\n".to_string(),
     };
-    let temp = rank_dir.join(".exit.tmp");
+    let temp = rank_dir.join("iolens-exit.tmp");
     let written = fs::File::create(&temp).and_then(|mut f| f.write_all(text.as_bytes()));
-    if let Err(e) = written.and_then(|_| fs::rename(&temp, rank_dir.join("exit"))) {
+    if let Err(e) = written.and_then(|_| fs::rename(&temp, rank_dir.join("iolens-exit"))) {
         errln!("iolens: cannot mark rank's end in {}: {e}", rank_dir.display());
     }
 }
@@ -109,7 +113,8 @@ pub fn mark_done(rank_dir: &Path, status: &std::process::ExitStatus) {
 /// Rank 0: waits until every rank left its outcome, at most [`RANK_WAIT`]; the notes on
 /// ranks whose program failed or that did not end in time.
 pub fn wait_for_ranks(job_dir: &Path, size: usize) -> Vec<String> {
-    let outcome = |rank: usize| fs::read_to_string(job_dir.join(format!("rank-{rank}")).join("exit")).ok();
+    let outcome =
+        |rank: usize| fs::read_to_string(job_dir.join(format!("rank-{rank}")).join("iolens-exit")).ok();
     let deadline = Instant::now() + RANK_WAIT;
     let mut pending: Vec<usize> = (0..size).collect();
     loop {
@@ -145,12 +150,12 @@ impl RankOfJob {
     /// documentation); named after the job, so a reused `--out DIR` never shows an earlier
     /// job's.
     fn aborted_file(&self, job_dir: &Path) -> PathBuf {
-        job_dir.join(format!("aborted-{}", self.job))
+        job_dir.join(format!("iolens-aborted-{}", self.job))
     }
 
     /// The file rank 0 of this job leaves once its summary is written.
     fn summarized_file(&self, job_dir: &Path) -> PathBuf {
-        job_dir.join(format!("summarized-{}", self.job))
+        job_dir.join(format!("iolens-summarized-{}", self.job))
     }
 
     /// This rank's program failed with `status`: tells the other ranks, unless one failed

@@ -30,7 +30,7 @@ mod scratch;
 pub mod trusted;
 
 pub use entry::{format_document, parse_document, Document, Entry, EntryKind, Identity, TokenPlace};
-pub use scratch::ScratchDir;
+pub use scratch::{claim_made_dir, remove_made_dir, Claimed, ScratchDir};
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -268,6 +268,9 @@ struct Held {
 
 struct Lease {
     file: File,
+    /// The lease's name in this host's `runs` directory.
+    name: OsString,
+    host: Arc<HostDir>,
     held: Vec<Held>,
 }
 
@@ -294,12 +297,13 @@ impl Lease {
                 let _ = unlink_at(&host.runs, &temporary, false);
                 return None;
             }
-            let lease = Lease { file, held: Vec::new() };
+            let final_name = OsString::from(format!("{name}.run"));
+            let lease = Lease { file, name: final_name, host: Arc::clone(&host), held: Vec::new() };
             if lease.write().is_err() {
                 let _ = unlink_at(&host.runs, &temporary, false);
                 return None;
             }
-            match fs_at::rename_at(&host.runs, &temporary, &OsString::from(format!("{name}.run"))) {
+            match fs_at::rename_at(&host.runs, &temporary, &lease.name) {
                 Ok(()) => return Some(lease),
                 // A cleaner took the unlocked-looking temporary away in between: try again.
                 Err(_) => continue,
@@ -414,7 +418,11 @@ pub fn release(identity: &Identity) {
     if let Some(lease) = guard.as_mut() {
         let before = lease.held.len();
         lease.held.retain(|h| !h.entry.identity.same_object(identity));
-        if lease.held.len() != before {
+        if lease.held.is_empty() {
+            // Nothing left to answer for: the lease goes (a later claim takes a new one).
+            let _ = unlink_at(&lease.host.runs, &lease.name, false);
+            *guard = None;
+        } else if lease.held.len() != before {
             let _ = lease.write();
         }
     }

@@ -67,6 +67,44 @@ impl Drop for ScratchDir {
     }
 }
 
+/// A directory this process made at a name of its choosing (shared with other processes of the
+/// same job), recorded in its lease; forgotten when dropped, whoever removes it.
+#[derive(Debug)]
+pub struct Claimed {
+    identity: Identity,
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        release(&self.identity);
+    }
+}
+
+/// Records the directory at `path`, just made by this process, in its lease.
+pub fn claim_made_dir(path: &Path) -> io::Result<Claimed> {
+    let (parent, name) = open_parent(path)?;
+    let dir = open_dir_at(&parent, &name)?;
+    claim_dir(&dir, path);
+    Ok(Claimed { identity: Identity::of(&dir)? })
+}
+
+/// Removes a private directory of this user that iolens made at `path`: what iolens makes in it,
+/// one by one, then the directory if nothing else is left. Returns whether it is gone.
+pub fn remove_made_dir(path: &Path) -> io::Result<bool> {
+    let (parent, name) = open_parent(path)?;
+    let dir = open_dir_at(&parent, &name)?;
+    let meta = dir.metadata()?;
+    if meta.uid() != euid() || meta.mode() & 0o077 != 0 {
+        return Ok(false);
+    }
+    let place = if super::marker_token(&dir).is_some() { TokenPlace::Marker } else { TokenPlace::Xattr };
+    match empty_and_remove(&parent, &name, &dir, path, place, &mut Vec::new()) {
+        Outcome::Removed => Ok(true),
+        Outcome::Failed(e) => Err(e),
+        _ => Ok(false),
+    }
+}
+
 /// Whether `name` is one iolens gives what it makes in its scratch directories: its own files
 /// (`iolens-…`) and the event streams traced programs write (`….evt`).
 fn made_by_iolens(name: &str) -> bool {
