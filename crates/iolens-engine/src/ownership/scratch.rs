@@ -106,9 +106,10 @@ pub fn remove_made_dir(path: &Path) -> io::Result<bool> {
 }
 
 /// Whether `name` is one iolens gives what it makes in its scratch directories: its own files
-/// (`iolens-…`) and the event streams traced programs write (`….evt`).
+/// (`iolens-…`, and `.iolens-…` while they are written under a temporary name) and the event
+/// streams traced programs write (`….evt`).
 fn made_by_iolens(name: &str) -> bool {
-    name.starts_with("iolens-") || name.ends_with(".evt")
+    name.starts_with("iolens-") || name.starts_with(".iolens-") || name.ends_with(".evt")
 }
 
 /// Subdirectories of a trace directory: per user id a traced program switched to, per MPI rank.
