@@ -586,6 +586,7 @@ fn measure(
         error,
         aggregate,
         agents,
+        targets: targets.reports(),
         device,
         warnings,
         union_peak_pending: collected.peak_pending as u64,

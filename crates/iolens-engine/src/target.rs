@@ -24,7 +24,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use iolens_metrics::{Warning, WarningCode};
+use iolens_metrics::{TargetReport, Warning, WarningCode};
 use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
 use crate::buffers::fill_random;
@@ -52,11 +52,20 @@ pub struct Target {
     pub created: bool,
     /// Created by iolens, in this run or (per the registry, unchanged since) an earlier one.
     pub owned: bool,
+    /// Created by this run, or by an earlier run of this same process (a suite's earlier point,
+    /// an earlier repetition) and still owned: laid out and sized as a new file. Any other file
+    /// existed before: it is read as it is — never laid out, extended or (unless asked) dropped
+    /// from the cache.
+    pub fresh: bool,
     pub written: bool,
     /// The object itself, opened once; `None` only for null-engine jobs on missing paths.
     handle: Option<File>,
     /// Bytes from offset 0 holding laid-out data.
     laid_out: u64,
+    /// Bytes this run laid out.
+    laid_out_now: u64,
+    /// Its cached pages were dropped before the run.
+    cache_dropped: bool,
 }
 
 impl Target {
@@ -142,6 +151,19 @@ impl Targets {
         Ok(())
     }
 
+    /// What preparation did to each target, for the result.
+    pub fn reports(&self) -> Vec<TargetReport> {
+        self.targets
+            .iter()
+            .map(|t| TargetReport {
+                path: t.path.display().to_string(),
+                created: t.created,
+                laid_out_bytes: t.laid_out_now,
+                cache_dropped: t.cache_dropped,
+            })
+            .collect()
+    }
+
     pub fn created_paths(&self) -> Vec<PathBuf> {
         self.targets.iter().filter(|t| t.created).map(|t| t.path.clone()).collect()
     }
@@ -151,9 +173,12 @@ impl Targets {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TargetPolicy {
     pub allow_overwrite: bool,
-    /// Leave the targets' cached pages in memory. By default they are dropped before the run
-    /// (as fio's `invalidate=1`), so reads start from the device.
+    /// Leave the cached pages of the files laid out here in memory. By default they are dropped
+    /// after layout (as fio's `invalidate=1`), so reads start from the device.
     pub keep_cache: bool,
+    /// Drop the cached pages of targets that existed before the run (fdatasync, then
+    /// `POSIX_FADV_DONTNEED`: advice only). By default those are used as they are, cache and all.
+    pub drop_cache: bool,
     /// Write-only files iolens creates are not preallocated: their blocks are allocated as the
     /// cache writes them back, as for a program writing a new file (IOR, a checkpoint). By
     /// default they are (posix_fallocate), so writes overwrite allocated space.
@@ -279,6 +304,8 @@ pub fn prepare_targets_placed(
                     t.region,
                     if t.kind == TargetKind::BlockDevice {
                         "a device does not grow"
+                    } else if t.owned {
+                        "iolens reads a file that existed before the run as it is, never extending it"
                     } else {
                         "iolens never extends a file it did not create"
                     },
@@ -301,8 +328,11 @@ pub fn prepare_targets_placed(
             if t.kind == TargetKind::File && usage.direct {
                 check_direct(t)?;
             }
-            if !policy.keep_cache {
+            // New files start cold (their layout is not what is measured); files found are used
+            // as they are, cache included, unless the user asks.
+            if (t.fresh && !policy.keep_cache) || (!t.fresh && policy.drop_cache) {
                 drop_cached_pages(t);
+                t.cache_dropped = true;
             }
             Ok(bytes)
         });
@@ -310,7 +340,10 @@ pub fn prepare_targets_placed(
             sparse.extend(sparse_warning(t));
         }
         match step {
-            Ok(bytes) => targets.laid_out_bytes += bytes,
+            Ok(bytes) => {
+                t.laid_out_now = bytes;
+                targets.laid_out_bytes += bytes;
+            }
             Err(e) => {
                 targets.remove_created();
                 return Err(e);
@@ -447,6 +480,9 @@ pub fn attach_shared(
             written: writes,
             handle,
             laid_out: region,
+            fresh: false,
+            laid_out_now: 0,
+            cache_dropped: false,
         }],
         agent_target: vec![0; job.agents.len()],
         laid_out_bytes: 0,
@@ -520,6 +556,9 @@ fn open_target(
                     written: false,
                     handle: None,
                     laid_out: 0,
+                    fresh: false,
+                    laid_out_now: 0,
+                    cache_dropped: false,
                 })
             } else {
                 create_target(path, usage)
@@ -566,6 +605,8 @@ fn open_target(
     }
     let owned_entry = ownership::owned(&file);
     let owned = owned_entry.is_some();
+    // Made by this process (a suite's earlier point): still new, not found.
+    let fresh = owned_entry.is_some_and(|o| o.this_process);
     if writes && !owned && !policy.allow_overwrite {
         return Err(EngineError::Refused {
             path: path.to_path_buf(),
@@ -574,9 +615,11 @@ fn open_target(
             hint: "give a directory or a new file name as target, or pass --allow-overwrite".into(),
         });
     }
-    // A foreign file is never extended; its region is at most its size — except for verifying
-    // readers, which report the blocks past the end (a truncated file) instead of skipping them.
-    let region = match (usage.region, owned || (writes && policy.allow_overwrite)) {
+    // A foreign file is never extended, nor is any file found that is read (owned or not: it is
+    // read as it is); the region is then at most its size — except for verifying readers, which
+    // report the blocks past the end (a truncated file) instead of skipping them.
+    let as_found = usage.reads && !usage.verify_reads && !fresh;
+    let region = match (usage.region, (owned || (writes && policy.allow_overwrite)) && !as_found) {
         (Some(r), true) => r,
         (Some(r), false) if usage.verify_reads && !writes => r,
         (Some(r), false) => r.min(meta.len()),
@@ -588,8 +631,8 @@ fn open_target(
             reason: "is empty; give a size (--size) to use it".into(),
         });
     }
-    // Writing (or laying out an owned file) needs a writable descriptor of the same object.
-    let handle = if (writes || owned) && !null_only { reopen(&file, path, true, 0)? } else { file };
+    // Writing (or laying out a new file) needs a writable descriptor of the same object.
+    let handle = if (writes || fresh) && !null_only { reopen(&file, path, true, 0)? } else { file };
     Ok(Target {
         path: path.to_path_buf(),
         kind: TargetKind::File,
@@ -599,6 +642,9 @@ fn open_target(
         written: writes,
         handle: Some(handle),
         laid_out: owned_entry.map_or(0, |e| e.laid_out),
+        fresh,
+        laid_out_now: 0,
+        cache_dropped: false,
     })
 }
 
@@ -633,6 +679,9 @@ fn create_target(path: &Path, usage: &Use) -> Result<Target, EngineError> {
         written: usage.writes,
         handle: Some(file),
         laid_out: 0,
+        fresh: true,
+        laid_out_now: 0,
+        cache_dropped: false,
     })
 }
 
@@ -672,6 +721,9 @@ fn open_block_device(
         written: writes,
         handle: Some(handle),
         laid_out: 0,
+        fresh: false,
+        laid_out_now: 0,
+        cache_dropped: false,
     })
 }
 
@@ -731,10 +783,13 @@ fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Lays out an owned file target; returns the bytes of data written.
+/// Lays out a new file target, or sizes it for writers; returns the bytes of data written.
 fn materialize(t: &mut Target, usage: &Use, sparse: bool, stop: &AtomicBool) -> Result<u64, EngineError> {
     if t.kind != TargetKind::File || !t.owned {
         return Ok(0); // foreign files and devices are used as they are
+    }
+    if !t.fresh && !usage.writes {
+        return Ok(0); // a file found and only read is read as it is: no layout, no growth
     }
     let Some(file) = t.handle.as_ref() else { return Ok(0) };
     let path = t.path.clone();
@@ -742,8 +797,12 @@ fn materialize(t: &mut Target, usage: &Use, sparse: bool, stop: &AtomicBool) -> 
     if usage.verify_reads && !usage.writes {
         // Verifying readers check the data as it is: neither laid out nor extended.
     } else if usage.reads && !usage.verify_reads && t.laid_out < t.region {
-        written = lay_out(file, &path, t.laid_out, t.region, stop)?;
-        t.laid_out = t.region;
+        // A file found that is also written keeps its data as it is (its region is at most its
+        // size); only new files are laid out.
+        if t.fresh {
+            written = lay_out(file, &path, t.laid_out, t.region, stop)?;
+            t.laid_out = t.region;
+        }
     } else if sparse {
         // Sized, not allocated: reads past the written blocks see zeros, as in any new file.
         if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
@@ -829,8 +888,8 @@ fn sparse_warning(t: &Target) -> Option<Warning> {
     })
 }
 
-/// Fills `[from, to)` with incompressible data, flushes it, and drops it from the page cache so
-/// the run starts cold.
+/// Fills `[from, to)` with incompressible data and flushes it (the caller drops it from the page
+/// cache, unless `--keep-cache`, so the run starts cold).
 fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> Result<u64, EngineError> {
     use std::os::unix::fs::FileExt;
     let mut chunk = vec![0u8; LAYOUT_CHUNK];
@@ -851,8 +910,6 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> R
         at += n as u64;
     }
     file.sync_data().map_err(io_err(path, "flush"))?;
-    // SAFETY: plain syscall on our fd; advice only.
-    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     Ok(to - from)
 }
 
@@ -937,6 +994,9 @@ mod tests {
             owned: true,
             written: true,
             laid_out: 0,
+            fresh: true,
+            laid_out_now: 0,
+            cache_dropped: false,
         }
     }
 

@@ -367,6 +367,20 @@ pub struct AgentInfo {
     pub rate: f64,
 }
 
+/// What preparation did to one target before the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TargetReport {
+    pub path: String,
+    /// Created by this run (false: it existed before, and was read as it was).
+    pub created: bool,
+    /// Bytes of incompressible data written to lay the file out before the run: only files
+    /// this run created (or a suite's own file from an earlier point) are laid out.
+    pub laid_out_bytes: u64,
+    /// Its cached pages were written back and dropped before the run: a file laid out here
+    /// (unless `--keep-cache`), an existing one only with `--drop-cache`.
+    pub cache_dropped: bool,
+}
+
 /// One agent's result line.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AgentResult {
@@ -391,6 +405,8 @@ pub struct RunResult {
     pub error: Option<String>,
     pub aggregate: Figures,
     pub agents: Vec<AgentResult>,
+    /// What preparation did to each target (created, laid out, cache dropped).
+    pub targets: Vec<TargetReport>,
     /// Counters of the device behind the targets over the measurement window, beside the
     /// application's; `None` when no block device is behind them (tmpfs, null engine).
     pub device: Option<DeviceReport>,

@@ -16,7 +16,7 @@ mod warnings;
 pub use device::{DeviceReport, DeviceSample, IostatRow};
 pub use figures::{
     AgentInfo, AgentRaw, AgentResult, CpuFigures, CpuTime, DirectionFigures, DirectionLatency, Figures,
-    LatencyFigures, OpCounters, RunResult,
+    LatencyFigures, OpCounters, RunResult, TargetReport,
 };
 pub use histogram::{LatencyBin, LatencyHistogram, LatencySummary, BIN_EDGES_NS};
 pub use series::{

@@ -1,7 +1,8 @@
 //! Rank 0's combined result: one aggregate over all ranks, and each rank's part.
 
 use iolens_metrics::{
-    AgentInfo, AgentRaw, AgentResult, DeviceReport, Figures, RunResult, VerifyReport, Warning, WarningCode,
+    AgentInfo, AgentRaw, AgentResult, DeviceReport, Figures, RunResult, TargetReport, VerifyReport, Warning,
+    WarningCode,
 };
 use iolens_record::busy::UnionTotals;
 use serde::Serialize;
@@ -200,6 +201,7 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         None => (None, Vec::new()),
     };
     run.verify = ranks_verify(g.reports);
+    ranks_targets(&mut run.targets, g.reports);
     let device_shared = shared_host;
     run.aggregate = aggregate;
     run.agents = rows;
@@ -226,6 +228,27 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
 
 /// Every rank's verification summed: counts and times added, each rank's listed failures kept
 /// (their agent prefixed with the rank). `None` when no rank verified.
+/// Every rank's targets after rank 0's: what each rank's preparation did to its files (a shared
+/// file once, as rank 0 prepared it).
+fn ranks_targets(targets: &mut Vec<TargetReport>, reports: &[RankReport]) {
+    for report in reports.iter().filter(|r| r.rank != 0) {
+        let listed = report.result.get("targets").and_then(|t| t.as_array()).into_iter().flatten();
+        for t in listed {
+            let path = text(t, "path");
+            if targets.iter().any(|x| x.path == path) {
+                continue;
+            }
+            let flag = |key: &str| t.get(key).and_then(|v| v.as_bool()).unwrap_or(false);
+            targets.push(TargetReport {
+                created: flag("created"),
+                laid_out_bytes: t.get("laid_out_bytes").and_then(|v| v.as_u64()).unwrap_or(0),
+                cache_dropped: flag("cache_dropped"),
+                path,
+            });
+        }
+    }
+}
+
 fn ranks_verify(reports: &[RankReport]) -> Option<VerifyReport> {
     let mut total: Option<VerifyReport> = None;
     let mut generations = Vec::new();

@@ -227,10 +227,17 @@ pub struct RunArgs {
     /// busy time exactly across processes.
     #[arg(long, value_name = "FILE")]
     pub busy_log: Option<PathBuf>,
-    /// Keep the target's pages in the page cache (by default they are dropped before the run,
-    /// as fio's invalidate=1), e.g. to measure cached reads on purpose.
-    #[arg(long)]
+    /// Keep the pages of a file this run creates and lays out in the page cache (by default
+    /// they are dropped after the layout, as fio's invalidate=1), e.g. to measure cached reads
+    /// on purpose.
+    #[arg(long, conflicts_with = "drop_cache")]
     pub keep_cache: bool,
+    /// Drop the cached pages of targets that existed before the run (fdatasync, then
+    /// POSIX_FADV_DONTNEED: advice, the data stays as it is), so reads start from the device.
+    /// By default a file found is read as it is, cache included; the JSON's
+    /// `targets[].cache_dropped` says what was done.
+    #[arg(long)]
+    pub drop_cache: bool,
     /// Allow writing to an existing file iolens did not create, or to an unmounted block device.
     #[arg(long)]
     pub allow_overwrite: bool,

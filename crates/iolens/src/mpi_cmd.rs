@@ -97,7 +97,12 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     let busy_log =
         a.busy_log.as_ref().map_or_else(|| scratch.path().join("iolens-busy"), |p| rank_path(p, rank));
     let opts = RunOptions {
-        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
+        policy: TargetPolicy {
+            allow_overwrite: a.allow_overwrite,
+            keep_cache: a.keep_cache,
+            drop_cache: a.drop_cache,
+            sparse: false,
+        },
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.as_ref().map(|p| rank_path(p, rank)),

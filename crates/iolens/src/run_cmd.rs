@@ -73,7 +73,12 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         .and_then(|l| check_companions(&a, l.is_some()).map(|()| l))
         .map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
     let opts = RunOptions {
-        policy: TargetPolicy { allow_overwrite: a.allow_overwrite, keep_cache: a.keep_cache, sparse: false },
+        policy: TargetPolicy {
+            allow_overwrite: a.allow_overwrite,
+            keep_cache: a.keep_cache,
+            drop_cache: a.drop_cache,
+            sparse: false,
+        },
         keep: a.output.keep,
         scratch: false,
         trace: a.trace.clone(),

@@ -62,7 +62,8 @@ fn run_plan(
         csv.display()
     );
     let progress = ProgressLine::new(quiet, "doe");
-    let policy = TargetPolicy { allow_overwrite, keep_cache: false, sparse: false };
+    // Every run starts from the device, as a suite's points do.
+    let policy = TargetPolicy { allow_overwrite, keep_cache: false, drop_cache: true, sparse: false };
     let outcome = run_study(&plan, &csv, policy, stop, &progress, |run, result, i, n| {
         if !quiet {
             let levels: Vec<String> = plan

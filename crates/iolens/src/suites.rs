@@ -83,7 +83,9 @@ pub fn context<'a>(
     SuiteContext {
         stop: Arc::clone(stop),
         observer: progress,
-        policy: TargetPolicy { allow_overwrite, keep_cache: false, sparse: false },
+        // Every point starts from the device: the cache of a file found is dropped too (advice
+        // only; its data is read as it is).
+        policy: TargetPolicy { allow_overwrite, keep_cache: false, drop_cache: true, sparse: false },
         keep,
         command: command.to_string(),
         runner,

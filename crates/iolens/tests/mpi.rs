@@ -641,6 +641,21 @@ fn reorder_ranks_reads_what_the_next_rank_wrote() {
                     "job file: rank {r} read {file}"
                 );
             }
+            // That unverified read read the kept files as they were: the written data is still
+            // there for the next reader, and no rank dropped a cache it was not asked to.
+            let out = mpirun_sh_in(&state, &read("--reorder-ranks 1"));
+            assert!(out.status.success(), "read after the job file's: {}", stderr(&out));
+            let d = read_json(&json);
+            assert_eq!(u(&d["verify"]["failures_total"]), 0, "{}", d["verify"]);
+            let targets = d["targets"].as_array().unwrap();
+            assert_eq!(targets.len(), RANKS, "{targets:?}");
+            for t in targets {
+                assert_eq!(
+                    (&t["created"], &t["laid_out_bytes"], &t["cache_dropped"]),
+                    (&false.into(), &0.into(), &false.into()),
+                    "{t}"
+                );
+            }
         }
         // The control: the same expectation on the rank's own data fails everywhere.
         let out = mpirun_sh_in(&state, &read(""));

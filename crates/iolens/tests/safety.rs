@@ -362,3 +362,184 @@ fn an_alias_loop_device_of_a_mounted_image_is_never_written() {
     assert!(before == after, "image changed");
     assert_eq!(precious, user_data(8192, 5));
 }
+
+/// The bytes and modification time of a file, to show a run left it exactly as it was.
+fn content_and_mtime(p: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (std::fs::read(p).unwrap(), std::fs::metadata(p).unwrap().modified().unwrap())
+}
+
+/// The run's `targets` entry for `path` (what preparation did to it).
+fn target_entry<'a>(v: &'a serde_json::Value, path: &Path) -> &'a serde_json::Value {
+    let targets = v["targets"].as_array().unwrap_or_else(|| panic!("no targets in the JSON: {v}"));
+    targets
+        .iter()
+        .find(|t| t["path"].as_str() == Some(s(path)))
+        .unwrap_or_else(|| panic!("no target {} in {targets:?}", path.display()))
+}
+
+/// Issue 23 item 7: a read run after a `--keep` write run reads the kept file as it is — no
+/// layout, no extension, no cache drop — unless `--drop-cache` asks for the drop.
+#[test]
+fn a_kept_file_is_read_as_it_is_and_its_cache_kept_unless_asked() {
+    let env = Env::new();
+    let dir = env.mkdir("kept");
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        s(&dir),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "1m",
+        "--keep",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let names = entries(&dir);
+    assert_eq!(names.len(), 1, "{names:?}");
+    let kept = dir.join(&names[0]);
+    let before = content_and_mtime(&kept);
+    std::thread::sleep(Duration::from_millis(20)); // a rewrite would show in the mtime
+
+    let json = env.path("read.json");
+    let read = ["run", "--quiet", "--target", s(&dir), "--rw", "read", "--bs", "64k", "--size", "1m"];
+    let out = env.run(&[&read[..], &["--json", s(&json)]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(content_and_mtime(&kept) == before, "the read run rewrote the kept file");
+    let v = common::read_json(&json);
+    assert_eq!(v["aggregate"]["read_bytes"], 1 << 20, "the whole kept file was read");
+    let t = target_entry(&v, &kept);
+    assert_eq!(t["created"], false, "{t}");
+    assert_eq!(t["laid_out_bytes"], 0, "{t}");
+    assert_eq!(t["cache_dropped"], false, "{t}");
+
+    // Traced: not one pwrite64 (the layout's call) in the read run.
+    let log = env.path("strace.log");
+    let traced = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=pwrite64,pwritev,pwritev2,fallocate,ftruncate", "-o", s(&log)])
+        .arg(env!("CARGO_BIN_EXE_iolens"))
+        .args(read)
+        .env("IOLENS_STATE_DIR", &env.state)
+        .stdin(Stdio::null())
+        .output();
+    if let Some(out) = traced.ok().filter(|o| o.status.success()) {
+        let calls = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            calls.trim().is_empty(),
+            "the read run wrote or sized files: {calls}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(content_and_mtime(&kept) == before, "the traced read run rewrote the kept file");
+
+    // Asked for: the cache is dropped (advice only: the data stays as it is).
+    let out = env.run(&[&read[..], &["--drop-cache", "--json", s(&json)]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = common::read_json(&json);
+    let t = target_entry(&v, &kept);
+    assert_eq!(t["cache_dropped"], true, "{t}");
+    assert_eq!(t["laid_out_bytes"], 0, "{t}");
+    assert!(content_and_mtime(&kept) == before, "--drop-cache changed the kept file");
+
+    // A reader asking for more than the file holds reads what is there: never extended.
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        s(&dir),
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--size",
+        "2m",
+        "--json",
+        s(&json),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = common::read_json(&json);
+    let codes: Vec<&str> =
+        v["warnings"].as_array().unwrap().iter().filter_map(|w| w["code"].as_str()).collect();
+    assert!(codes.contains(&"size_clamped"), "{codes:?}");
+    assert_eq!(v["aggregate"]["read_bytes"], 1 << 20);
+    assert!(content_and_mtime(&kept) == before, "a larger read extended the kept file");
+
+    // The two cache flags contradict each other.
+    let out = env.run(&[&read[..], &["--drop-cache", "--keep-cache"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A read of a directory without the run's file creates and lays the file out, then drops its
+/// cache so reads start from the device (`--keep-cache` keeps it); the JSON says so.
+#[test]
+fn a_file_a_read_creates_is_laid_out_and_its_cache_dropped() {
+    let env = Env::new();
+    let dir = env.mkdir("new");
+    let json = env.path("read.json");
+    for (extra, dropped) in [(None, true), (Some("--keep-cache"), false)] {
+        let mut args =
+            vec!["run", "--quiet", "--target", s(&dir), "--rw", "read", "--bs", "64k", "--size", "1m"];
+        args.extend(["--keep", "--json", s(&json)]);
+        args.extend(extra);
+        let out = env.run(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let names = entries(&dir);
+        assert_eq!(names.len(), 1, "{names:?}");
+        let file = dir.join(&names[0]);
+        let v = common::read_json(&json);
+        let t = target_entry(&v, &file);
+        assert_eq!(t["created"], true, "{t}");
+        assert_eq!(t["laid_out_bytes"], 1 << 20, "{t}");
+        assert_eq!(t["cache_dropped"], dropped, "{extra:?}: {t}");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 1 << 20);
+        std::fs::remove_file(&file).unwrap();
+    }
+}
+
+/// A suite given a kept file reads it as it is, as `run` does: no layout of what an earlier run
+/// kept. (Its own file, made by its first point, is laid out as before.)
+#[test]
+fn suites_read_a_kept_file_as_it_is() {
+    let env = Env::new();
+    let dir = env.mkdir("kept");
+    let out = env.run(&[
+        "run",
+        "--quiet",
+        "--target",
+        s(&dir),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "1m",
+        "--keep",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kept = dir.join(&entries(&dir)[0]);
+    let before = content_and_mtime(&kept);
+    std::thread::sleep(Duration::from_millis(20));
+    let sweep =
+        ["sweep", s(&kept), "--quiet", "--time", "50ms", "--size", "1m", "--threads", "1", "--buffered"];
+    let out = env.run(&[&sweep[..], &["--min-bs", "64k", "--max-bs", "128k"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(content_and_mtime(&kept) == before, "sweep rewrote the kept file");
+    let out = env.run(&[
+        "saturate",
+        s(&kept),
+        "--quiet",
+        "--time",
+        "50ms",
+        "--size",
+        "1m",
+        "--max-concurrency",
+        "2",
+        "--rw",
+        "randread",
+        "--buffered",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(content_and_mtime(&kept) == before, "saturate rewrote the kept file");
+}
