@@ -59,13 +59,14 @@ fn finish<R: iolens_report::Body>(
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
     let job = job(&r);
-    if let Some(path) = json {
-        write_result(path, &r, Some(job.clone()));
-    }
     if let Some(path) = parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&r, Some(job), &parquet::POINT_TABLE_KEYS);
+        let envelope = parquet_envelope(&r, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
         check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
+    }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = json {
+        write_result(path, &r, Some(job));
     }
     Ok(())
 }

@@ -276,6 +276,66 @@ fn an_unwritable_json_path_fails_and_names_the_path() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }
 
+/// A result file that cannot be written (a full device) fails every command the same way:
+/// exit 1, the path named on stderr, and the JSON result (written last) carrying the error.
+#[test]
+fn a_result_file_that_cannot_be_written_fails_the_command_and_its_json_says_so() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let trace = dir.path().join("r.trace");
+    let out = null_run(&data).args(["--trace", s(&trace)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let t = s(&trace);
+    let d = s(&data);
+    let small = ["--size", "1m", "--time", "100ms", "-q"];
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["analyze", t, "--csv", "/dev/full"],
+        vec!["analyze", t, "--parquet", "/dev/full"],
+        vec!["analyze", t, "--emit-workload", "/dev/full"],
+        vec!["run", "--quiet", "--engine", "null", "--time", "100ms", "--target", d, "--csv", "/dev/full"],
+        vec![
+            "run",
+            "--quiet",
+            "--engine",
+            "null",
+            "--time",
+            "100ms",
+            "--target",
+            d,
+            "--parquet",
+            "/dev/full",
+        ],
+        vec![
+            "run",
+            "--quiet",
+            "--engine",
+            "null",
+            "--time",
+            "100ms",
+            "--target",
+            d,
+            "--busy-log",
+            "/dev/full",
+        ],
+        [
+            &["sweep", d, "--min-bs", "4k", "--max-bs", "4k", "--threads", "1", "--parquet", "/dev/full"][..],
+            &small,
+        ]
+        .concat(),
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let json = dir.path().join(format!("r{i}.json"));
+        let out = iolens().args(args).args(["--json", s(&json)]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("/dev/full"), "{args:?}: {}", text(&out));
+        let v = read_json(&json);
+        let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("{args:?}: no error in {v}"));
+        assert!(message.contains("/dev/full"), "{args:?}: {message}");
+        assert_eq!(v["error"]["code"], "failed", "{args:?}");
+    }
+}
+
 /// A file iolens did not write is never replaced by a result: a trace named by mistake after
 /// `--json` (the trace argument left out) stays as it was, whether writable or read-only, and
 /// the error names it; so does a user's CSV named after `--csv`.
