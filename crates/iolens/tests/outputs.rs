@@ -360,6 +360,52 @@ fn a_file_named_by_mistake_as_an_output_is_left_as_it_was() {
     assert_eq!(entries(dir.path()), vec![csv], "no temporary file left");
 }
 
+/// The extended attributes of `path`, or why it has none (the file system keeps none).
+fn xattr_names(path: &Path) -> std::io::Result<Vec<u8>> {
+    let c = std::ffi::CString::new(s(path)).unwrap();
+    let mut buf = [0u8; 1024];
+    // SAFETY: a NUL-terminated path and a buffer we own, its length given.
+    let n = unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(buf[..n as usize].to_vec())
+}
+
+/// On a file system that keeps user attributes, a result is known by its `user.iolens.output`
+/// mark: a plain copy of a result (`cp` drops the mark) is a user's file like any other and is
+/// not replaced, even though it holds an iolens JSON document; the command fails naming it.
+#[test]
+fn a_copy_of_a_result_without_the_mark_is_not_replaced_where_attributes_are_kept() {
+    let dir = scratch();
+    let json = dir.path().join("r.json");
+    let out = null_run(dir.path()).args(["--json", s(&json)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let names = xattr_names(&json)
+        .unwrap_or_else(|e| panic!("{} must keep user attributes for this test: {e}", dir.path().display()));
+    assert!(names.windows(18).any(|w| w == b"user.iolens.output"), "a result is marked: {names:?}");
+    // A result is replaced by the next one.
+    let out = null_run(dir.path()).args(["--json", s(&json)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Its copy is not: `cp` keeps no attributes.
+    let copy = dir.path().join("copy.json");
+    let cp = Command::new("cp").arg(&json).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    assert!(
+        !xattr_names(&copy).unwrap().windows(18).any(|w| w == b"user.iolens.output"),
+        "cp drops the mark"
+    );
+    let before = std::fs::read(&copy).unwrap();
+    let out = null_run(dir.path()).args(["--json", s(&copy)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(std::fs::read(&copy).unwrap(), before, "the copy is left as it was");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(s(&copy)) && stderr.contains("hint:"), "named, with a hint: {stderr}");
+    let mut left = entries(dir.path());
+    left.retain(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'));
+    assert!(left.is_empty(), "no temporary left: {left:?}");
+}
+
 #[test]
 fn flag_errors_still_write_the_json_error_report() {
     let dir = scratch();
