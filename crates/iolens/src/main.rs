@@ -52,6 +52,13 @@ fn main() -> ExitCode {
     {
         output::text_to_stderr();
     }
+    if let Some(message) = cli::unit_apart_from_its_number(&argv) {
+        errln!("iolens: error: {message}");
+        if let Some(path) = output::flag_value(&argv, "--json") {
+            output::report_error_document(&path, &message, output::EXIT_USAGE);
+        }
+        return ExitCode::from(output::EXIT_USAGE);
+    }
     let mut args = match cli::Cli::try_parse_from(&argv) {
         Ok(a) => a,
         Err(e) => return ExitCode::from(usage_error(&e, &argv)),
