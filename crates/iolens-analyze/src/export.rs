@@ -141,22 +141,29 @@ impl OpWriter for ParquetOps {
 pub(crate) type Export = (PathBuf, Box<dyn OpWriter>);
 
 /// The per-operation exports of an analysis, every row written but the files not yet complete:
-/// a Parquet file takes the result's envelope, known only once the summary is.
-pub struct OpExports(pub(crate) Vec<Export>);
+/// a Parquet file takes the result's envelope, known only once the summary is. An export that
+/// failed mid-way is kept with its error: completing the exports fails with it.
+pub struct OpExports {
+    pub(crate) writers: Vec<Export>,
+    pub(crate) failed: Vec<(PathBuf, std::io::Error)>,
+}
 
 impl OpExports {
-    /// Whether no per-operation file is written (then no envelope need be made for them).
+    /// Whether no per-operation file was asked for (then no envelope need be made for them).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.writers.is_empty() && self.failed.is_empty()
     }
 
     /// Completes every file, `envelope` (the result's JSON document) in the Parquet metadata;
-    /// the first that cannot be written, with its path.
+    /// the first that cannot be written (or could not be, mid-way), with its path.
     pub fn finish(self, envelope: Option<&str>) -> Result<(), (PathBuf, std::io::Error)> {
-        for (path, writer) in self.0 {
-            writer.finish(envelope).map_err(|e| (path, e))?;
+        let mut first = self.failed.into_iter().next();
+        for (path, writer) in self.writers {
+            if let Err(e) = writer.finish(envelope) {
+                first.get_or_insert((path, e));
+            }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     }
 }
 

@@ -485,8 +485,9 @@ pub struct Analyzer {
     last_end: u64,
     mmaps: u64,
     exports: Vec<export::Export>,
-    /// Exports that failed mid-way: reported in the notes, the summary goes on.
-    export_errors: Vec<String>,
+    /// Exports that failed mid-way: the summary goes on, tells them in its notes, and the
+    /// exports fail when completed ([`export::OpExports::finish`]).
+    export_errors: Vec<(PathBuf, std::io::Error)>,
     /// The first failure to spill the busy-time union: the summary cannot be trusted after it.
     spill_error: Option<std::io::Error>,
     /// The caller's stop flag was seen: the summary covers the events before it.
@@ -726,7 +727,7 @@ impl Analyzer {
         let mut failed = None;
         for (i, (file, writer)) in self.exports.iter_mut().enumerate() {
             if let Err(err) = writer.op(e, path) {
-                self.export_errors.push(format!("the per-op export {} is incomplete: {err}", file.display()));
+                self.export_errors.push((file.clone(), err));
                 failed = Some(i);
             }
         }
@@ -1052,8 +1053,12 @@ impl Analyzer {
         if let Some(err) = self.spill_error {
             return Err(AnalyzeError::Spill(err));
         }
-        notes.extend(self.export_errors);
-        let exports = export::OpExports(self.exports);
+        notes.extend(
+            self.export_errors
+                .iter()
+                .map(|(file, err)| format!("the per-op export {} is incomplete: {err}", file.display())),
+        );
+        let exports = export::OpExports { writers: self.exports, failed: self.export_errors };
         let mut classes = self.classes;
         let chosen = Class::ALL.into_iter().find(|c| classes.contains(*c));
         if chosen == Some(Class::MpiIo) && classes.contains(Class::Application) {

@@ -11,12 +11,14 @@
 //!   (renaming over it would replace the device node or the pipe with a regular file).
 //! - a directory, block device, socket or dangling symlink: refused with an error.
 //!
-//! An existing regular file is replaced only if it holds a result iolens wrote: one it marked
-//! (the `user.iolens.output` attribute, set on every result file it writes) or an iolens JSON
-//! document (where the file system keeps no attributes), or nothing at all. Any other file — a
-//! trace named by mistake where an output belongs — and any read-only file (no write bit, which
-//! root could otherwise ignore) is refused before anything is written: iolens writes only to
-//! files it created.
+//! An existing regular file is replaced only if it holds a result iolens wrote, or nothing at
+//! all. A result is one it marked (the `user.iolens.output` attribute, set on every result file
+//! it writes); only on a file system that keeps no user attributes, where no file can carry the
+//! mark, does an iolens JSON document count as one. Where attributes are kept, an unmarked file
+//! is not iolens's, whatever it holds: a plain copy of a result (`cp` drops the mark) is the
+//! user's. Any other file — a trace named by mistake where an output belongs — and any read-only
+//! file (no write bit, which root could otherwise ignore) is refused before anything is written:
+//! iolens writes only to files it created.
 //!
 //! This crate sits below every crate that writes such files (it depends on nothing of iolens),
 //! so the same rules hold everywhere; `iolens_report` re-exports it.
@@ -204,24 +206,47 @@ fn replaceable(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
             mode & 0o7777
         )));
     }
-    if meta.len() == 0 || marked(path) || holds_iolens_json(path) {
+    if meta.len() == 0 {
         return Ok(());
     }
-    Err(io::Error::other(
-        "the file exists and is not a result iolens wrote (no user.iolens.output attribute, not an iolens JSON document): iolens does not replace it; remove it first or choose another path",
-    ))
+    match mark_of(path) {
+        Mark::Marked => Ok(()),
+        Mark::NotKept if holds_iolens_json(path) => Ok(()),
+        Mark::NotKept => Err(io::Error::other(
+            "the file exists and is not a result iolens wrote (not an iolens JSON document): iolens does not replace it\n  hint: remove it first or choose another path",
+        )),
+        Mark::Unmarked => Err(io::Error::other(
+            "the file exists and is not a result iolens wrote (no user.iolens.output attribute, which this file system keeps on every result; a copy made with cp has none): iolens does not replace it\n  hint: remove it first or choose another path",
+        )),
+    }
 }
 
-/// Whether `path` carries [`OUTPUT_MARK`].
-fn marked(path: &Path) -> bool {
+/// What [`OUTPUT_MARK`] says of a file.
+#[derive(Debug, PartialEq)]
+enum Mark {
+    Marked,
+    /// The file system keeps user attributes, and this file has no mark.
+    Unmarked,
+    /// The file system keeps no user attributes (or they cannot be read): no file has the mark.
+    NotKept,
+}
+
+fn mark_of(path: &Path) -> Mark {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return Mark::NotKept };
     let mut value = [0u8; 8];
     // SAFETY: both strings are NUL-terminated; the value buffer is ours and its length given.
     let n = unsafe {
         libc::getxattr(name.as_ptr(), OUTPUT_MARK.as_ptr(), value.as_mut_ptr().cast(), value.len())
     };
-    n >= 0
+    if n >= 0 {
+        return Mark::Marked;
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        // The attribute is missing (or too long to be ours): the file system has attributes.
+        Some(libc::ENODATA) | Some(libc::ERANGE) => Mark::Unmarked,
+        _ => Mark::NotKept,
+    }
 }
 
 /// Whether `path` begins as every iolens JSON document does (an envelope naming the tool):
@@ -364,10 +389,29 @@ mod tests {
         fs::write(&empty, "").unwrap();
         write_output(&empty, |w| w.write_all(b"a,b")).unwrap();
         assert_eq!(fs::read_to_string(&empty).unwrap(), "a,b", "an empty file holds nothing to lose");
+        // An iolens JSON document without the mark (a copy of a result): a result only where
+        // no file can carry the mark.
         let earlier = dir.path().join("earlier.json");
-        fs::write(&earlier, "{\n  \"schema_version\": 2,\n  \"tool\": {\n    \"name\": \"iolens\",").unwrap();
-        write_output(&earlier, |w| w.write_all(b"{}")).unwrap();
-        assert_eq!(fs::read_to_string(&earlier).unwrap(), "{}", "an iolens JSON document is a result");
+        let document = "{\n  \"schema_version\": 2,\n  \"tool\": {\n    \"name\": \"iolens\",";
+        fs::write(&earlier, document).unwrap();
+        let outcome = write_output(&earlier, |w| w.write_all(b"{}"));
+        match mark_of(&earlier) {
+            Mark::Unmarked => {
+                let e = outcome.unwrap_err().to_string();
+                assert!(e.contains("no user.iolens.output attribute") && e.contains("hint:"), "{e}");
+                assert_eq!(fs::read_to_string(&earlier).unwrap(), document, "left as it was");
+            }
+            Mark::NotKept => {
+                outcome.unwrap();
+                assert_eq!(
+                    fs::read_to_string(&earlier).unwrap(),
+                    "{}",
+                    "an iolens JSON document is a result"
+                );
+            }
+            Mark::Marked => panic!("nothing marked it"),
+        }
+        assert_eq!(mark_of(&ours), Mark::Marked);
     }
 
     #[test]

@@ -280,6 +280,13 @@ impl SuiteTarget {
     /// that is not a directory is refused: every rank would use the same file as its own.
     pub fn new(target: &Path, name: &str, ctx: &SuiteContext) -> Result<SuiteTarget, SuiteError> {
         let (rank, ranks) = (ctx.runner.rank(), ctx.runner.ranks());
+        // A mistyped path is not made into a new file to measure.
+        if std::fs::metadata(target).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            return Err(ctx.runner.failed_alone(format!(
+                "{} does not exist: a suite's target must be an existing directory, file or block device",
+                target.display()
+            )));
+        }
         let path = match (target.is_dir(), ranks > 1) {
             (true, false) => target.join(format!("iolens-{name}.dat")),
             (true, true) => target.join(format!("iolens-{name}-r{rank}.dat")),

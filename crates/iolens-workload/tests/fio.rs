@@ -220,6 +220,25 @@ fn error_of(text: &str) -> String {
     parse_fio(text, "bad.fio", "bad", &env, &no_includes).unwrap_err().to_string()
 }
 
+/// A misspelt fio option gets a did-you-mean, as a misspelt TOML key does, with its file, line
+/// and key; an option far from every one iolens runs gets none.
+#[test]
+fn a_misspelt_fio_option_gets_a_did_you_mean() {
+    let e = error_of("[global]\nbs=4k\n\n[j]\nfilename=/tmp/x\niodepht=8\n");
+    assert!(e.starts_with("bad.fio:6:1: [j].iodepht: unknown fio option"), "{e}");
+    assert!(e.contains("did you mean `iodepth`?"), "{e}");
+    let e = error_of("[global]\nioengin=libaio\n[j]\nfilename=/tmp/x\n");
+    assert!(
+        e.contains("bad.fio:2:1") && e.contains("ioengin") && e.contains("did you mean `ioengine`?"),
+        "{e}"
+    );
+    // fio's own aliases are suggested by the name written in fio job files too.
+    let e = error_of("[j]\nfilename=/tmp/x\nblocksze=4k\n");
+    assert!(e.contains("did you mean `blocksize`?"), "{e}");
+    let e = error_of("[j]\nfilename=/tmp/x\nzonemode=zbd\n");
+    assert!(!e.contains("did you mean"), "{e}");
+}
+
 #[test]
 fn options_iolens_cannot_run_are_errors_naming_file_line_and_key() {
     let e = error_of("[global]\nbs=4k\n\n[j]\nfilename=/tmp/x\nzonemode=zbd\n");

@@ -52,6 +52,13 @@ fn main() -> ExitCode {
     {
         output::text_to_stderr();
     }
+    if let Some(message) = cli::unit_apart_from_its_number(&argv) {
+        errln!("iolens: error: {message}");
+        if let Some(path) = output::flag_value(&argv, "--json") {
+            output::report_error_document(&path, &message, output::EXIT_USAGE);
+        }
+        return ExitCode::from(output::EXIT_USAGE);
+    }
     let mut args = match cli::Cli::try_parse_from(&argv) {
         Ok(a) => a,
         Err(e) => return ExitCode::from(usage_error(&e, &argv)),
@@ -68,7 +75,7 @@ fn main() -> ExitCode {
         if let cli::Command::Trace(a) = args.command {
             // Tracing a job needs no MPI in iolens: the ranks meet in a directory.
             return ExitCode::from(match trace_mpi::RankOfJob::from_launch(l) {
-                Ok(job) => trace_cmd::trace(a, command, Some(job)).err().unwrap_or(0),
+                Ok(job) => with_failed_writes(trace_cmd::trace(a, command, Some(job)).err().unwrap_or(0)),
                 Err(e) => {
                     errln!("iolens: error: {e}");
                     output::EXIT_USAGE
@@ -78,7 +85,7 @@ fn main() -> ExitCode {
     }
     let asked_mpi = matches!(&args.command, cli::Command::Run(a) if a.mpi);
     if launch.is_some() || asked_mpi {
-        return ExitCode::from(under_mpi(args, launch, &stop, command));
+        return ExitCode::from(with_failed_writes(under_mpi(args, launch, &stop, command)));
     }
     let is_trace = matches!(args.command, cli::Command::Trace(_));
     if !matches!(
@@ -121,9 +128,7 @@ fn main() -> ExitCode {
     if !is_trace && stop.load(Ordering::SeqCst) {
         code = (128 + signals::last().unwrap_or(libc::SIGINT)).clamp(1, 255) as u8;
     }
-    if code == 0 && output::write_failed() {
-        code = output::EXIT_FAILED;
-    }
+    code = with_failed_writes(code);
     if let Some(e) = output::stdout_error() {
         errln!("iolens: error: cannot write to stdout: {e}");
         if code == 0 && !is_trace {
@@ -131,6 +136,16 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// A command that succeeded but could not write one of its result files fails (every command
+/// alike, under MPI too).
+fn with_failed_writes(code: u8) -> u8 {
+    if code == 0 && output::write_failed() {
+        output::EXIT_FAILED
+    } else {
+        code
+    }
 }
 
 /// Started by an MPI launcher with more than one process, or with `run --mpi`.
@@ -164,11 +179,7 @@ fn under_mpi(
     match args.command {
         cli::Command::Run(a) => {
             clean_cmd::remove_leftovers_quietly();
-            let code = mpi_cmd::run(*a, stop, command).err().unwrap_or(0);
-            if code == 0 && output::write_failed() {
-                return output::EXIT_FAILED;
-            }
-            code
+            mpi_cmd::run(*a, stop, command).err().unwrap_or(0)
         }
         cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
         cli::Command::Sweep(a) => {
@@ -189,11 +200,7 @@ fn under_mpi(
         }
         cli::Command::BeffIo(a) => {
             clean_cmd::remove_leftovers_quietly();
-            let code = beff_io_cmd::run(a, stop, command).err().unwrap_or(0);
-            if code == 0 && output::write_failed() {
-                return output::EXIT_FAILED;
-            }
-            code
+            beff_io_cmd::run(a, stop, command).err().unwrap_or(0)
         }
         _ => {
             errln!(
@@ -213,11 +220,7 @@ fn mpi_suite(
     body: impl FnOnce(&dyn iolens_suites::PointRunner, String) -> Result<(), u8>,
 ) -> u8 {
     clean_cmd::remove_leftovers_quietly();
-    let code = mpi_cmd::suite(json, &command.clone(), |runner| body(runner, command)).err().unwrap_or(0);
-    if code == 0 && output::write_failed() {
-        return output::EXIT_FAILED;
-    }
-    code
+    mpi_cmd::suite(json, &command.clone(), |runner| body(runner, command)).err().unwrap_or(0)
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

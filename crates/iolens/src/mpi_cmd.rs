@@ -188,11 +188,12 @@ fn single(one: &OneRun<'_>) -> Result<(), u8> {
         return if outcome.own_error.is_some() { Err(EXIT_FAILED) } else { Ok(()) };
     };
     say!("{}", render_combined(&combined));
-    if let Some(path) = &a.output.json {
-        write_result(path, &combined, Some(crate::job_json::resolved_job(one.job)));
-    }
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &combined.run));
+    }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = &a.output.json {
+        write_result(path, &combined, Some(crate::job_json::resolved_job(one.job)));
     }
     crate::run_cmd::outcome(combined.run.error.clone(), verify_failed(&combined.run))
 }

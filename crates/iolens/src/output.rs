@@ -380,6 +380,8 @@ static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
 /// The first error writing stdout: its errno, or -1 without one; 0 while stdout is fine.
 static STDOUT_ERROR: AtomicI32 = AtomicI32::new(0);
 static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
+/// What the first failed result file was: the `error` of the JSON result written after it.
+static WRITE_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 pub fn say(text: &str) {
     if TEXT_TO_STDERR.load(Ordering::Relaxed) {
@@ -506,7 +508,7 @@ pub fn write_json_or_warn<B: Body>(path: &Path, body: &B) {
 /// A result with its envelope as a JSON value (a rank's own result inside the combined one).
 #[cfg(feature = "mpi")]
 pub fn document_value<B: Body>(body: &B) -> serde_json::Value {
-    serde_json::to_value(invocation().document(body, None)).expect("a result always serializes")
+    serde_json::to_value(document(body, None)).expect("a result always serializes")
 }
 
 /// What a Parquet file of `body` carries in its metadata: the JSON document (envelope, with
@@ -517,7 +519,7 @@ pub fn parquet_envelope<B: Body>(body: &B, job: Option<serde_json::Value>, table
 
 /// One document (the same envelope, to the millisecond) written to every path.
 pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B, job: Option<serde_json::Value>) {
-    let doc = invocation().document(body, job);
+    let doc = document(body, job);
     for path in paths {
         check_write(path, iolens_report::write_json_atomic(path, &doc));
     }
@@ -525,15 +527,37 @@ pub fn write_json_copies<B: Body>(paths: &[&Path], body: &B, job: Option<serde_j
 
 /// [`write_json_or_warn`] for a command that ran a job: the resolved job goes into the envelope.
 pub fn write_result<B: Body>(path: &Path, body: &B, job: Option<serde_json::Value>) {
-    check_write(path, iolens_report::write_json_atomic(path, &invocation().document(body, job)));
+    check_write(path, iolens_report::write_json_atomic(path, &document(body, job)));
 }
 
 /// Reports a failed write of `path` and remembers that the command failed.
 pub fn check_write(path: &Path, result: std::io::Result<()>) {
     if let Err(e) = result {
-        WRITE_FAILED.store(true, Ordering::SeqCst);
-        errln!("iolens: error: cannot write {}: {e}", path.display());
+        output_failed(format!("cannot write {}: {e}", path.display()));
     }
+}
+
+/// A result file that could not be written (whole): printed, and remembered both for the exit
+/// code ([`write_failed`]) and for the `error` of the JSON result, which is written last.
+pub fn output_failed(message: String) {
+    WRITE_FAILED.store(true, Ordering::SeqCst);
+    errln!("iolens: error: {message}");
+    WRITE_ERROR.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(message);
+}
+
+/// The document of `body`; when a result file failed before it, its `error` says so (unless
+/// the command has an error of its own), so that the JSON never reads as a success.
+fn document<'a, B: Body>(
+    body: &'a B,
+    job: Option<serde_json::Value>,
+) -> iolens_report::envelope::Document<'a, B> {
+    let mut doc = invocation().document(body, job);
+    if doc.envelope.error.is_none() {
+        if let Some(message) = WRITE_ERROR.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone() {
+            doc.envelope.error = Some(Notice::new(error_code(EXIT_FAILED), message));
+        }
+    }
+    doc
 }
 
 #[cfg(test)]

@@ -327,6 +327,8 @@ pub fn quick(
         ));
     }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    crate::suites::existing_target("", &base, crate::suites::SUITE_DIR)
+        .map_err(|e| fail(out, &command, &e, false, EXIT_USAGE))?;
     if !base.is_dir() {
         return Err(fail(
             out,

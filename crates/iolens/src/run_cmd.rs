@@ -13,7 +13,8 @@ use iolens_report::export::parquet::companion_path;
 use crate::cli::RunArgs;
 use crate::job_json::resolved_job;
 use crate::output::{
-    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
+    check_write, fail, output_failed, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
+    EXIT_VERIFY,
 };
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
@@ -120,9 +121,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         fail(&a.output, &command, &e.to_string(), interrupted, EXIT_FAILED)
     })?;
     say!("{}", iolens_report::render_run(&run));
-    if let Some(path) = &a.output.json {
-        write_result(path, &run, Some(resolved_job(&job)));
-    }
+    check_run_files(&run);
     if let Some(path) = &a.output.csv {
         check_write(path, iolens_report::write_csv(path, &run));
         if run.series.is_some() {
@@ -133,7 +132,22 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if let Some(path) = &a.parquet {
         write_parquet(path, &run, resolved_job(&job), a.trace.as_deref());
     }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = &a.output.json {
+        write_result(path, &run, Some(resolved_job(&job)));
+    }
     outcome(run.error.clone(), verify_failed(&run))
+}
+
+/// The files a run writes as it goes (`--trace`, `--busy-log`) that came out incomplete (a
+/// full disk): the command fails as for any other result file, the warning saying why.
+pub(crate) fn check_run_files(run: &iolens_metrics::RunResult) {
+    use iolens_metrics::WarningCode;
+    for w in &run.warnings {
+        if matches!(w.code, WarningCode::BusyLogIncomplete | WarningCode::TraceDropped) {
+            output_failed(w.message.clone());
+        }
+    }
 }
 
 /// `--parquet FILE`: the agents and aggregate; beside it the series (`STEM-series.parquet`) with
@@ -258,6 +272,7 @@ fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool
         progress.finish();
         match result {
             Ok(run) => {
+                check_run_files(&run);
                 let failed = run.error.clone();
                 if let (None, Some(e)) = (&verify_error, verify_failed(&run)) {
                     verify_error = Some(format!("repetition {i}: {e}"));
@@ -310,9 +325,6 @@ pub(crate) fn publish_repeated<R: Serialize>(
         warnings,
         runs: done.runs,
     };
-    if let Some(path) = &a.output.json {
-        write_result(path, &report, Some(resolved_job(job)));
-    }
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
@@ -323,6 +335,10 @@ pub(crate) fn publish_repeated<R: Serialize>(
             path,
             iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),
         );
+    }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = &a.output.json {
+        write_result(path, &report, Some(resolved_job(job)));
     }
     outcome(done.error, done.verify_error)
 }

@@ -32,6 +32,32 @@ fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std:
     })
 }
 
+/// What a suite's target may be, for the message when it is missing.
+pub const SUITE_TARGET: &str =
+    "a suite's target must be an existing directory (the suite makes its own file in it), file or block device";
+/// What a suite that works in a directory of its own needs.
+pub const SUITE_DIR: &str = "this suite works in a directory of its own inside an existing directory";
+
+/// A suite's target must exist: a mistyped path is not made into a new file to measure (nor a
+/// directory). `what`: what the target may be. The message names the path, with a hint.
+pub fn existing_target(flag: &str, path: &Path, what: &str) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "{flag}{} does not exist: {what}\n  hint: check the path; to measure a new directory, create it first \
+             (mkdir -p {})",
+            path.display(),
+            path.display()
+        )),
+        Err(e) => Err(format!("{flag}{}: {e}", path.display())),
+    }
+}
+
+/// [`existing_target`] for a command: reported as bad input.
+fn target(flag: &str, path: &Path, what: &str, out: &OutputArgs, command: &str) -> Result<(), u8> {
+    existing_target(flag, path, what).map_err(|e| fail(out, command, &e, false, EXIT_USAGE))
+}
+
 /// Where a suite's result goes besides the terminal.
 struct ResultFiles<'a> {
     json: &'a Option<std::path::PathBuf>,
@@ -59,13 +85,14 @@ fn finish<R: iolens_report::Body>(
         result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
     let job = job(&r);
-    if let Some(path) = json {
-        write_result(path, &r, Some(job.clone()));
-    }
     if let Some(path) = parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&r, Some(job), &parquet::POINT_TABLE_KEYS);
+        let envelope = parquet_envelope(&r, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
         check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
+    }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = json {
+        write_result(path, &r, Some(job));
     }
     Ok(())
 }
@@ -104,6 +131,7 @@ pub fn sweep(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
+    target("", &a.suite.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
     cfg.rw = a.rw.clone();
     cfg.threads = a.threads.clone();
@@ -140,6 +168,7 @@ pub fn saturate(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
+    target("", &a.suite.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
     cfg.direct = !a.buffered;
@@ -173,6 +202,7 @@ pub fn write_modes(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
+    target("", &a.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
     if a.threads == 0 {
@@ -214,6 +244,7 @@ pub fn beff_io_config(a: &BeffIoArgs) -> Result<beff_io::BeffIoConfig, String> {
         Some(v) => parse_size(v).map_err(|e| format!("--memory: {e}"))?,
         None => iolens_device::memory_total().unwrap_or(1 << 30),
     };
+    existing_target("", &a.dir, SUITE_DIR)?;
     let mut cfg = beff_io::BeffIoConfig::new(a.dir.clone(), memory);
     cfg.time = parse_duration(&a.time)
         .ok()
@@ -260,6 +291,10 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let out = outputs(&a.json);
+    target("", &a.dir, SUITE_DIR, &out, &command)?;
+    if let Some(extra) = &a.target {
+        target("--target ", extra, "the extra target must be an existing directory or file", &out, &command)?;
+    }
     let mut cfg = validation::ValidateConfig::new(a.dir.clone());
     cfg.volume = size("--volume", &a.volume, &out, &command)?;
     if a.repeat == 0 {

@@ -663,14 +663,15 @@ fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs
         say!("{}", crate::darshan_view::render(log));
     }
     say!("{}", render_summary(summary));
-    if let Some(path) = &s.json {
-        write_json_or_warn(path, &AnalyzeJson { summary, darshan });
-    }
     if let Some(path) = &s.emit_workload {
         match emit_workload(summary, &s.workload_target) {
             Ok(job) => check_write(path, iolens_report::write_output(path, |w| w.write_all(job.as_bytes()))),
             Err(why) => errln!("iolens: no job file written: {why}"),
         }
+    }
+    // Last: its `error` tells a file above that could not be written.
+    if let Some(path) = &s.json {
+        write_json_or_warn(path, &AnalyzeJson { summary, darshan });
     }
 }
 

@@ -276,6 +276,66 @@ fn an_unwritable_json_path_fails_and_names_the_path() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }
 
+/// A result file that cannot be written (a full device) fails every command the same way:
+/// exit 1, the path named on stderr, and the JSON result (written last) carrying the error.
+#[test]
+fn a_result_file_that_cannot_be_written_fails_the_command_and_its_json_says_so() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let trace = dir.path().join("r.trace");
+    let out = null_run(&data).args(["--trace", s(&trace)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let t = s(&trace);
+    let d = s(&data);
+    let small = ["--size", "1m", "--time", "100ms", "-q"];
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["analyze", t, "--csv", "/dev/full"],
+        vec!["analyze", t, "--parquet", "/dev/full"],
+        vec!["analyze", t, "--emit-workload", "/dev/full"],
+        vec!["run", "--quiet", "--engine", "null", "--time", "100ms", "--target", d, "--csv", "/dev/full"],
+        vec![
+            "run",
+            "--quiet",
+            "--engine",
+            "null",
+            "--time",
+            "100ms",
+            "--target",
+            d,
+            "--parquet",
+            "/dev/full",
+        ],
+        vec![
+            "run",
+            "--quiet",
+            "--engine",
+            "null",
+            "--time",
+            "100ms",
+            "--target",
+            d,
+            "--busy-log",
+            "/dev/full",
+        ],
+        [
+            &["sweep", d, "--min-bs", "4k", "--max-bs", "4k", "--threads", "1", "--parquet", "/dev/full"][..],
+            &small,
+        ]
+        .concat(),
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let json = dir.path().join(format!("r{i}.json"));
+        let out = iolens().args(args).args(["--json", s(&json)]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("/dev/full"), "{args:?}: {}", text(&out));
+        let v = read_json(&json);
+        let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("{args:?}: no error in {v}"));
+        assert!(message.contains("/dev/full"), "{args:?}: {message}");
+        assert_eq!(v["error"]["code"], "failed", "{args:?}");
+    }
+}
+
 /// A file iolens did not write is never replaced by a result: a trace named by mistake after
 /// `--json` (the trace argument left out) stays as it was, whether writable or read-only, and
 /// the error names it; so does a user's CSV named after `--csv`.
@@ -298,6 +358,52 @@ fn a_file_named_by_mistake_as_an_output_is_left_as_it_was() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), "keep me\n");
     assert_eq!(entries(dir.path()), vec![csv], "no temporary file left");
+}
+
+/// The extended attributes of `path`, or why it has none (the file system keeps none).
+fn xattr_names(path: &Path) -> std::io::Result<Vec<u8>> {
+    let c = std::ffi::CString::new(s(path)).unwrap();
+    let mut buf = [0u8; 1024];
+    // SAFETY: a NUL-terminated path and a buffer we own, its length given.
+    let n = unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(buf[..n as usize].to_vec())
+}
+
+/// On a file system that keeps user attributes, a result is known by its `user.iolens.output`
+/// mark: a plain copy of a result (`cp` drops the mark) is a user's file like any other and is
+/// not replaced, even though it holds an iolens JSON document; the command fails naming it.
+#[test]
+fn a_copy_of_a_result_without_the_mark_is_not_replaced_where_attributes_are_kept() {
+    let dir = scratch();
+    let json = dir.path().join("r.json");
+    let out = null_run(dir.path()).args(["--json", s(&json)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let names = xattr_names(&json)
+        .unwrap_or_else(|e| panic!("{} must keep user attributes for this test: {e}", dir.path().display()));
+    assert!(names.windows(18).any(|w| w == b"user.iolens.output"), "a result is marked: {names:?}");
+    // A result is replaced by the next one.
+    let out = null_run(dir.path()).args(["--json", s(&json)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Its copy is not: `cp` keeps no attributes.
+    let copy = dir.path().join("copy.json");
+    let cp = Command::new("cp").arg(&json).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    assert!(
+        !xattr_names(&copy).unwrap().windows(18).any(|w| w == b"user.iolens.output"),
+        "cp drops the mark"
+    );
+    let before = std::fs::read(&copy).unwrap();
+    let out = null_run(dir.path()).args(["--json", s(&copy)]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(std::fs::read(&copy).unwrap(), before, "the copy is left as it was");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(s(&copy)) && stderr.contains("hint:"), "named, with a hint: {stderr}");
+    let mut left = entries(dir.path());
+    left.retain(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'));
+    assert!(left.is_empty(), "no temporary left: {left:?}");
 }
 
 #[test]

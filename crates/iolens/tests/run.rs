@@ -836,3 +836,37 @@ fn random_writes_cover_every_block_once_by_default() {
     let distinct: std::collections::BTreeSet<&u64> = unmapped.iter().collect();
     assert!(distinct.len() < 256, "with replacement some blocks repeat");
 }
+
+/// A unit written apart from its number (`--time 200 ms`) is not read as a job file or an
+/// extra argument in silence: the error says which word was the unit of which flag and hints
+/// the value without a space, for every flag taking a size, duration or rate.
+#[test]
+fn a_unit_apart_from_its_number_is_named_with_a_hint() {
+    let dir = scratch();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("e.json");
+    let j = json.to_str().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "--time", "200", "ms", "--target", d], "--time 200ms"),
+        (&["run", "--target", d, "--time", "200", "ms"], "--time 200ms"),
+        (&["run", "--bs", "4", "k", "--target", d], "--bs 4k"),
+        (&["run", "--size", "1", "g"], "--size 1g"),
+        (&["run", "--target", d, "--ramp", "1", "s"], "--ramp 1s"),
+        (&["sweep", d, "--time", "200", "ms"], "--time 200ms"),
+        (&["run", "--target", d, "--rate", "100", "iops"], "--rate 100"),
+    ];
+    for (args, hint) in cases {
+        let out = iolens().args(args).args(["--json", j]).current_dir(dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let unit = args[args.iter().position(|a| a.starts_with("--") && hint.starts_with(*a)).unwrap() + 2];
+        assert!(stderr.contains(&format!("`{unit}`")) && stderr.contains(hint), "{args:?}: {stderr}");
+        assert!(!stderr.contains("cannot be used with"), "{args:?}: {stderr}");
+        assert!(read_json(&json)["error"]["message"].as_str().unwrap().contains(hint), "{args:?}");
+        std::fs::remove_file(&json).unwrap();
+    }
+    // A job file that happens to be named like a unit is still a job file.
+    std::fs::write(dir.path().join("s"), "not toml [").unwrap();
+    let out = iolens().args(["run", "--ramp", "1", "s"]).current_dir(dir.path()).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("without a space"), "an existing file is read");
+}

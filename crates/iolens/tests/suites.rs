@@ -379,3 +379,39 @@ fn quick_runs_every_part_and_saves_each_result() {
     );
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the scratch directory is removed");
 }
+
+/// A mistyped suite target is an error naming it, before anything runs: no file is created at
+/// the path (nor anything else beside it), whichever suite, and the JSON result says why.
+#[test]
+fn a_suite_target_that_does_not_exist_is_refused_and_nothing_is_created() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let missing = data.join("no-such-dir");
+    let m = missing.to_str().unwrap();
+    let d = data.to_str().unwrap();
+    let small = ["--time", "100ms", "--size", "1m"];
+    let cases: Vec<Vec<&str>> = vec![
+        [&["sweep", m, "--threads", "1", "--min-bs", "4k", "--max-bs", "4k"][..], &small].concat(),
+        [&["saturate", m, "--max-concurrency", "1"][..], &small].concat(),
+        vec!["write-modes", m, "--bytes", "1m", "--time", "1s"],
+        vec!["beff-io", m, "--ranks", "1", "--time", "1s"],
+        vec!["validate", m],
+        vec!["validate", d, "--target", m],
+        vec!["quick", m],
+    ];
+    for args in &cases {
+        let json = dir.path().join("out.json");
+        let out = iolens().args(args).arg("--json").arg(&json).arg("-q").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: bad input: {stderr}");
+        assert!(stderr.contains(m) && stderr.contains("does not exist"), "{args:?}: {stderr}");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert!(
+            v["error"]["message"].as_str().is_some_and(|e| e.contains("does not exist")),
+            "{args:?}: {v}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(left.is_empty(), "{args:?}: nothing created: {left:?}");
+    }
+}

@@ -381,14 +381,20 @@ fn last_values(section: &FioSection) -> Result<BTreeMap<&'static str, &FioOption
         let folded =
             FIO_ALIASES.iter().find(|(from, _)| *from == o.key).map_or(o.key.as_str(), |(_, to)| *to);
         let Some(key) = FIO_KEYS.iter().find(|k| **k == folded) else {
-            let hint = if super::AGENT_KEYS.contains(&o.key.as_str()) {
-                "this is an iolens TOML key; in a fio job file use fio's option names".to_string()
-            } else {
-                format!(
-                    "iolens runs these fio options: {}; remove this one or run the job with fio",
-                    FIO_KEYS.join(", ")
-                )
-            };
+            if super::AGENT_KEYS.contains(&o.key.as_str()) {
+                let hint = "this is an iolens TOML key; in a fio job file use fio's option names";
+                return Err(o.error(&section.name, "fio option not supported by iolens", Some(hint.into())));
+            }
+            // A misspelt option (`iodepht`) is most likely one iolens runs: named, as a
+            // misspelt TOML key is.
+            if let Some(near) = super::settings::suggest(&o.key, FIO_KEYS) {
+                let hint = format!("did you mean `{near}`?");
+                return Err(o.error(&section.name, "unknown fio option", Some(hint)));
+            }
+            let hint = format!(
+                "iolens runs these fio options: {}; remove this one or run the job with fio",
+                FIO_KEYS.join(", ")
+            );
             return Err(o.error(&section.name, "fio option not supported by iolens", Some(hint)));
         };
         map.insert(*key, o);
