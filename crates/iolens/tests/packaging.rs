@@ -87,12 +87,12 @@ fn trace_works_from_a_lone_binary() {
     let copies: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(copies.len(), 1, "one copy, reused: {copies:?}");
 
-    // A cache directory others may write into is refused, not used.
+    // A cache directory others may write into is refused, not used: nothing is written there,
+    // and the library comes from the next trusted place (HOME's cache; /var/cache for root).
     let shared = env.mkdir("shared");
     std::fs::create_dir(shared.join("iolens")).unwrap();
     std::fs::set_permissions(shared.join("iolens"), std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = trace(&shared);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("that only it can write"), "{}", text(&out));
+    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_dir(shared.join("iolens")).unwrap().count(), 0);
 }

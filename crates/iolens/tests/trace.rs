@@ -1863,11 +1863,13 @@ fn as_nobody_if_root(dir: &Path) -> Command {
         return iolens();
     }
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Open to all and sticky, as /tmp: what nobody makes in it stays nobody's.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_iolens")]);
-    // setpriv keeps root's HOME: nobody's copy of the preload library goes to a cache of its own.
-    cmd.env("XDG_CACHE_HOME", dir.join(".cache"));
+    // setpriv keeps root's HOME: nobody's copy of the preload library goes to a cache of its own,
+    // and its registry to a state directory of its own.
+    cmd.env("XDG_CACHE_HOME", dir.join(".cache")).env("IOLENS_STATE_DIR", dir.join(".state"));
     cmd
 }
 

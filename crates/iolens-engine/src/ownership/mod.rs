@@ -470,6 +470,10 @@ pub fn keep_file(file: &File, path: &Path, laid_out: u64) -> io::Result<()> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let entry = Entry { kind: EntryKind::File, place, token, identity, limit: identity.size, laid_out, path };
     with_kept(&host, |kept| {
+        // A file read as it was is recorded as it was: nothing to write.
+        if kept.contains(&entry) {
+            return false;
+        }
         kept.retain(|e| !e.identity.same_object(&identity));
         kept.push(entry);
         true
