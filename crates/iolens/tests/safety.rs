@@ -10,29 +10,12 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::Env;
+use common::{entries, s, user_data, wait_for, Env};
 
 impl Env {
     fn run(&self, args: &[&str]) -> Output {
         self.iolens().args(args).output().unwrap()
     }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn user_data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 fn copy_xattr(from: &Path, to: &Path) -> bool {
@@ -233,14 +216,6 @@ fn sizes_whose_sum_overflows_do_not_pass_the_free_space_check() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("space") || err.contains("size"), "{err}");
     assert_eq!(entries(&dir), Vec::<String>::new(), "files left behind");
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !cond() {
-        assert!(started.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

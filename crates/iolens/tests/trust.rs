@@ -8,37 +8,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bin, Env};
+use common::{bin, entries as names, s, user_data, wait_for, Env};
 
 const NOBODY: u32 = 65534;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-fn user_data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !cond() {
-        assert!(started.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Whether this test may go on without what it needs (root, namespaces); under
@@ -54,26 +29,13 @@ fn root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// A write run that goes on for a minute unless stopped.
+fn long_write(dir: &Path) -> [&str; 12] {
+    ["run", "--quiet", "--target", s(dir), "--rw", "write", "--bs", "4k", "--size", "8m", "--time", "60s"]
+}
+
 fn write_run(env: &Env, dir: &Path) -> Child {
-    env.iolens()
-        .args([
-            "run",
-            "--quiet",
-            "--target",
-            s(dir),
-            "--rw",
-            "write",
-            "--bs",
-            "4k",
-            "--size",
-            "8m",
-            "--time",
-            "60s",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    env.iolens().args(long_write(dir)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
 }
 
 /// `iolens ARGS` as a process of another node: PID, mount and (where the kernel has them) time
@@ -98,27 +60,11 @@ fn a_live_run_of_another_node_sharing_the_registry_is_never_touched() {
     }
     let env = Env::new();
     let data = env.mkdir("node1-data");
-    let mut node1 = on_another_node(
-        &env,
-        &[
-            "run",
-            "--quiet",
-            "--target",
-            s(&data),
-            "--rw",
-            "write",
-            "--bs",
-            "4k",
-            "--size",
-            "8m",
-            "--time",
-            "60s",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut node1 = on_another_node(&env, &long_write(&data))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let started = Instant::now();
     while names(&data).is_empty() {
         if let Some(status) = node1.try_wait().unwrap() {

@@ -63,3 +63,30 @@ impl Env {
         c
     }
 }
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Recognizable bytes standing for a user's data.
+pub fn user_data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+/// The names in a directory, sorted.
+pub fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !cond() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
