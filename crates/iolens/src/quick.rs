@@ -327,8 +327,7 @@ pub fn quick(
         ));
     }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    crate::suites::existing_target("", &base, crate::suites::SUITE_DIR)
-        .map_err(|e| fail(out, &command, &e, false, EXIT_USAGE))?;
+    crate::suites::target(runner, "", &base, crate::suites::SUITE_DIR, out, &command)?;
     if !base.is_dir() {
         return Err(fail(
             out,

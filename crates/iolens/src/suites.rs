@@ -53,9 +53,22 @@ pub fn existing_target(flag: &str, path: &Path, what: &str) -> Result<(), String
     }
 }
 
-/// [`existing_target`] for a command: reported as bad input.
-fn target(flag: &str, path: &Path, what: &str, out: &OutputArgs, command: &str) -> Result<(), u8> {
-    existing_target(flag, path, what).map_err(|e| fail(out, command, &e, false, EXIT_USAGE))
+/// [`existing_target`] for a suite: reported as bad input. Under MPI a path one rank does not
+/// see is that rank's alone: the runner ends every rank (the others would wait for it).
+pub fn target(
+    runner: &dyn PointRunner,
+    flag: &str,
+    path: &Path,
+    what: &str,
+    out: &OutputArgs,
+    command: &str,
+) -> Result<(), u8> {
+    existing_target(flag, path, what).map_err(|e| {
+        if runner.ranks() > 1 {
+            let _ = runner.failed_alone(e.clone());
+        }
+        fail(out, command, &e, false, EXIT_USAGE)
+    })
 }
 
 /// Where a suite's result goes besides the terminal.
@@ -131,7 +144,7 @@ pub fn sweep(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target("", &a.suite.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.suite.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
     cfg.rw = a.rw.clone();
     cfg.threads = a.threads.clone();
@@ -168,7 +181,7 @@ pub fn saturate(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target("", &a.suite.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.suite.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
     cfg.direct = !a.buffered;
@@ -202,7 +215,7 @@ pub fn write_modes(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target("", &a.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.target, SUITE_TARGET, &out, &command)?;
     let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
     cfg.bs = size("--bs", &a.bs, &out, &command)?;
     if a.threads == 0 {
@@ -244,7 +257,6 @@ pub fn beff_io_config(a: &BeffIoArgs) -> Result<beff_io::BeffIoConfig, String> {
         Some(v) => parse_size(v).map_err(|e| format!("--memory: {e}"))?,
         None => iolens_device::memory_total().unwrap_or(1 << 30),
     };
-    existing_target("", &a.dir, SUITE_DIR)?;
     let mut cfg = beff_io::BeffIoConfig::new(a.dir.clone(), memory);
     cfg.time = parse_duration(&a.time)
         .ok()
@@ -263,6 +275,9 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
                        --partitions 1,2,4` with an iolens built with `--features mpi` (alone, --ranks sets threads)";
         return Err(fail(&out, &command, message, false, EXIT_USAGE));
     }
+    // Alone: a missing directory is bad input. Under MPI each rank checks its own view of it
+    // (beff_io::check), and one that lacks it ends the job naming itself.
+    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out, &command)?;
     let mut cfg = beff_io_config(&a).map_err(|e| fail(&out, &command, &e, false, EXIT_USAGE))?;
     if !a.ranks.is_empty() {
         cfg.ranks = a.ranks.clone();
@@ -291,9 +306,16 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target("", &a.dir, SUITE_DIR, &out, &command)?;
+    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out, &command)?;
     if let Some(extra) = &a.target {
-        target("--target ", extra, "the extra target must be an existing directory or file", &out, &command)?;
+        target(
+            &LocalRunner,
+            "--target ",
+            extra,
+            "the extra target must be an existing directory or file",
+            &out,
+            &command,
+        )?;
     }
     let mut cfg = validation::ValidateConfig::new(a.dir.clone());
     cfg.volume = size("--volume", &a.volume, &out, &command)?;
