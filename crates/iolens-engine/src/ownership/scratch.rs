@@ -106,10 +106,14 @@ pub fn remove_made_dir(path: &Path) -> io::Result<bool> {
 }
 
 /// Whether `name` is one iolens gives what it makes in its scratch directories: its own files
-/// (`iolens-…`, and `.iolens-…` while they are written under a temporary name) and the event
-/// streams traced programs write (`….evt`).
+/// (`iolens-…`, and `.iolens-…` while they are written under a temporary name), and what the
+/// preload writes in traced programs: event streams (`PID.START.evt`) and, beside an MPI rank's,
+/// its clock (`PID.START.mpi`).
 fn made_by_iolens(name: &str) -> bool {
-    name.starts_with("iolens-") || name.starts_with(".iolens-") || name.ends_with(".evt")
+    name.starts_with("iolens-")
+        || name.starts_with(".iolens-")
+        || name.ends_with(".evt")
+        || name.ends_with(".mpi")
 }
 
 /// Subdirectories of a trace directory: per user id a traced program switched to, per MPI rank.

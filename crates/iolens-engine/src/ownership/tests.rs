@@ -201,6 +201,9 @@ fn a_scratch_directory_removes_what_iolens_made_in_it_and_nothing_else() {
     let path = scratch.path().to_path_buf();
     std::fs::write(path.join("iolens-a.dat"), b"x").unwrap();
     std::fs::write(path.join("1.2.evt"), b"x").unwrap();
+    std::fs::write(path.join("1.2.mpi"), b"x").unwrap();
+    std::fs::create_dir(path.join("rank-3")).unwrap();
+    std::fs::write(path.join("rank-3/iolens-exit"), b"code 0").unwrap();
     drop(scratch);
     assert!(!path.exists());
 
