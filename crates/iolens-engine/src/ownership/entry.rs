@@ -167,7 +167,7 @@ pub fn parse_document(text: &[u8], header: &str) -> Document {
     let mut doc = Document::default();
     let text = String::from_utf8_lossy(text);
     let mut lines = text.split('\n');
-    if !lines.next().is_some_and(|first| first.split(' ').next() == Some(header)) {
+    if lines.next().is_none_or(|first| first.split(' ').next() != Some(header)) {
         return doc;
     }
     for line in lines {

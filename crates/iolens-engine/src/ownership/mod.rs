@@ -373,7 +373,7 @@ fn hold(lease: &mut Lease, entry: Entry, handle: File) {
 /// hold. The file gets the run's token first.
 pub fn claim_file(file: &File, path: &Path, limit: u64, laid_out: u64) {
     let Ok(handle) = file.try_clone() else { return };
-    let token = read_token(file).unwrap_or_else(|| rand::random::<u128>());
+    let token = read_token(file).unwrap_or_else(rand::random::<u128>);
     let place = if read_token(file) == Some(token) || write_token(file, token) {
         TokenPlace::Xattr
     } else {
