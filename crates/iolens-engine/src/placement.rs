@@ -27,7 +27,11 @@ impl Layout {
         match s {
             "segmented" => Ok(Layout::Segmented),
             "strided" => Ok(Layout::Strided),
-            _ => Err(format!("unknown layout {s:?}: give segmented or strided")),
+            _ => {
+                let near = iolens_workload::suggest(s, &["segmented", "strided"]);
+                let near = near.map(|k| format!("did you mean {k}? ")).unwrap_or_default();
+                Err(format!("unknown layout {s:?}: {near}give segmented or strided"))
+            }
         }
     }
     pub fn name(self) -> &'static str {
@@ -113,6 +117,17 @@ impl OffsetMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_layout_gets_a_did_you_mean() {
+        assert_eq!(Layout::parse("strided"), Ok(Layout::Strided));
+        let e = Layout::parse("segmnted").unwrap_err();
+        assert_eq!(e, "unknown layout \"segmnted\": did you mean segmented? give segmented or strided");
+        assert_eq!(
+            Layout::parse("zigzag").unwrap_err(),
+            "unknown layout \"zigzag\": give segmented or strided"
+        );
+    }
 
     #[test]
     fn segments_are_contiguous_and_disjoint() {

@@ -95,6 +95,93 @@ impl RankReport {
     }
 }
 
+/// What defines the measurement of one rank's job, as (field, value) pairs in a fixed order:
+/// the resolved job and the flags that shape the run, without what may differ per rank (its
+/// output paths, its own directory). Every rank must have the same; rank 0 compares their
+/// [`hash`](JobFingerprint::hash)es and, for the first rank that differs, its fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFingerprint {
+    pub fields: Vec<(String, String)>,
+}
+
+impl JobFingerprint {
+    pub fn push(&mut self, field: impl Into<String>, value: impl ToString) {
+        self.fields.push((field.into(), value.to_string()));
+    }
+
+    /// FNV-1a over every field and value: the same on every rank and every build.
+    pub fn hash(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (field, value) in &self.fields {
+            for b in field.bytes().chain([0]).chain(value.bytes()).chain([0]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("strings serialize")
+    }
+    pub fn decode(bytes: &[u8]) -> Result<JobFingerprint, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("a rank's job description is unreadable: {e}"))
+    }
+
+    /// The first field in which `other` (rank `rank`'s) differs from this one (rank 0's), as
+    /// "FIELD OTHER on rank R, THIS on rank 0"; a field one of them lacks is "(none)" there.
+    pub fn first_difference(&self, other: &JobFingerprint, rank: usize) -> Option<String> {
+        let get = |fp: &JobFingerprint, field: &str| {
+            fp.fields.iter().find(|(f, _)| f == field).map(|(_, v)| v.clone())
+        };
+        let fields = self.fields.iter().chain(&other.fields).map(|(f, _)| f);
+        fields.map(|f| (f, get(self, f), get(other, f))).find(|(_, mine, theirs)| mine != theirs).map(
+            |(field, mine, theirs)| {
+                let none = || "(none)".to_string();
+                format!(
+                    "{field} {} on rank {rank}, {} on rank 0",
+                    theirs.unwrap_or_else(none),
+                    mine.unwrap_or_else(none)
+                )
+            },
+        )
+    }
+}
+
+/// The ranks whose hash differs from rank 0's (`hashes` in rank order).
+pub fn ranks_differing(hashes: &[u64]) -> Vec<usize> {
+    hashes.iter().enumerate().filter(|(_, h)| Some(*h) != hashes.first()).map(|(r, _)| r).collect()
+}
+
+/// The error every rank reports when `differing` ranks (never empty) run another job than rank 0;
+/// `what`: the first difference of the first of them, when known.
+pub fn another_job_message(differing: &[usize], what: Option<&str>) -> String {
+    let mut list = String::new();
+    let mut i = 0;
+    while i < differing.len() {
+        let mut j = i;
+        while j + 1 < differing.len() && differing[j + 1] == differing[j] + 1 {
+            j += 1;
+        }
+        if !list.is_empty() {
+            list.push(',');
+        }
+        list.push_str(&match j - i {
+            0 => differing[i].to_string(),
+            1 => format!("{},{}", differing[i], differing[j]),
+            _ => format!("{}-{}", differing[i], differing[j]),
+        });
+        i = j + 1;
+    }
+    let who = if differing.len() == 1 { "rank" } else { "ranks" };
+    let verb = if differing.len() == 1 { "runs" } else { "run" };
+    format!(
+        "{who} {list} {verb} another job than rank 0{}; every rank must be given the same job (one command \
+         line, one job file)",
+        what.map(|w| format!(": {w}")).unwrap_or_default()
+    )
+}
+
 /// A chunk of periods as `[start, end, start, end, …]`; an empty chunk ends a stream.
 pub fn encode_chunk(periods: &[Interval]) -> Vec<u64> {
     periods.iter().flat_map(|p| [p.start, p.end]).collect()
@@ -218,5 +305,38 @@ mod tests {
         let mut once = Some(skewed);
         let s = ChunkStream::new(move || once.take().unwrap_or_default(), |t| t - 5_000_000);
         assert_eq!(s.collect::<Vec<_>>(), vec![Interval::new(100, 200)]);
+    }
+
+    #[test]
+    fn fingerprints_name_the_first_field_that_differs() {
+        let of = |pairs: &[(&str, &str)]| JobFingerprint {
+            fields: pairs.iter().map(|(f, v)| (f.to_string(), v.to_string())).collect(),
+        };
+        let zero = of(&[("agents", "1"), ("rw", "write"), ("bs", "65536")]);
+        let two = of(&[("agents", "1"), ("rw", "write"), ("bs", "4096")]);
+        assert_eq!(zero.hash(), zero.clone().hash());
+        assert_ne!(zero.hash(), two.hash());
+        assert_eq!(zero.first_difference(&zero, 1), None);
+        assert_eq!(zero.first_difference(&two, 2).unwrap(), "bs 4096 on rank 2, 65536 on rank 0");
+        let more = of(&[("agents", "1"), ("rw", "write"), ("bs", "65536"), ("shared_file", "true")]);
+        assert_eq!(zero.first_difference(&more, 3).unwrap(), "shared_file true on rank 3, (none) on rank 0");
+        assert_eq!(JobFingerprint::decode(&two.encode()).unwrap(), two);
+        // Field and value are apart: ("ab", "c") is not ("a", "bc").
+        assert_ne!(of(&[("ab", "c")]).hash(), of(&[("a", "bc")]).hash());
+    }
+
+    #[test]
+    fn the_message_lists_the_differing_ranks_in_runs() {
+        assert_eq!(ranks_differing(&[7, 7, 9, 9]), vec![2, 3]);
+        assert!(ranks_differing(&[7, 7, 7]).is_empty());
+        let m = another_job_message(&[2, 3], Some("rw read on rank 2, write on rank 0"));
+        assert!(
+            m.starts_with("ranks 2,3 run another job than rank 0: rw read on rank 2, write on rank 0;"),
+            "{m}"
+        );
+        assert!(m.ends_with("every rank must be given the same job (one command line, one job file)"), "{m}");
+        assert!(another_job_message(&[1, 2, 3, 5, 7, 8], None)
+            .starts_with("ranks 1-3,5,7,8 run another job than rank 0;"));
+        assert!(another_job_message(&[4], None).starts_with("rank 4 runs another job than rank 0;"));
     }
 }

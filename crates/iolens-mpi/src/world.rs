@@ -17,7 +17,10 @@ use iolens_record::clock::now_ns;
 use iolens_record::Interval;
 
 use crate::clock::{estimate, OffsetEstimate, PingSample};
-use crate::wire::{decode_chunk, encode_chunk, ChunkStream, RankReport, CHUNK_PERIODS};
+use crate::wire::{
+    another_job_message, decode_chunk, encode_chunk, ranks_differing, ChunkStream, JobFingerprint,
+    RankReport, CHUNK_PERIODS,
+};
 
 /// Ping-pong rounds per rank and estimate; the smallest round trip is kept.
 pub const CLOCK_ROUNDS: usize = 32;
@@ -29,6 +32,7 @@ const TAG_CHUNK: i32 = 104;
 const TAG_STOP: i32 = 105;
 const TAG_HOST: i32 = 106;
 const TAG_CLOCK_DONE: i32 = 107;
+const TAG_JOB: i32 = 108;
 
 /// The word a failing rank sends to the others (a static: its non-blocking sends outlive calls).
 static STOP_WORD: u64 = 1;
@@ -182,6 +186,34 @@ impl World {
             if self.rank == 0 { serde_json::to_vec(&all).expect("strings serialize") } else { Vec::new() };
         self.broadcast_bytes(&mut bytes);
         serde_json::from_slice(&bytes).map_err(|e| format!("rank 0's host list is unreadable: {e}"))
+    }
+
+    /// Collective: whether every rank was given the job rank 0 was (`mine`: this rank's). Every
+    /// rank gets the same answer: `Err` names the ranks that differ from rank 0 and, from the
+    /// first of them, the first field that differs. One hash per rank travels, and one rank's
+    /// fields when they differ.
+    pub fn same_job(&self, mine: &JobFingerprint) -> Result<(), String> {
+        let mut hashes = vec![0u64; self.size];
+        self.comm.all_gather_into(&mine.hash(), &mut hashes[..]);
+        let differing = ranks_differing(&hashes);
+        let Some(&first) = differing.first() else { return Ok(()) };
+        let what = if self.rank == first {
+            self.comm.process_at_rank(0).send_with_tag(&mine.encode()[..], TAG_JOB);
+            None
+        } else if self.rank == 0 {
+            let (bytes, _) = self.comm.process_at_rank(first as i32).receive_vec_with_tag::<u8>(TAG_JOB);
+            JobFingerprint::decode(&bytes).ok().and_then(|theirs| mine.first_difference(&theirs, first))
+        } else {
+            None
+        };
+        // Rank 0's words on every rank, so each reports the same.
+        let mut bytes = if self.rank == 0 {
+            another_job_message(&differing, what.as_deref()).into_bytes()
+        } else {
+            Vec::new()
+        };
+        self.broadcast_bytes(&mut bytes);
+        Err(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Collective: rank 0 gets every rank's report in rank order, the others `None`.

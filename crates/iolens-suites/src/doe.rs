@@ -28,7 +28,7 @@ use iolens_metrics::RunResult;
 use iolens_report::export::csv::float;
 use iolens_report::export::csv_field;
 use iolens_stats::csv::split_csv_line;
-use iolens_workload::{parse_job_with_tables, Job, AGENT_KEYS};
+use iolens_workload::{parse_job_with_tables, suggest, Job, AGENT_KEYS};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use toml_edit::{DocumentMut, Item, Value};
@@ -119,6 +119,17 @@ impl<'a> Source<'a> {
     }
 }
 
+/// The keys of a plan's [doe] table.
+const DOE_KEYS: &[&str] = &["response", "replicates", "seed", "factors"];
+
+/// The hint for an unknown key or value: the closest valid one, if any, then all of them.
+fn did_you_mean(unknown: &str, valid: &[&str]) -> String {
+    match suggest(unknown, valid) {
+        Some(k) => format!("did you mean `{k}`? valid: {}", valid.join(", ")),
+        None => format!("valid: {}", valid.join(", ")),
+    }
+}
+
 fn level_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.value().clone(),
@@ -163,8 +174,8 @@ impl Plan {
             return Err(src.error(&[], "doe must be a table", "write it as [doe]"));
         };
         for (key, _) in doe.iter() {
-            if !["response", "replicates", "seed", "factors"].contains(&key) {
-                return Err(src.error(&[key], "unknown key", "valid: response, replicates, seed, factors"));
+            if !DOE_KEYS.contains(&key) {
+                return Err(src.error(&[key], "unknown key", &did_you_mean(key, DOE_KEYS)));
             }
         }
         let response = match doe.get("response") {
@@ -178,7 +189,7 @@ impl Plan {
             return Err(src.error(
                 &["response"],
                 format!("unknown metric {response:?}"),
-                &metrics.join(", "),
+                &did_you_mean(&response, &metrics),
             ));
         }
         let int = |key: &str, default: i64, max: i64, hint: &str| -> Result<i64, SuiteError> {
@@ -211,11 +222,15 @@ impl Plan {
         for (name, item) in table.iter() {
             let at = ["factors", name];
             if !AGENT_KEYS.contains(&name) || name == "name" {
-                return Err(src.error(
-                    &at,
-                    "not a workload key",
-                    "factors are agent keys: bs, qd, threads, engine, direct, rw, pattern, size, rate, …",
-                ));
+                let keys: Vec<&str> = AGENT_KEYS.iter().copied().filter(|k| *k != "name").collect();
+                let hint = match suggest(name, &keys) {
+                    Some(k) => format!("did you mean `{k}`? factors are agent keys"),
+                    None => {
+                        "factors are agent keys: bs, qd, threads, engine, direct, rw, pattern, size, rate, …"
+                            .into()
+                    }
+                };
+                return Err(src.error(&at, "not a workload key", &hint));
             }
             if factors.len() == MAX_FACTORS {
                 return Err(src.error(
@@ -641,6 +656,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("plan.toml:3:"), "job errors point into the plan: {e}");
+    }
+
+    #[test]
+    fn a_misspelt_key_metric_or_factor_gets_a_did_you_mean_with_file_line_and_key() {
+        let lines = BASE.lines().count();
+        let e = plan(&format!("{BASE}[doe]\nreplicate = 2\nfactors = {{ qd = [1, 2] }}\n"))
+            .unwrap_err()
+            .to_string();
+        let at = format!("plan.toml:{}: [doe] replicate: unknown key", lines + 2);
+        assert!(e.contains(&at), "{e}");
+        assert!(e.contains("did you mean `replicates`?"), "{e}");
+        let e = plan(&format!("{BASE}[doe]\nresponse = \"bw_byte_s\"\nfactors = {{ qd = [1, 2] }}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[doe] response: unknown metric") && e.contains("did you mean `bw_bytes_s`?"),
+            "{e}"
+        );
+        let e = plan(&format!("{BASE}[doe]\nfactors = {{ thread = [1, 2] }}\n")).unwrap_err().to_string();
+        assert!(e.contains("[doe] factors.thread: not a workload key"), "{e}");
+        assert!(e.contains("did you mean `threads`?"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub use jobfile::fio::{
     load_fio_file, load_job, parse_fio, to_toml as fio_to_toml, FioJob, IncludeLoader, TranslatedJob,
     FIO_KEYS,
 };
-pub use jobfile::{load_job_file, parse_job, parse_job_with_tables, ErrorSource, JobError, AGENT_KEYS};
+pub use jobfile::{
+    load_job_file, parse_job, parse_job_with_tables, suggest, ErrorSource, JobError, AGENT_KEYS,
+};
 pub use model::*;
 pub use units::{format_bytes, parse_duration, parse_size, UnitError};

@@ -66,6 +66,10 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
         // The directory must be there for every rank: each says where it is missing.
         beff_io_mpi::die(&fatal, &e.to_string());
     }
+    // The same b_eff_io on every rank, in the same directory: its MPI-IO files are shared.
+    let mut fingerprint = crate::same_job::of_suite(&a);
+    fingerprint.push("dir", a.dir.display());
+    world.same_job(&fingerprint).map_err(usage)?;
     if rank == 0 && !a.quiet {
         errln!(
             "b_eff_io over MPI-IO: {} partition(s) of {:?} processes, T = {:.0} s each, in {}",

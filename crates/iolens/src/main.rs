@@ -21,6 +21,8 @@ mod quick;
 mod report_cmd;
 mod result_figures;
 mod run_cmd;
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod same_job;
 mod signals;
 mod stats_cmd;
 mod suites;
@@ -184,19 +186,25 @@ fn under_mpi(
         cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
         cli::Command::Sweep(a) => {
             let json = a.suite.json.clone();
-            mpi_suite(json, command, |runner, command| suites::sweep(runner, a, stop, command))
+            let fp = same_job::of_suite(&a);
+            mpi_suite(json, command, &fp, |runner, command| suites::sweep(runner, a, stop, command))
         }
         cli::Command::Saturate(a) => {
             let json = a.suite.json.clone();
-            mpi_suite(json, command, |runner, command| suites::saturate(runner, a, stop, command))
+            let fp = same_job::of_suite(&a);
+            mpi_suite(json, command, &fp, |runner, command| suites::saturate(runner, a, stop, command))
         }
         cli::Command::WriteModes(a) => {
             let json = a.json.clone();
-            mpi_suite(json, command, |runner, command| suites::write_modes(runner, a, stop, command))
+            let fp = same_job::of_suite(&a);
+            mpi_suite(json, command, &fp, |runner, command| suites::write_modes(runner, a, stop, command))
         }
         cli::Command::Quick(a) => {
             let json = a.output.json.clone();
-            mpi_suite(json, command, |runner, command| quick::quick(runner, a, stop, command))
+            let mut fp = same_job::of_suite(&a);
+            // Its b_eff_io part shares MPI-IO files in this directory: one for every rank.
+            fp.push("dir", format!("{:?}", a.dir));
+            mpi_suite(json, command, &fp, |runner, command| quick::quick(runner, a, stop, command))
         }
         cli::Command::BeffIo(a) => {
             clean_cmd::remove_leftovers_quietly();
@@ -217,10 +225,11 @@ fn under_mpi(
 fn mpi_suite(
     json: Option<std::path::PathBuf>,
     command: String,
+    fingerprint: &iolens_mpi::wire::JobFingerprint,
     body: impl FnOnce(&dyn iolens_suites::PointRunner, String) -> Result<(), u8>,
 ) -> u8 {
     clean_cmd::remove_leftovers_quietly();
-    mpi_cmd::suite(json, &command.clone(), |runner| body(runner, command)).err().unwrap_or(0)
+    mpi_cmd::suite(json, &command.clone(), fingerprint, |runner| body(runner, command)).err().unwrap_or(0)
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

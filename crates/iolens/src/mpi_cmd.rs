@@ -8,7 +8,9 @@
 //! An error on any rank before the results are combined ends the whole job (`MPI_Abort`),
 //! naming the rank and its host. `run --repeat K` does all of that K times, the ranks agreeing
 //! before each repetition whether to go on. In a suite, rank 0 also sends each point's combined
-//! figures to every rank, so all ranks take the same next step.
+//! figures to every rank, so all ranks take the same next step. Before any of it, the ranks
+//! compare what they were given ([`crate::same_job`]): ranks given another job than rank 0 end
+//! the launch on every rank, naming them.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +22,7 @@ use iolens_engine::{
 };
 use iolens_mpi::clock::ClockCorrection;
 use iolens_mpi::combine::{combine, Gathered, MpiRunResult};
-use iolens_mpi::wire::{RankReport, RawTotals};
+use iolens_mpi::wire::{JobFingerprint, RankReport, RawTotals};
 use iolens_mpi::world::World;
 use iolens_record::busy::read_period_log;
 use iolens_record::Interval;
@@ -48,6 +50,17 @@ struct Rank<'a> {
 }
 
 impl Rank<'_> {
+    /// Collective, before anything runs: refuses on every rank a launch whose ranks were given
+    /// different jobs (an MPMD launch of two job files, rank-dependent flags). Rank 0 reports
+    /// it (and writes the JSON error); every rank ends with the usage exit code, no abort needed.
+    fn same_job(&self, mine: &JobFingerprint) -> Result<(), u8> {
+        let Err(message) = self.world.same_job(mine) else { return Ok(()) };
+        if self.world.rank() == 0 {
+            return Err(fail(self.out, self.command, &message, false, EXIT_USAGE));
+        }
+        Err(EXIT_USAGE)
+    }
+
     /// Reports an error of this rank and ends every rank of the job. Rank 0 also writes the
     /// error as the JSON result when one was asked for; alone, nothing needs aborting.
     fn fatal(&self, message: &str, interrupted: bool, code: u8) -> u8 {
@@ -90,6 +103,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     };
     let job = job.map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
     let reorder = check_reorder(&job, a.reorder_ranks, size).map_err(|e| me.fatal(&e, false, EXIT_USAGE))?;
+    me.same_job(&crate::same_job::of_run(&job, &a))?;
 
     let scratch = ScratchDir::create(&std::env::temp_dir(), "iolens-mpi-", false).map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)
@@ -407,6 +421,7 @@ impl PointRunner for MpiRunner<'_> {
 pub fn suite(
     json: Option<PathBuf>,
     command: &str,
+    fingerprint: &JobFingerprint,
     body: impl FnOnce(&dyn PointRunner) -> Result<(), u8>,
 ) -> Result<(), u8> {
     let out = OutputArgs { json, csv: None, keep: false, quiet: true };
@@ -415,6 +430,7 @@ pub fn suite(
         crate::output::text_to_stderr();
     }
     let me = Rank { world: &world, out: &out, command };
+    me.same_job(fingerprint)?;
     let hosts = world.hosts().map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
     let scratch = ScratchDir::create(&std::env::temp_dir(), "iolens-mpi-", false).map_err(|e| {
         me.fatal(&format!("cannot create a directory for the busy-period log: {e}"), false, EXIT_FAILED)

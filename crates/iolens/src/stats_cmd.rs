@@ -28,6 +28,18 @@ fn read_csv(path: &Path) -> Result<CsvTable, String> {
     iolens_stats::csv::read_csv(path).map_err(|e| e.to_string())
 }
 
+/// Whether `data` has the column `name` that `flag` names; if not, the error names the file and
+/// the closest column (`bw` for `BW`, `time` for `tme`) before listing them all.
+fn known_column(data: &CsvTable, flag: &str, name: &str) -> Result<(), String> {
+    let Err(mut e) = data.column(flag, name) else { return Ok(()) };
+    let header: Vec<&str> = data.header.iter().map(String::as_str).collect();
+    let near = header.iter().find(|h| h.eq_ignore_ascii_case(name)).map(|h| h.to_string());
+    if let Some(k) = near.or_else(|| iolens_workload::suggest(name, &header)) {
+        e.hint = Some(format!("did you mean {k:?}? {}", e.hint.unwrap_or_default()));
+    }
+    Err(e.to_string())
+}
+
 pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     match a.action {
         Some(DoeCommand::Analyze(x)) => analyze(x, command),
@@ -199,12 +211,14 @@ fn test_line(outcome: &TestOutcome) -> String {
 fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
+    known_column(&data, "--response", &a.response).map_err(bad)?;
     let response = data.numbers("--response", &a.response).map_err(|e| bad(e.to_string()))?;
     if a.factors.is_empty() {
         return Err(bad("--factors: name the factor columns, e.g. --factors direct,qd,bs".into()));
     }
     let mut levels = vec![Vec::new(); data.rows.len()];
     for f in &a.factors {
+        known_column(&data, "--factors", f).map_err(bad)?;
         let column = data.texts("--factors", f).map_err(|e| bad(e.to_string()))?;
         for (value, lv) in column.into_iter().zip(levels.iter_mut()) {
             lv.push(value);
@@ -416,6 +430,7 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
     // Constant columns are refused here, by name: the correlation itself would only say "x".
+    known_column(&data, "--time", &a.time).map_err(bad)?;
     let time = data.varying_numbers("--time", &a.time).map_err(|e| bad(e.to_string()))?;
     let mut expected: Vec<(String, Direction)> = Vec::new();
     for e in &a.expect {
@@ -436,8 +451,22 @@ pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
     if metrics.is_empty() {
         return Err(bad("no metric columns: name them with --metrics iops,bw,arpt,bps".into()));
     }
+    // A misspelt --expect would be ignored without a word: its metric must be one correlated.
+    for (name, _) in &expected {
+        if !metrics.contains(name) {
+            let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
+            let near = iolens_workload::suggest(name, &names)
+                .map(|k| format!("did you mean {k:?}? "))
+                .unwrap_or_default();
+            return Err(bad(format!(
+                "--expect {name:?}: not a metric correlated here\n  hint: {near}the metrics are {}",
+                names.join(", ")
+            )));
+        }
+    }
     let mut rows = Vec::new();
     for m in &metrics {
+        known_column(&data, "--metrics", m).map_err(bad)?;
         let values = data.varying_numbers("--metrics", m).map_err(|e| bad(e.to_string()))?;
         let direction = expected
             .iter()

@@ -680,9 +680,11 @@ pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
     let format = match a.format.as_str() {
         "auto" => detect_format(&a.trace)
             .map_err(|e| error(&format!("{}: {e}", a.trace.display()), EXIT_USAGE, json, &command))?,
-        other => other
-            .parse::<Format>()
-            .map_err(|e| error(&format!("--format: {e}"), EXIT_USAGE, json, &command))?,
+        other => other.parse::<Format>().map_err(|e| {
+            const FORMATS: &[&str] = &["auto", "iolens", "events", "strace", "blkparse", "dxt", "darshan"];
+            let near = iolens_workload::suggest(other, FORMATS).map(|k| format!(" (did you mean {k}?)"));
+            error(&format!("--format: {e}{}", near.unwrap_or_default()), EXIT_USAGE, json, &command)
+        })?,
     };
     let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };

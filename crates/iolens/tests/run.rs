@@ -870,3 +870,18 @@ fn a_unit_apart_from_its_number_is_named_with_a_hint() {
     let out = iolens().args(["run", "--ramp", "1", "s"]).current_dir(dir.path()).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("without a space"), "an existing file is read");
 }
+
+/// `analyze --format` misspelt names the closest format, as flag values of `run` do.
+#[test]
+fn a_misspelt_analyze_format_gets_a_did_you_mean() {
+    let dir = scratch();
+    let trace = dir.path().join("t.txt");
+    std::fs::write(&trace, "").unwrap();
+    let out = iolens().arg("analyze").arg(&trace).args(["--format", "strce"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--format: unknown format \"strce\"") && err.contains("did you mean strace?"),
+        "{err}"
+    );
+}

@@ -305,3 +305,47 @@ fn correlate_names_a_constant_or_non_numeric_column() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("c.csv:4: column \"iops\""), "the line counts blank lines: {stderr}");
 }
+
+/// A misspelt column name in `doe analyze` and `correlate` gets the closest column, with the
+/// file and the flag that named it.
+#[test]
+fn a_misspelt_column_gets_a_did_you_mean() {
+    let dir = scratch();
+    let csv = two_by_two_csv(dir.path(), 2, &[0.0; 8]);
+    let run = |args: &[&str]| {
+        let out = iolens().args(["doe", "analyze"]).arg(&csv).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--response", "Y", "--factors", "A"]);
+    assert!(e.contains("d.csv: --response: no column \"Y\"") && e.contains("did you mean \"y\"?"), "{e}");
+    let e = run(&["--response", "y", "--factors", "A,b"]);
+    assert!(e.contains("--factors: no column \"b\"") && e.contains("did you mean \"B\"?"), "{e}");
+    let data = dir.path().join("c.csv");
+    std::fs::write(&data, "time,iops,bw_bytes_s\n1,5,9\n2,6,7\n3,7,8\n").unwrap();
+    let out = iolens().args(["correlate"]).arg(&data).args(["--time", "tme"]).output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(e.contains("--time: no column \"tme\"") && e.contains("did you mean \"time\"?"), "{e}");
+    let out = iolens()
+        .args(["correlate"])
+        .arg(&data)
+        .args(["--time", "time", "--metrics", "bw_byte_s"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("did you mean \"bw_bytes_s\"?"), "{e}");
+    // --expect names a metric too: a misspelt one was ignored without a word.
+    let out = iolens()
+        .args(["correlate"])
+        .arg(&data)
+        .args(["--time", "time", "--metrics", "iops,bw_bytes_s", "--expect", "iop:pos"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--expect \"iop\": not a metric correlated here") && e.contains("did you mean \"iops\"?"),
+        "{e}"
+    );
+}

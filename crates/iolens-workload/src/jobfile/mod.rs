@@ -12,7 +12,7 @@ mod settings;
 mod toml;
 
 pub(crate) use agents::{build_agents, build_block_unit, name_from_stem, Totals};
-pub use settings::{ErrorSource, JobError, AGENT_KEYS};
+pub use settings::{suggest, ErrorSource, JobError, AGENT_KEYS};
 pub(crate) use settings::{Raw, Setting, Settings};
 pub use toml::{load_job_file, parse_job, parse_job_with_tables};
 

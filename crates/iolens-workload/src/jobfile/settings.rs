@@ -239,8 +239,10 @@ impl Setting {
 /// The settings of one agent (its own over the defaults), by key.
 pub(crate) type Settings = BTreeMap<String, Setting>;
 
-/// The closest valid key or value to an unknown one: by alias, then by spelling.
-pub(crate) fn suggest(unknown: &str, valid: &[&str]) -> Option<String> {
+/// The closest valid key or value to an unknown one: by alias, then by spelling; `None` when
+/// nothing is close. For every parser of user input that names what it does not know (job
+/// files, fio files, DOE plans, flag values).
+pub fn suggest(unknown: &str, valid: &[&str]) -> Option<String> {
     let wanted = unknown.trim().to_lowercase().replace('-', "_");
     if valid.contains(&wanted.as_str()) {
         return Some(wanted);
