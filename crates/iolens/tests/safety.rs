@@ -27,15 +27,13 @@ fn copy_xattr(from: &Path, to: &Path) -> bool {
     n > 0 && unsafe { libc::setxattr(c(to).as_ptr(), name.as_ptr(), buf.as_ptr().cast(), n as usize, 0) } == 0
 }
 
-#[test]
-fn copied_marks_and_files_changed_after_keep_are_not_iolens_files() {
-    let env = Env::new();
-    let kept = env.mkdir("kept");
+/// The one file a `write --keep` run of 1 MiB leaves in `dir`.
+fn kept_file(env: &Env, dir: &Path) -> std::path::PathBuf {
     let out = env.run(&[
         "run",
         "--quiet",
         "--target",
-        s(&kept),
+        s(dir),
         "--rw",
         "write",
         "--bs",
@@ -45,9 +43,16 @@ fn copied_marks_and_files_changed_after_keep_are_not_iolens_files() {
         "--keep",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let names = entries(&kept);
+    let names = entries(dir);
     assert_eq!(names.len(), 1, "{names:?}");
-    let ours = kept.join(&names[0]);
+    dir.join(&names[0])
+}
+
+#[test]
+fn copied_marks_and_files_changed_after_keep_are_not_iolens_files() {
+    let env = Env::new();
+    let kept = env.mkdir("kept");
+    let ours = kept_file(&env, &kept);
 
     // (1) A foreign file carrying a copy of the mark (cp -a, rsync -X do that).
     let victim = env.path("victim.dat");
@@ -260,17 +265,7 @@ fn a_killed_run_leaves_files_that_clean_and_the_next_run_remove() {
 
     // A killed quick: its scratch directory is removed by the next command that writes.
     let base = env.mkdir("quick");
-    let mut child = env
-        .iolens()
-        .args(["quick", s(&base), "--time", "2s", "--results", s(&env.path("results"))])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("quick's scratch directory", || entries(&base).iter().any(|n| n.starts_with("iolens-quick-")));
-    std::thread::sleep(Duration::from_millis(300));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    env.killed_quick(&base);
     assert!(!entries(&base).is_empty());
     let other = env.mkdir("other");
     let out =
@@ -358,23 +353,7 @@ fn target_entry<'a>(v: &'a serde_json::Value, path: &Path) -> &'a serde_json::Va
 fn a_kept_file_is_read_as_it_is_and_its_cache_kept_unless_asked() {
     let env = Env::new();
     let dir = env.mkdir("kept");
-    let out = env.run(&[
-        "run",
-        "--quiet",
-        "--target",
-        s(&dir),
-        "--rw",
-        "write",
-        "--bs",
-        "64k",
-        "--size",
-        "1m",
-        "--keep",
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let names = entries(&dir);
-    assert_eq!(names.len(), 1, "{names:?}");
-    let kept = dir.join(&names[0]);
+    let kept = kept_file(&env, &dir);
     let before = content_and_mtime(&kept);
     std::thread::sleep(Duration::from_millis(20)); // a rewrite would show in the mtime
 

@@ -141,18 +141,7 @@ fn a_killed_runs_file_written_after_it_died_is_left_and_said() {
 fn a_killed_quicks_scratch_directory_keeps_what_iolens_did_not_make() {
     let env = Env::new();
     let base = env.mkdir("quick");
-    let mut child = env
-        .iolens()
-        .args(["quick", s(&base), "--time", "2s", "--results", s(&env.path("results"))])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("quick's scratch directory", || names(&base).iter().any(|n| n.starts_with("iolens-quick-")));
-    std::thread::sleep(Duration::from_millis(500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let scratch = base.join(&names(&base)[0]);
+    let scratch = env.killed_quick(&base);
     std::fs::write(scratch.join("notes.txt"), user_data(5000, 3)).unwrap();
     let out = env.iolens().arg("clean").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));

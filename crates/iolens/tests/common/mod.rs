@@ -56,6 +56,24 @@ impl Env {
         p
     }
 
+    /// Starts `iolens quick BASE` and kills it (SIGKILL: no chance to clean up) once its scratch
+    /// directory exists and it has worked in it a moment; returns that directory.
+    pub fn killed_quick(&self, base: &Path) -> PathBuf {
+        let mut child = self
+            .iolens()
+            .args(["quick", s(base), "--time", "2s", "--results", s(&self.path("results"))])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let scratch = || entries(base).into_iter().find(|n| n.starts_with("iolens-quick-"));
+        wait_for("quick's scratch directory", || scratch().is_some());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        base.join(scratch().unwrap())
+    }
+
     /// The iolens under test, with this environment's registry and no stdin.
     pub fn iolens(&self) -> Command {
         let mut c = Command::new(bin());
