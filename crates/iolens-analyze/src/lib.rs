@@ -28,6 +28,8 @@ pub mod timeline;
 mod union;
 mod workload;
 
+pub use union::{set_spill_dir_maker, SpillDir, SpillDirMaker};
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::path::PathBuf;

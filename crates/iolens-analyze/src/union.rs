@@ -11,17 +11,47 @@ use iolens_record::busy::{
     merge_sorted_streams, read_period_log, union_of, Interval, PeriodLogWriter, UnionTotals,
 };
 
+/// A private directory the union spills sorted runs into, removed (with the runs) when dropped.
+pub struct SpillDir {
+    pub path: PathBuf,
+    /// Whatever removes the directory on drop.
+    pub guard: Box<dyn Send + Sync>,
+}
+
+/// Makes a spill directory under a base: set once by the program ([`set_spill_dir_maker`]) so
+/// that the directory is recorded where a killed process's leftovers are found (iolens's
+/// ownership registry); otherwise a plain temporary directory.
+pub type SpillDirMaker = fn(&Path) -> std::io::Result<SpillDir>;
+
+static SPILL_DIR_MAKER: std::sync::OnceLock<SpillDirMaker> = std::sync::OnceLock::new();
+
+/// Sets how every union of this process makes its spill directory (the first call wins).
+pub fn set_spill_dir_maker(maker: SpillDirMaker) {
+    let _ = SPILL_DIR_MAKER.set(maker);
+}
+
+fn make_spill_dir(base: &Path) -> std::io::Result<SpillDir> {
+    if let Some(maker) = SPILL_DIR_MAKER.get() {
+        return maker(base);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("iolens-union.")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(base)?;
+    Ok(SpillDir { path: dir.path().to_path_buf(), guard: Box::new(dir) })
+}
+
 pub struct ExternalUnion {
     buffer: Vec<Interval>,
     capacity: usize,
     /// Where the private spill directory is made, on the first spill.
     spill_base: PathBuf,
-    /// A random 0700 directory holding the sorted runs; removed with everything in it on drop,
-    /// so no name in the shared base is ever guessed, followed or removed.
-    spill_dir: Option<tempfile::TempDir>,
+    /// A random 0700 directory holding the sorted runs; removed with the runs on drop, so no
+    /// name in the shared base is ever guessed, followed or removed.
+    spill_dir: Option<SpillDir>,
     runs: Vec<PathBuf>,
     /// Spill directories of merged unions whose runs are in `runs`.
-    adopted_dirs: Vec<tempfile::TempDir>,
+    adopted_dirs: Vec<SpillDir>,
     /// Whether the buffer still holds every interval as given (nothing merged or spilled), so
     /// concurrency can be computed exactly.
     pristine: bool,
@@ -92,18 +122,10 @@ impl ExternalUnion {
 
     fn spill(&mut self) -> std::io::Result<()> {
         let dir = match &self.spill_dir {
-            Some(dir) => dir.path(),
-            None => self
-                .spill_dir
-                .insert(
-                    tempfile::Builder::new()
-                        .prefix("iolens-union.")
-                        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                        .tempdir_in(&self.spill_base)?,
-                )
-                .path(),
+            Some(dir) => &dir.path,
+            None => &self.spill_dir.insert(make_spill_dir(&self.spill_base)?).path,
         };
-        let path = dir.join(format!("run-{}.busy", self.runs.len()));
+        let path = dir.join(format!("iolens-run-{}.busy", self.runs.len()));
         let mut w = PeriodLogWriter::create(&path)?;
         w.write(&self.buffer)?;
         w.finish()?;

@@ -47,6 +47,9 @@ const RESULT_FLAGS: [&str; 5] = ["--json", "--csv", "--parquet", "--emit-workloa
 fn main() -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     signals::install(&stop);
+    // The union's spill directories are scratch directories of iolens's own: recorded, so a
+    // killed analysis leaves nothing `iolens clean` cannot find.
+    iolens_analyze::set_spill_dir_maker(trace_cmd::registered_spill_dir);
     let argv: Vec<OsString> = std::env::args_os().collect();
     output::start_invocation(&argv);
     let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
