@@ -373,12 +373,10 @@ fn hold(lease: &mut Lease, entry: Entry, handle: File) {
 /// hold. The file gets the run's token first.
 pub fn claim_file(file: &File, path: &Path, limit: u64, laid_out: u64) {
     let Ok(handle) = file.try_clone() else { return };
-    let token = read_token(file).unwrap_or_else(rand::random::<u128>);
-    let place = if read_token(file) == Some(token) || write_token(file, token) {
-        TokenPlace::Xattr
-    } else {
-        TokenPlace::None
-    };
+    let existing = read_token(file);
+    let token = existing.unwrap_or_else(rand::random::<u128>);
+    let place =
+        if existing.is_some() || write_token(file, token) { TokenPlace::Xattr } else { TokenPlace::None };
     // Setting the token changed ctime: the identity is taken after it.
     let Ok(identity) = Identity::of(file) else { return };
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
@@ -412,21 +410,25 @@ pub(crate) fn claim_dir(dir: &File, path: &Path) {
     with_lease(|lease| hold(lease, entry, handle));
 }
 
+/// Takes the object with this identity out of this process's lease, and returns its entry. A
+/// lease left holding nothing goes (a later claim takes a new one).
+fn take_from_lease(identity: &Identity) -> Option<Entry> {
+    let mut guard = LEASE.lock().unwrap_or_else(|p| p.into_inner());
+    let lease = guard.as_mut()?;
+    let at = lease.held.iter().position(|h| h.entry.identity.same_object(identity))?;
+    let entry = lease.held.remove(at).entry;
+    if lease.held.is_empty() {
+        let _ = unlink_at(&lease.host.runs, &lease.name, false);
+        *guard = None;
+    } else {
+        let _ = lease.write();
+    }
+    Some(entry)
+}
+
 /// Forgets the object with this identity: this process's and the kept list's records of it.
 pub fn release(identity: &Identity) {
-    let mut guard = LEASE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(lease) = guard.as_mut() {
-        let before = lease.held.len();
-        lease.held.retain(|h| !h.entry.identity.same_object(identity));
-        if lease.held.is_empty() {
-            // Nothing left to answer for: the lease goes (a later claim takes a new one).
-            let _ = unlink_at(&lease.host.runs, &lease.name, false);
-            *guard = None;
-        } else if lease.held.len() != before {
-            let _ = lease.write();
-        }
-    }
-    drop(guard);
+    take_from_lease(identity);
     if let Some(host) = host_dir() {
         let _ = with_kept(&host, |kept| {
             let before = kept.len();
@@ -442,20 +444,7 @@ pub fn release(identity: &Identity) {
 /// — rather than a kept file listed for removal.)
 pub fn keep_file(file: &File, path: &Path, laid_out: u64) -> io::Result<()> {
     let identity = Identity::of(file)?;
-    let held = {
-        let mut guard = LEASE.lock().unwrap_or_else(|p| p.into_inner());
-        match guard.as_mut() {
-            Some(lease) => {
-                let found = lease.held.iter().position(|h| h.entry.identity.same_object(&identity));
-                let held = found.map(|i| lease.held.remove(i).entry);
-                if held.is_some() {
-                    lease.write()?;
-                }
-                held
-            }
-            None => None,
-        }
-    };
+    let held = take_from_lease(&identity);
     let Some(host) = host_dir() else { return Ok(()) };
     let token = read_token(file);
     let (place, token) = match (token, held.as_ref()) {

@@ -55,12 +55,14 @@ impl Drop for ScratchDir {
             let still_ours =
                 stat_at(&parent, &name).is_ok_and(|st| Identity::from_stat(&st).same_object(&self.identity));
             if still_ours {
-                let place = if super::marker_token(&self.dir).is_some() {
-                    TokenPlace::Marker
-                } else {
-                    TokenPlace::Xattr
-                };
-                let _ = empty_and_remove(&parent, &name, &self.dir, &self.path, place, &mut Vec::new());
+                let _ = empty_and_remove(
+                    &parent,
+                    &name,
+                    &self.dir,
+                    &self.path,
+                    own_place(&self.dir),
+                    &mut Vec::new(),
+                );
             }
         }
         release(&self.identity);
@@ -97,11 +99,20 @@ pub fn remove_made_dir(path: &Path) -> io::Result<bool> {
     if meta.uid() != euid() || meta.mode() & 0o077 != 0 {
         return Ok(false);
     }
-    let place = if super::marker_token(&dir).is_some() { TokenPlace::Marker } else { TokenPlace::Xattr };
-    match empty_and_remove(&parent, &name, &dir, path, place, &mut Vec::new()) {
+    match empty_and_remove(&parent, &name, &dir, path, own_place(&dir), &mut Vec::new()) {
         Outcome::Removed => Ok(true),
         Outcome::Failed(e) => Err(e),
         _ => Ok(false),
+    }
+}
+
+/// Where a directory this process made keeps its token: a marker inside it (removed with it),
+/// else its attribute.
+fn own_place(dir: &File) -> TokenPlace {
+    if super::marker_token(dir).is_some() {
+        TokenPlace::Marker
+    } else {
+        TokenPlace::Xattr
     }
 }
 
