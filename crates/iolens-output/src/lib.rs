@@ -23,6 +23,8 @@
 //! This crate sits below every crate that writes such files (it depends on nothing of iolens),
 //! so the same rules hold everywhere; `iolens_report` re-exports it.
 
+pub mod console;
+
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};

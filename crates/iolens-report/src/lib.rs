@@ -5,6 +5,8 @@
 
 pub mod envelope;
 pub mod export;
+pub mod progress;
+pub mod publish;
 pub mod table;
 
 pub use envelope::{Body, Envelope, Invocation, Notice, SCHEMA_VERSION};

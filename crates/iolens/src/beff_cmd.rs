@@ -11,7 +11,7 @@ use crate::output::{report_error, EXIT_USAGE};
 const QUICK_LMAX: u64 = 64 << 10;
 
 /// Without MPI, or in a single process: b_eff measures communication between processes.
-pub fn refuse(a: &BeffArgs, command: &str) -> Result<(), u8> {
+pub fn refuse(a: &BeffArgs) -> Result<(), u8> {
     let how = if cfg!(feature = "mpi") {
         "b_eff measures communication between MPI processes and needs at least 2: run it as \
          `mpirun -np N iolens beff` with N ≥ 2"
@@ -20,7 +20,7 @@ pub fn refuse(a: &BeffArgs, command: &str) -> Result<(), u8> {
          with N ≥ 2, with an iolens built with `cargo build --release --features mpi` (this one was \
          built without MPI)"
     };
-    Err(report_error(a.json.as_deref(), command, how, false, EXIT_USAGE))
+    Err(report_error(a.json.as_deref(), how, false, EXIT_USAGE))
 }
 
 #[cfg(feature = "mpi")]
@@ -50,10 +50,9 @@ mod with_mpi {
             .max(1)
     }
 
-    pub fn run(a: BeffArgs, command: String) -> Result<(), u8> {
-        let world = World::init().map_err(|e| {
-            report_error(a.json.as_deref(), &command, &format!("MPI: {e}"), false, EXIT_FAILED)
-        })?;
+    pub fn run(a: BeffArgs) -> Result<(), u8> {
+        let world = World::init()
+            .map_err(|e| report_error(a.json.as_deref(), &format!("MPI: {e}"), false, EXIT_FAILED))?;
         let (rank, size) = (world.rank(), world.size());
         if rank != 0 {
             crate::output::text_to_stderr();
@@ -61,13 +60,13 @@ mod with_mpi {
         // Every rank checks the same arguments; only rank 0 speaks.
         let fail = |msg: String| -> u8 {
             if rank == 0 {
-                report_error(a.json.as_deref(), &command, &msg, false, EXIT_USAGE)
+                report_error(a.json.as_deref(), &msg, false, EXIT_USAGE)
             } else {
                 EXIT_USAGE
             }
         };
         if size < 2 {
-            return if rank == 0 { refuse(&a, &command) } else { Err(EXIT_USAGE) };
+            return if rank == 0 { refuse(&a) } else { Err(EXIT_USAGE) };
         }
         let memory = match &a.memory_per_process {
             Some(v) => parse_size(v).map_err(|e| fail(format!("--memory-per-process: {e}")))?,

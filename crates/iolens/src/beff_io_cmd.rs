@@ -17,10 +17,10 @@ use crate::output::{
     check_write, parquet_envelope, report_error, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
 };
 
-pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let json = a.json.clone();
-    let world = World::init()
-        .map_err(|e| report_error(json.as_deref(), &command, &format!("MPI: {e}"), false, EXIT_FAILED))?;
+    let world =
+        World::init().map_err(|e| report_error(json.as_deref(), &format!("MPI: {e}"), false, EXIT_FAILED))?;
     let (rank, size) = (world.rank(), world.size());
     if rank != 0 {
         // Rank 0 speaks for the job.
@@ -30,7 +30,7 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
     // rank exits with it, no abort needed.
     let usage = |message: String| -> u8 {
         if rank == 0 {
-            report_error(json.as_deref(), &command, &message, false, EXIT_USAGE)
+            report_error(json.as_deref(), &message, false, EXIT_USAGE)
         } else {
             EXIT_USAGE
         }
@@ -39,7 +39,7 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(),
         let message = format!("rank {rank} on {}: {message}", world.host());
         let interrupted = stop.load(Ordering::SeqCst);
         if rank == 0 {
-            report_error(json.as_deref(), &command, &message, interrupted, EXIT_FAILED);
+            report_error(json.as_deref(), &message, interrupted, EXIT_FAILED);
         } else {
             errln!("iolens: error: {message}");
         }

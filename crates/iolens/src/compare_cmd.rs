@@ -92,9 +92,9 @@ struct Slower {
     ratio: f64,
 }
 
-pub fn compare(a: CompareArgs, command: String) -> Result<(), u8> {
+pub fn compare(a: CompareArgs) -> Result<(), u8> {
     let json = a.json.as_deref();
-    let usage = |message: String| report_error(json, &command, &message, false, EXIT_USAGE);
+    let usage = |message: String| report_error(json, &message, false, EXIT_USAGE);
     let limit = a.fail_if_slower.as_deref().map(parse_percent).transpose().map_err(usage)?;
     if !(a.alpha > 0.0 && a.alpha < 1.0) {
         return Err(usage(format!("--alpha {}: a significance level is inside (0, 1), e.g. 0.05", a.alpha)));

@@ -2,7 +2,8 @@
 //! Everything of substance lives in the library crates; this binary only wires them together.
 
 #[macro_use]
-mod output;
+extern crate iolens_output;
+
 mod beff_cmd;
 #[cfg(feature = "mpi")]
 mod beff_io_cmd;
@@ -15,6 +16,7 @@ mod job_json;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
+mod output;
 mod preload;
 mod process_tree;
 mod quick;
@@ -51,7 +53,12 @@ fn main() -> ExitCode {
     // killed analysis leaves nothing `iolens clean` cannot find.
     iolens_analyze::set_spill_dir_maker(trace_cmd::registered_spill_dir);
     let argv: Vec<OsString> = std::env::args_os().collect();
-    output::start_invocation(&argv);
+    let tool = iolens_report::envelope::Tool {
+        name: "iolens".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: env!("IOLENS_GIT_COMMIT").into(),
+    };
+    iolens_report::publish::start_invocation(tool, &argv);
     let command = argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ");
     if RESULT_FLAGS.iter().any(|f| output::flag_value(&argv, f).is_some_and(|p| iolens_report::is_stdout(&p)))
     {
@@ -80,7 +87,7 @@ fn main() -> ExitCode {
         if let cli::Command::Trace(a) = args.command {
             // Tracing a job needs no MPI in iolens: the ranks meet in a directory.
             return ExitCode::from(match trace_mpi::RankOfJob::from_launch(l) {
-                Ok(job) => with_failed_writes(trace_cmd::trace(a, command, Some(job)).err().unwrap_or(0)),
+                Ok(job) => with_failed_writes(trace_cmd::trace(a, Some(job)).err().unwrap_or(0)),
                 Err(e) => {
                     errln!("iolens: error: {e}");
                     output::EXIT_USAGE
@@ -110,19 +117,19 @@ fn main() -> ExitCode {
     let outcome = match args.command {
         cli::Command::Run(a) => run_cmd::run(*a, &stop, command),
         cli::Command::Quick(a) => quick::quick(&LocalRunner, a, &stop, command),
-        cli::Command::BeffIo(a) => suites::beff_io(a, &stop, command),
-        cli::Command::Beff(a) => beff_cmd::refuse(&a, &command),
-        cli::Command::Doe(a) => stats_cmd::doe(a, &stop, command),
+        cli::Command::BeffIo(a) => suites::beff_io(a, &stop),
+        cli::Command::Beff(a) => beff_cmd::refuse(&a),
+        cli::Command::Doe(a) => stats_cmd::doe(a, &stop),
         cli::Command::Validate(a) => suites::validate(a, &stop, command),
-        cli::Command::Correlate(a) => stats_cmd::correlate(a, command),
-        cli::Command::Monitor(a) => monitor::monitor(a, &stop, command),
+        cli::Command::Correlate(a) => stats_cmd::correlate(a),
+        cli::Command::Monitor(a) => monitor::monitor(a, &stop),
         cli::Command::Sweep(a) => suites::sweep(&LocalRunner, a, &stop, command),
         cli::Command::Saturate(a) => suites::saturate(&LocalRunner, a, &stop, command),
         cli::Command::WriteModes(a) => suites::write_modes(&LocalRunner, a, &stop, command),
-        cli::Command::Trace(a) => trace_cmd::trace(a, command, None),
-        cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop, command),
+        cli::Command::Trace(a) => trace_cmd::trace(a, None),
+        cli::Command::Analyze(a) => trace_cmd::analyze(a, &stop),
         cli::Command::Convert(a) => run_cmd::convert(a),
-        cli::Command::Compare(a) => compare_cmd::compare(a, command),
+        cli::Command::Compare(a) => compare_cmd::compare(a),
         cli::Command::Report(a) => report_cmd::report(a),
         cli::Command::Completions(a) => help_cmd::completions(a.shell),
         cli::Command::Man(_) => help_cmd::man(),
@@ -186,7 +193,7 @@ fn under_mpi(
             clean_cmd::remove_leftovers_quietly();
             mpi_cmd::run(*a, stop, command).err().unwrap_or(0)
         }
-        cli::Command::Beff(a) => beff_cmd::run(a, command).err().unwrap_or(0),
+        cli::Command::Beff(a) => beff_cmd::run(a).err().unwrap_or(0),
         cli::Command::Sweep(a) => {
             let json = a.suite.json.clone();
             let fp = same_job::of_suite(&a);
@@ -211,7 +218,7 @@ fn under_mpi(
         }
         cli::Command::BeffIo(a) => {
             clean_cmd::remove_leftovers_quietly();
-            beff_io_cmd::run(a, stop, command).err().unwrap_or(0)
+            beff_io_cmd::run(a, stop).err().unwrap_or(0)
         }
         _ => {
             errln!(
@@ -232,7 +239,7 @@ fn mpi_suite(
     body: impl FnOnce(&dyn iolens_suites::PointRunner, String) -> Result<(), u8>,
 ) -> u8 {
     clean_cmd::remove_leftovers_quietly();
-    mpi_cmd::suite(json, &command.clone(), fingerprint, |runner| body(runner, command)).err().unwrap_or(0)
+    mpi_cmd::suite(json, fingerprint, |runner| body(runner, command)).err().unwrap_or(0)
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

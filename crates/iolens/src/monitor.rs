@@ -70,31 +70,24 @@ fn render(rows: &[IostatRow]) -> String {
     s
 }
 
-pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let out = OutputArgs { json: a.json.clone(), csv: None, keep: false, quiet: true };
     let interval =
         iolens_workload::parse_duration(&a.interval).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-            fail(
-                &out,
-                &command,
-                &format!("--interval: {:?} is not a positive duration", a.interval),
-                false,
-                EXIT_USAGE,
-            )
+            fail(&out, &format!("--interval: {:?} is not a positive duration", a.interval), false, EXIT_USAGE)
         })?;
     let devices = if a.devices.is_empty() {
         iolens_device::active_disks()
-            .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?
+            .map_err(|e| fail(&out, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?
     } else {
         a.devices.clone()
     };
-    let mut prev = snapshot(&devices)
-        .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
+    let mut prev =
+        snapshot(&devices).map_err(|e| fail(&out, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
     if let Some(i) = prev.iter().position(Option::is_none) {
         let known = iolens_device::active_disks().unwrap_or_default().join(", ");
         return Err(fail(
             &out,
-            &command,
             &format!("no device {:?} in /proc/diskstats\n  hint: devices with I/O here: {known}", devices[i]),
             false,
             EXIT_USAGE,
@@ -115,7 +108,7 @@ pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>, command: String) -> Resul
         }
         let now = Instant::now();
         let cur = snapshot(&devices)
-            .map_err(|e| fail(&out, &command, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
+            .map_err(|e| fail(&out, &format!("/proc/diskstats: {e}"), false, EXIT_FAILED))?;
         let secs = (now - last).as_secs_f64();
         let rows: Vec<IostatRow> = devices
             .iter()

@@ -46,7 +46,6 @@ fn rank_path(path: &Path, rank: usize) -> PathBuf {
 struct Rank<'a> {
     world: &'a World,
     out: &'a OutputArgs,
-    command: &'a str,
 }
 
 impl Rank<'_> {
@@ -56,7 +55,7 @@ impl Rank<'_> {
     fn same_job(&self, mine: &JobFingerprint) -> Result<(), u8> {
         let Err(message) = self.world.same_job(mine) else { return Ok(()) };
         if self.world.rank() == 0 {
-            return Err(fail(self.out, self.command, &message, false, EXIT_USAGE));
+            return Err(fail(self.out, &message, false, EXIT_USAGE));
         }
         Err(EXIT_USAGE)
     }
@@ -67,7 +66,7 @@ impl Rank<'_> {
         let w = self.world;
         let message = format!("rank {} on {}: {message}", w.rank(), w.host());
         if w.rank() == 0 {
-            fail(self.out, self.command, &message, interrupted, code);
+            fail(self.out, &message, interrupted, code);
         } else {
             errln!("iolens: error: {message}");
         }
@@ -80,9 +79,8 @@ impl Rank<'_> {
 }
 
 pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
-    let world =
-        World::init().map_err(|e| fail(&a.output, &command, &format!("MPI: {e}"), false, EXIT_FAILED))?;
-    let me = Rank { world: &world, out: &a.output, command: &command };
+    let world = World::init().map_err(|e| fail(&a.output, &format!("MPI: {e}"), false, EXIT_FAILED))?;
+    let me = Rank { world: &world, out: &a.output };
     let (rank, size) = (world.rank(), world.size());
     if rank != 0 {
         // Nothing of a non-zero rank goes to stdout: rank 0 speaks for the job.
@@ -420,16 +418,15 @@ impl PointRunner for MpiRunner<'_> {
 /// (`body` gets the runner). Only rank 0 prints and writes results (`json`: its error report).
 pub fn suite(
     json: Option<PathBuf>,
-    command: &str,
     fingerprint: &JobFingerprint,
     body: impl FnOnce(&dyn PointRunner) -> Result<(), u8>,
 ) -> Result<(), u8> {
     let out = OutputArgs { json, csv: None, keep: false, quiet: true };
-    let world = World::init().map_err(|e| fail(&out, command, &format!("MPI: {e}"), false, EXIT_FAILED))?;
+    let world = World::init().map_err(|e| fail(&out, &format!("MPI: {e}"), false, EXIT_FAILED))?;
     if world.rank() != 0 {
         crate::output::text_to_stderr();
     }
-    let me = Rank { world: &world, out: &out, command };
+    let me = Rank { world: &world, out: &out };
     me.same_job(fingerprint)?;
     let hosts = world.hosts().map_err(|e| me.fatal(&e, false, EXIT_FAILED))?;
     let scratch = ScratchDir::create(&std::env::temp_dir(), "iolens-mpi-", false).map_err(|e| {

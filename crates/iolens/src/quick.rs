@@ -298,14 +298,9 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
 
 /// An error of this process alone (its directory): under MPI every rank ends, as the others
 /// would wait for this one.
-fn failed_alone(
-    runner: &dyn PointRunner,
-    out: &crate::cli::OutputArgs,
-    command: &str,
-    message: String,
-) -> u8 {
+fn failed_alone(runner: &dyn PointRunner, out: &crate::cli::OutputArgs, message: String) -> u8 {
     let e = runner.failed_alone(message);
-    fail(out, command, &e.to_string(), false, EXIT_FAILED)
+    fail(out, &e.to_string(), false, EXIT_FAILED)
 }
 
 pub fn quick(
@@ -319,7 +314,6 @@ pub fn quick(
     if out.csv.is_some() {
         return Err(fail(
             out,
-            &command,
             "--csv: quick writes no CSV\n  hint: each part's full result is JSON in --results DIR; \
              `iolens run --csv` writes one row per agent",
             false,
@@ -327,21 +321,14 @@ pub fn quick(
         ));
     }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    crate::suites::target(runner, "", &base, crate::suites::SUITE_DIR, out, &command)?;
+    crate::suites::target(runner, "", &base, crate::suites::SUITE_DIR, out)?;
     if !base.is_dir() {
-        return Err(fail(
-            out,
-            &command,
-            &format!("{} is not a directory", base.display()),
-            false,
-            EXIT_USAGE,
-        ));
+        return Err(fail(out, &format!("{} is not a directory", base.display()), false, EXIT_USAGE));
     }
     let time = parse_duration(&a.time).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-        fail(out, &command, &format!("--time: {:?} is not a positive duration", a.time), false, EXIT_USAGE)
+        fail(out, &format!("--time: {:?} is not a positive duration", a.time), false, EXIT_USAGE)
     })?;
-    let size =
-        parse_size(&a.size).map_err(|e| fail(out, &command, &format!("--size: {e}"), false, EXIT_USAGE))?;
+    let size = parse_size(&a.size).map_err(|e| fail(out, &format!("--size: {e}"), false, EXIT_USAGE))?;
     let results = a.results.clone().unwrap_or_else(default_results_dir);
     let rank0 = runner.rank() == 0;
     if rank0 {
@@ -349,7 +336,6 @@ pub fn quick(
             failed_alone(
                 runner,
                 out,
-                &command,
                 format!("cannot create the results directory {}: {e}", results.display()),
             )
         })?;
@@ -357,12 +343,7 @@ pub fn quick(
     // Removed when quick ends, however it ends; found and removed by a later run if killed.
     // Under MPI each rank has its own (file per process).
     let scratch = ScratchDir::create(&base, "iolens-quick-", out.keep).map_err(|e| {
-        failed_alone(
-            runner,
-            out,
-            &command,
-            format!("cannot create a scratch directory in {}: {e}", base.display()),
-        )
+        failed_alone(runner, out, format!("cannot create a scratch directory in {}: {e}", base.display()))
     })?;
     let dir = scratch.path().to_path_buf();
     // Rank 0's answer for every rank, so all run the same parts the same way.

@@ -13,9 +13,9 @@ use iolens_report::export::parquet::companion_path;
 use crate::cli::RunArgs;
 use crate::job_json::resolved_job;
 use crate::output::{
-    check_write, fail, output_failed, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
-    EXIT_VERIFY,
+    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
 };
+use iolens_output::console::output_failed;
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
@@ -69,10 +69,10 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         Some(path) => load_job(path).map_err(|e| e.to_string()),
         None => job_from_flags(&a),
     };
-    let job = job.map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
+    let job = job.map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
     let log_interval = parse_log_interval(a.log_interval.as_deref())
         .and_then(|l| check_companions(&a, l.is_some()).map(|()| l))
-        .map_err(|e| fail(&a.output, &command, &e, false, EXIT_USAGE))?;
+        .map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
     let opts = RunOptions {
         policy: TargetPolicy {
             allow_overwrite: a.allow_overwrite,
@@ -92,7 +92,6 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if a.shared_file {
         return Err(fail(
             &a.output,
-            &command,
             "--shared-file: only under MPI (mpirun … iolens run)",
             false,
             EXIT_USAGE,
@@ -101,14 +100,13 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     if a.reorder_ranks.is_some() {
         return Err(fail(
             &a.output,
-            &command,
             "--reorder-ranks: only under MPI (mpirun … iolens run): it makes each rank read another rank's data",
             false,
             EXIT_USAGE,
         ));
     }
     if a.repeat == 0 {
-        return Err(fail(&a.output, &command, "--repeat: give at least 1", false, EXIT_USAGE));
+        return Err(fail(&a.output, "--repeat: give at least 1", false, EXIT_USAGE));
     }
     if a.repeat > 1 {
         return run_repeated(&a, &job, &opts, stop);
@@ -118,7 +116,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     progress.finish();
     let run = result.map_err(|e| {
         let interrupted = stop.load(Ordering::SeqCst);
-        fail(&a.output, &command, &e.to_string(), interrupted, EXIT_FAILED)
+        fail(&a.output, &e.to_string(), interrupted, EXIT_FAILED)
     })?;
     say!("{}", iolens_report::render_run(&run));
     check_run_files(&run);

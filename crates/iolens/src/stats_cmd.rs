@@ -19,8 +19,8 @@ use crate::cli::{CorrelateArgs, DoeAnalyzeArgs, DoeArgs, DoeCommand};
 use crate::output::{write_json_or_warn, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 /// Reports an error (with JSON when asked) and gives the exit code.
-fn fail(json: &Option<PathBuf>, command: &str, message: &str, code: u8) -> u8 {
-    crate::output::report_error(json.as_deref(), command, message, false, code)
+fn fail(json: &Option<PathBuf>, message: &str, code: u8) -> u8 {
+    crate::output::report_error(json.as_deref(), message, false, code)
 }
 
 /// Reads a CSV for `doe analyze` or `correlate`; errors name the file, line and column.
@@ -40,15 +40,15 @@ fn known_column(data: &CsvTable, flag: &str, name: &str) -> Result<(), String> {
     Err(e.to_string())
 }
 
-pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     match a.action {
-        Some(DoeCommand::Analyze(x)) => analyze(x, command),
+        Some(DoeCommand::Analyze(x)) => analyze(x),
         None => {
             let Some(plan_path) = a.plan else {
                 errln!("iolens: error: give a plan: iolens doe PLAN.toml (or iolens doe analyze DATA.csv)");
                 return Err(EXIT_USAGE);
             };
-            run_plan(&plan_path, a.out, a.allow_overwrite, a.quiet, stop, command)
+            run_plan(&plan_path, a.out, a.allow_overwrite, a.quiet, stop)
         }
     }
 }
@@ -59,9 +59,8 @@ fn run_plan(
     allow_overwrite: bool,
     quiet: bool,
     stop: &Arc<AtomicBool>,
-    command: String,
 ) -> Result<(), u8> {
-    let plan = Plan::load(plan_path).map_err(|e| fail(&None, &command, &e.to_string(), EXIT_USAGE))?;
+    let plan = Plan::load(plan_path).map_err(|e| fail(&None, &e.to_string(), EXIT_USAGE))?;
     let csv = out.unwrap_or_else(|| plan_path.with_extension("csv"));
     let total = plan.runs().len();
     sayln!(
@@ -94,7 +93,7 @@ fn run_plan(
         }
     });
     progress.finish();
-    let outcome = outcome.map_err(|e| fail(&None, &command, &e.to_string(), EXIT_FAILED))?;
+    let outcome = outcome.map_err(|e| fail(&None, &e.to_string(), EXIT_FAILED))?;
     sayln!(
         "{} runs in the study: {} were already done, {} ran now{}",
         outcome.total_runs,
@@ -208,8 +207,8 @@ fn test_line(outcome: &TestOutcome) -> String {
     }
 }
 
-fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
-    let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
+fn analyze(a: DoeAnalyzeArgs) -> Result<(), u8> {
+    let bad = |m: String| fail(&a.json, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
     known_column(&data, "--response", &a.response).map_err(bad)?;
     let response = data.numbers("--response", &a.response).map_err(|e| bad(e.to_string()))?;
@@ -227,7 +226,7 @@ fn analyze(a: DoeAnalyzeArgs, command: String) -> Result<(), u8> {
     let dataset = Dataset::new(a.factors.clone(), levels, response).map_err(|e| bad(e.to_string()))?;
     let scale = if a.log { ResponseScale::Log } else { ResponseScale::Raw };
     let spec = ModelSpec::up_to_order(&a.factors, a.interactions.max(1));
-    let stats = |e: iolens_stats::StatsError| fail(&a.json, &command, &e.to_string(), EXIT_FAILED);
+    let stats = |e: iolens_stats::StatsError| fail(&a.json, &e.to_string(), EXIT_FAILED);
     let full = anova(&dataset, &spec, scale).map_err(stats)?;
     let (removed, final_table) = if a.full {
         (Vec::new(), full.clone())
@@ -426,8 +425,8 @@ struct CorrelationReport {
     metrics: Vec<CorrelationRow>,
 }
 
-pub fn correlate(a: CorrelateArgs, command: String) -> Result<(), u8> {
-    let bad = |m: String| fail(&a.json, &command, &m, EXIT_USAGE);
+pub fn correlate(a: CorrelateArgs) -> Result<(), u8> {
+    let bad = |m: String| fail(&a.json, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
     // Constant columns are refused here, by name: the correlation itself would only say "x".
     known_column(&data, "--time", &a.time).map_err(bad)?;

@@ -22,14 +22,15 @@ fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
 }
 
-fn size(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<u64, u8> {
-    parse_size(v).map_err(|e| fail(out, command, &format!("{flag}: {e}"), false, EXIT_USAGE))
+fn size(flag: &str, v: &str, out: &OutputArgs) -> Result<u64, u8> {
+    parse_size(v).map_err(|e| fail(out, &format!("{flag}: {e}"), false, EXIT_USAGE))
 }
 
-fn duration(flag: &str, v: &str, out: &OutputArgs, command: &str) -> Result<std::time::Duration, u8> {
-    parse_duration(v).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-        fail(out, command, &format!("{flag}: {v:?} is not a positive duration"), false, EXIT_USAGE)
-    })
+fn duration(flag: &str, v: &str, out: &OutputArgs) -> Result<std::time::Duration, u8> {
+    parse_duration(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| fail(out, &format!("{flag}: {v:?} is not a positive duration"), false, EXIT_USAGE))
 }
 
 /// What a suite's target may be, for the message when it is missing.
@@ -61,13 +62,12 @@ pub fn target(
     path: &Path,
     what: &str,
     out: &OutputArgs,
-    command: &str,
 ) -> Result<(), u8> {
     existing_target(flag, path, what).map_err(|e| {
         if runner.ranks() > 1 {
             let _ = runner.failed_alone(e.clone());
         }
-        fail(out, command, &e, false, EXIT_USAGE)
+        fail(out, &e, false, EXIT_USAGE)
     })
 }
 
@@ -86,7 +86,6 @@ fn finish<R: iolens_report::Body>(
     render: impl Fn(&R) -> String,
     files: ResultFiles<'_>,
     stop: &AtomicBool,
-    command: &str,
     runner: &dyn PointRunner,
 ) -> Result<(), u8> {
     let ResultFiles { json, parquet } = files;
@@ -94,8 +93,7 @@ fn finish<R: iolens_report::Body>(
     if runner.rank() != 0 {
         return result.map(|_| ()).map_err(|_| EXIT_FAILED);
     }
-    let r =
-        result.map_err(|e| fail(&out, command, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
+    let r = result.map_err(|e| fail(&out, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
     let job = job(&r);
     if let Some(path) = parquet {
@@ -144,18 +142,18 @@ pub fn sweep(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target(runner, "", &a.suite.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.suite.target, SUITE_TARGET, &out)?;
     let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
     cfg.rw = a.rw.clone();
     cfg.threads = a.threads.clone();
     cfg.direct = !a.buffered;
-    cfg.time_per_point = duration("--time", &a.suite.time, &out, &command)?;
-    cfg.region = size("--size", &a.suite.size, &out, &command)?;
+    cfg.time_per_point = duration("--time", &a.suite.time, &out)?;
+    cfg.region = size("--size", &a.suite.size, &out)?;
     cfg.min_size = match &a.min_bs {
-        Some(v) => size("--min-bs", v, &out, &command)?,
+        Some(v) => size("--min-bs", v, &out)?,
         None => logical_sector(&a.suite.target),
     };
-    cfg.max_size = size("--max-bs", &a.max_bs, &out, &command)?;
+    cfg.max_size = size("--max-bs", &a.max_bs, &out)?;
     cfg.floor_iops = a.floor_iops;
     let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "sweep");
     let result = sweep::sweep(
@@ -169,7 +167,6 @@ pub fn sweep(
         sweep::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
-        &command,
         runner,
     )
 }
@@ -181,14 +178,14 @@ pub fn saturate(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target(runner, "", &a.suite.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.suite.target, SUITE_TARGET, &out)?;
     let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
-    cfg.bs = size("--bs", &a.bs, &out, &command)?;
+    cfg.bs = size("--bs", &a.bs, &out)?;
     cfg.direct = !a.buffered;
     cfg.use_threads = a.threads;
     cfg.max_concurrency = a.max_concurrency;
-    cfg.time_per_point = duration("--time", &a.suite.time, &out, &command)?;
-    cfg.region = size("--size", &a.suite.size, &out, &command)?;
+    cfg.time_per_point = duration("--time", &a.suite.time, &out)?;
+    cfg.region = size("--size", &a.suite.size, &out)?;
     cfg.loads = a.rw.clone();
     cfg.cores_per_node = a.cores_per_node;
     let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "saturate");
@@ -203,7 +200,6 @@ pub fn saturate(
         saturate::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
-        &command,
         runner,
     )
 }
@@ -215,24 +211,24 @@ pub fn write_modes(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target(runner, "", &a.target, SUITE_TARGET, &out, &command)?;
+    target(runner, "", &a.target, SUITE_TARGET, &out)?;
     let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
-    cfg.bs = size("--bs", &a.bs, &out, &command)?;
+    cfg.bs = size("--bs", &a.bs, &out)?;
     if a.threads == 0 {
-        return Err(fail(&out, &command, "--threads: give at least 1", false, EXIT_USAGE));
+        return Err(fail(&out, "--threads: give at least 1", false, EXIT_USAGE));
     }
     cfg.threads = a.threads;
     if let Some(v) = &a.bytes {
-        cfg.bytes = Some(size("--bytes", v, &out, &command)?).filter(|b| *b > 0);
+        cfg.bytes = Some(size("--bytes", v, &out)?).filter(|b| *b > 0);
         if cfg.bytes.is_none() {
-            return Err(fail(&out, &command, "--bytes: must be positive", false, EXIT_USAGE));
+            return Err(fail(&out, "--bytes: must be positive", false, EXIT_USAGE));
         }
     }
     if let Some(v) = &a.time {
-        cfg.time_cap = Some(duration("--time", v, &out, &command)?);
+        cfg.time_cap = Some(duration("--time", v, &out)?);
     }
     if let Some(v) = &a.size {
-        cfg.region = Some(size("--size", v, &out, &command)?);
+        cfg.region = Some(size("--size", v, &out)?);
     }
     let progress = ProgressLine::new(a.quiet || runner.rank() != 0, "write-modes");
     let result = write_modes::write_modes(
@@ -246,7 +242,6 @@ pub fn write_modes(
         write_modes::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
-        &command,
         runner,
     )
 }
@@ -268,17 +263,17 @@ pub fn beff_io_config(a: &BeffIoArgs) -> Result<beff_io::BeffIoConfig, String> {
     Ok(cfg)
 }
 
-pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let out = outputs(&a.json);
     if !a.partitions.is_empty() || !a.hint.is_empty() {
         let message = "--partitions and --hint are for b_eff_io over MPI-IO: run `mpirun -np N iolens beff-io DIR \
                        --partitions 1,2,4` with an iolens built with `--features mpi` (alone, --ranks sets threads)";
-        return Err(fail(&out, &command, message, false, EXIT_USAGE));
+        return Err(fail(&out, message, false, EXIT_USAGE));
     }
     // Alone: a missing directory is bad input. Under MPI each rank checks its own view of it
     // (beff_io::check), and one that lacks it ends the job naming itself.
-    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out, &command)?;
-    let mut cfg = beff_io_config(&a).map_err(|e| fail(&out, &command, &e, false, EXIT_USAGE))?;
+    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out)?;
+    let mut cfg = beff_io_config(&a).map_err(|e| fail(&out, &e, false, EXIT_USAGE))?;
     if !a.ranks.is_empty() {
         cfg.ranks = a.ranks.clone();
     }
@@ -299,14 +294,13 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>, command: String) -> Result
         beff_io::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
-        &command,
         &LocalRunner,
     )
 }
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out, &command)?;
+    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out)?;
     if let Some(extra) = &a.target {
         target(
             &LocalRunner,
@@ -314,13 +308,12 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
             extra,
             "the extra target must be an existing directory or file",
             &out,
-            &command,
         )?;
     }
     let mut cfg = validation::ValidateConfig::new(a.dir.clone());
-    cfg.volume = size("--volume", &a.volume, &out, &command)?;
+    cfg.volume = size("--volume", &a.volume, &out)?;
     if a.repeat == 0 {
-        return Err(fail(&out, &command, "--repeat: give at least 1", false, EXIT_USAGE));
+        return Err(fail(&out, "--repeat: give at least 1", false, EXIT_USAGE));
     }
     cfg.repeat = a.repeat;
     cfg.sets = a.sets.clone();
@@ -335,7 +328,6 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
         validation::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
-        &command,
         &LocalRunner,
     )
 }

@@ -278,8 +278,8 @@ impl EventSink for Feed<'_> {
     }
 }
 
-fn error(message: &str, code: u8, json: Option<&Path>, command: &str) -> u8 {
-    crate::output::report_error(json, command, message, false, code)
+fn error(message: &str, code: u8, json: Option<&Path>) -> u8 {
+    crate::output::report_error(json, message, false, code)
 }
 
 /// Rows of the summary's tables unless the user says otherwise.
@@ -675,22 +675,22 @@ fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs
     }
 }
 
-pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+pub fn analyze(a: AnalyzeArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let json = a.summary.json.as_deref();
     let format = match a.format.as_str() {
         "auto" => detect_format(&a.trace)
-            .map_err(|e| error(&format!("{}: {e}", a.trace.display()), EXIT_USAGE, json, &command))?,
+            .map_err(|e| error(&format!("{}: {e}", a.trace.display()), EXIT_USAGE, json))?,
         other => other.parse::<Format>().map_err(|e| {
             const FORMATS: &[&str] = &["auto", "iolens", "events", "strace", "blkparse", "dxt", "darshan"];
             let near = iolens_workload::suggest(other, FORMATS).map(|k| format!(" (did you mean {k}?)"));
-            error(&format!("--format: {e}{}", near.unwrap_or_default()), EXIT_USAGE, json, &command)
+            error(&format!("--format: {e}{}", near.unwrap_or_default()), EXIT_USAGE, json)
         })?,
     };
-    let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
+    let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json))?;
     let opts = AnalyzeOptions { stop: Some(Arc::clone(stop)), ..opts };
     let (summary, report, exports) =
         summarize(&a.trace, format, a.strict, opts, &a.summary, false, "analyze")
-            .map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
+            .map_err(|e| error(&e, EXIT_FAILED, json))?;
     publish(&summary, report.darshan.as_deref(), &a.summary, exports);
     Ok(())
 }
@@ -846,13 +846,13 @@ fn spawn_traced(cmd: &mut Command, take_terminal: bool) -> std::io::Result<std::
 
 /// `iolens trace`; `mpi` when started by an MPI launcher as one rank of a job (see
 /// [`crate::trace_mpi`]): rank 0 then summarizes all ranks, the others print nothing.
-pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<(), u8> {
+pub fn trace(a: TraceArgs, mpi: Option<RankOfJob>) -> Result<(), u8> {
     // Only rank 0 writes the JSON, error reports included.
     let json = a.summary.json.as_deref().filter(|_| mpi.as_ref().is_none_or(|m| m.rank == 0));
-    let preload = crate::preload::locate().map_err(|e| error(&e, EXIT_FAILED, json, &command))?;
-    let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
+    let preload = crate::preload::locate().map_err(|e| error(&e, EXIT_FAILED, json))?;
+    let opts = options(&a.summary, None).map_err(|e| error(&e, EXIT_USAGE, json))?;
     let job_dir = match &mpi {
-        Some(job) => Some(job.job_dir(a.out.as_deref()).map_err(|e| error(&e, EXIT_FAILED, json, &command))?),
+        Some(job) => Some(job.job_dir(a.out.as_deref()).map_err(|e| error(&e, EXIT_FAILED, json))?),
         None => None,
     };
     let rank_out = match (&mpi, &job_dir) {
@@ -861,10 +861,9 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     };
     let dir = match &rank_out {
         Some(d) => {
-            std::fs::create_dir_all(d).map_err(|e| {
-                error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json, &command)
-            })?;
-            refuse_earlier_streams(d).map_err(|e| error(&e, EXIT_USAGE, json, &command))?;
+            std::fs::create_dir_all(d)
+                .map_err(|e| error(&format!("cannot create {}: {e}", d.display()), EXIT_FAILED, json))?;
+            refuse_earlier_streams(d).map_err(|e| error(&e, EXIT_USAGE, json))?;
             StreamDir::Kept(d.clone())
         }
         None => StreamDir::Temp(ScratchDir::create(&std::env::temp_dir(), TRACE_DIR_PREFIX, false).map_err(
@@ -874,7 +873,6 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
                     &format!("cannot create a trace directory in {}: {e}", base.display()),
                     EXIT_FAILED,
                     json,
-                    &command,
                 )
             },
         )?),
@@ -897,7 +895,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     // SAFETY: a flag on this process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
     let mut child = spawn_traced(&mut cmd, take_terminal)
-        .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json, &command))?;
+        .map_err(|e| error(&format!("cannot run {program}: {e}"), EXIT_FAILED, json))?;
     crate::signals::forward_to(child.id() as i32);
     let waited = match (&mpi, &job_dir) {
         (Some(job), Some((job_dir, _, _))) => job.wait_stopping_on_abort(&mut child, job_dir),
@@ -908,8 +906,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
         // SAFETY: getpgrp cannot fail.
         give_terminal(unsafe { libc::getpgrp() });
     }
-    let status =
-        waited.map_err(|e| error(&format!("waiting for {program}: {e}"), EXIT_FAILED, json, &command))?;
+    let status = waited.map_err(|e| error(&format!("waiting for {program}: {e}"), EXIT_FAILED, json))?;
     let wall_ns = started.elapsed().as_nanos() as u64;
     let left_running = reap_and_list_orphans();
 
@@ -947,7 +944,7 @@ pub fn trace(a: TraceArgs, command: String, mpi: Option<RankOfJob>) -> Result<()
     };
     let (mut summary, _, exports) = summary_or_error.map_err(|e| {
         rank_0_done();
-        error(&e, EXIT_FAILED, json, &command)
+        error(&e, EXIT_FAILED, json)
     })?;
     summary.notes.extend(rank_notes);
     if !left_running.is_empty() {
