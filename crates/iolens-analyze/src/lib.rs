@@ -25,6 +25,7 @@ mod merge;
 mod render;
 mod reorder;
 pub mod timeline;
+pub mod trace_summary;
 mod union;
 mod workload;
 

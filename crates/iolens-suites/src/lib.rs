@@ -14,6 +14,7 @@
 
 pub mod beff_io;
 pub mod doe;
+pub mod quick;
 pub mod repeat;
 pub mod saturate;
 pub mod sweep;
@@ -40,7 +41,28 @@ pub struct SuiteContext<'a> {
     pub runner: &'a dyn PointRunner,
 }
 
-impl SuiteContext<'_> {
+impl<'a> SuiteContext<'a> {
+    /// How a suite runs its points: whether it may write over files it did not create, and
+    /// whether it keeps the files it made. Every point starts from the device: the cache of a
+    /// file found is dropped too (advice only; its data is read as it is).
+    pub fn new(
+        allow_overwrite: bool,
+        keep: bool,
+        stop: &Arc<AtomicBool>,
+        observer: &'a dyn RunObserver,
+        command: &str,
+        runner: &'a dyn PointRunner,
+    ) -> SuiteContext<'a> {
+        SuiteContext {
+            stop: Arc::clone(stop),
+            observer,
+            policy: TargetPolicy { allow_overwrite, keep_cache: false, drop_cache: true, sparse: false },
+            keep,
+            command: command.to_string(),
+            runner,
+        }
+    }
+
     /// Whether the suite was asked to stop. Under MPI a stop on any rank counts for all (and
     /// every rank asks at the same place), so no rank runs a point the others skip.
     pub fn stopped(&self) -> bool {

@@ -17,8 +17,6 @@ mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
 mod output;
-mod preload;
-mod process_tree;
 mod quick;
 mod report_cmd;
 mod result_figures;
@@ -29,7 +27,6 @@ mod signals;
 mod stats_cmd;
 mod suites;
 mod trace_cmd;
-mod trace_mpi;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -51,7 +48,7 @@ fn main() -> ExitCode {
     signals::install(&stop);
     // The union's spill directories are scratch directories of iolens's own: recorded, so a
     // killed analysis leaves nothing `iolens clean` cannot find.
-    iolens_analyze::set_spill_dir_maker(trace_cmd::registered_spill_dir);
+    iolens_analyze::set_spill_dir_maker(iolens_trace::registered_spill_dir);
     let argv: Vec<OsString> = std::env::args_os().collect();
     let tool = iolens_report::envelope::Tool {
         name: "iolens".into(),
@@ -86,7 +83,7 @@ fn main() -> ExitCode {
     if let Some(l) = &launch {
         if let cli::Command::Trace(a) = args.command {
             // Tracing a job needs no MPI in iolens: the ranks meet in a directory.
-            return ExitCode::from(match trace_mpi::RankOfJob::from_launch(l) {
+            return ExitCode::from(match iolens_trace::RankOfJob::from_launch(l) {
                 Ok(job) => with_failed_writes(trace_cmd::trace(a, Some(job)).err().unwrap_or(0)),
                 Err(e) => {
                     errln!("iolens: error: {e}");

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub use iolens_output::console::{
     check_write, stdout_error, text_to_stderr, write_failed, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
 };
-pub use iolens_report::progress::{PartsPlan, ProgressLine, ReadingLine};
+pub use iolens_report::progress::{ProgressLine, ReadingLine};
 #[cfg(feature = "mpi")]
 pub use iolens_report::publish::document_value;
 pub use iolens_report::publish::{

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iolens_engine::TargetPolicy;
 use iolens_suites::{
     beff_io, saturate, sweep, validate as validation, write_modes, LocalRunner, PointRunner, SuiteContext,
     SuiteError,
@@ -108,28 +107,6 @@ fn finish<R: iolens_report::Body>(
     Ok(())
 }
 
-/// How a suite runs its points: whether it may write over files it did not create, and whether
-/// it keeps the files it made.
-pub fn context<'a>(
-    allow_overwrite: bool,
-    keep: bool,
-    stop: &Arc<AtomicBool>,
-    progress: &'a ProgressLine,
-    command: &str,
-    runner: &'a dyn PointRunner,
-) -> SuiteContext<'a> {
-    SuiteContext {
-        stop: Arc::clone(stop),
-        observer: progress,
-        // Every point starts from the device: the cache of a file found is dropped too (advice
-        // only; its data is read as it is).
-        policy: TargetPolicy { allow_overwrite, keep_cache: false, drop_cache: true, sparse: false },
-        keep,
-        command: command.to_string(),
-        runner,
-    }
-}
-
 /// The smallest sensible request: the logical sector of the device behind `target`.
 fn logical_sector(target: &Path) -> u64 {
     iolens_device::device_for_path(target).ok().flatten().map_or(512, |d| d.logical_sector.max(512))
@@ -158,7 +135,7 @@ pub fn sweep(
     let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "sweep");
     let result = sweep::sweep(
         &cfg,
-        &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
+        &SuiteContext::new(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
     finish(
@@ -191,7 +168,7 @@ pub fn saturate(
     let progress = ProgressLine::new(a.suite.quiet || runner.rank() != 0, "saturate");
     let result = saturate::saturate(
         &cfg,
-        &context(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
+        &SuiteContext::new(a.suite.allow_overwrite, a.suite.keep, stop, &progress, &command, runner),
     );
     progress.finish();
     finish(
@@ -233,7 +210,7 @@ pub fn write_modes(
     let progress = ProgressLine::new(a.quiet || runner.rank() != 0, "write-modes");
     let result = write_modes::write_modes(
         &cfg,
-        &context(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
+        &SuiteContext::new(a.allow_overwrite, a.keep, stop, &progress, &command, runner),
     );
     progress.finish();
     finish(
@@ -320,7 +297,10 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     cfg.extra_target = a.target.clone();
     let progress = ProgressLine::new(a.quiet, "validate");
     // validate only writes the files it lays out in a directory of its own.
-    let result = validation::validate(&cfg, &context(false, a.keep, stop, &progress, &command, &LocalRunner));
+    let result = validation::validate(
+        &cfg,
+        &SuiteContext::new(false, a.keep, stop, &progress, &command, &LocalRunner),
+    );
     progress.finish();
     finish(
         result,

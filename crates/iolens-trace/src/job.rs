@@ -17,6 +17,7 @@
 //! `summarized` (or after [`RANK_WAIT`]).
 
 use iolens_engine::ownership::{claim_made_dir, Claimed};
+use iolens_output::errln;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use iolens_analyze::ProcessTreeRow;
+use crate::ProcessTreeRow;
 
 #[derive(Default)]
 struct Process {
