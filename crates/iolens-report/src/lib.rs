@@ -3,6 +3,7 @@
 //! ([`envelope`]). Nothing here measures or computes figures; it only lays out results such as a
 //! [`RunResult`](iolens_metrics::RunResult).
 
+pub mod compare;
 pub mod envelope;
 pub mod export;
 pub mod progress;

@@ -19,7 +19,6 @@ mod mpi_cmd;
 mod output;
 mod quick;
 mod report_cmd;
-mod result_figures;
 mod run_cmd;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod same_job;

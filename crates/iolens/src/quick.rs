@@ -81,7 +81,7 @@ fn write_report_page(results: &Path, report: &QuickReport) {
     files.extend(report.parts.iter().filter_map(|p| p.json.clone()));
     let mut docs = Vec::new();
     for file in &files {
-        match crate::compare_cmd::read_result_file(&results.join(file)) {
+        match iolens_report::compare::read_result_file(&results.join(file)) {
             Ok(doc) => docs.push((file.as_str(), doc)),
             // Already reported when the write failed; the page shows the parts that exist.
             Err(e) => errln!("iolens: warning: report.html leaves out {e}"),

@@ -7,8 +7,8 @@ use std::path::Path;
 use iolens_report::export::html;
 
 use crate::cli::{ReportArgs, VERSION};
-use crate::compare_cmd::read_result_file;
 use crate::output::{check_write, EXIT_USAGE};
+use iolens_report::compare::read_result_file;
 
 pub fn report(a: ReportArgs) -> Result<(), u8> {
     let refuse = |message: String| {
