@@ -9,6 +9,7 @@ pub mod export;
 pub mod progress;
 pub mod publish;
 pub mod table;
+pub mod text;
 
 pub use envelope::{Body, Envelope, Invocation, Notice, SCHEMA_VERSION};
 pub use export::{write_csv, write_json_atomic};

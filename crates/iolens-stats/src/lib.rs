@@ -29,6 +29,7 @@ mod design;
 mod diagnostics;
 mod error;
 mod levels;
+pub mod study;
 mod summary;
 mod welch;
 

@@ -53,7 +53,8 @@ pub fn render(report: &CompareReport) -> String {
             push_line!(out, "only in one of the two: {}", c.unmatched.join(", "));
         }
     }
-    push_line!(out, 
+    push_line!(
+        out,
         "before, after: mean ±half the 95% interval of the repetitions; after/before: ratio of means; verdict: better/worse by the metric's direction, same within the noise \
          (Welch's t-test at p < {} when both sides are repeated, the 95% interval when one is; untested without repetitions)",
         report.alpha

@@ -1,0 +1,3 @@
+//! Terminal text of the commands' results: one module per kind of result.
+
+pub mod study;

@@ -1,0 +1,230 @@
+//! A study analysed end to end, as `iolens doe analyze` and `iolens correlate` report it: the
+//! ANOVA of the model asked, the model reduced for parsimony, residual diagnostics, level and
+//! cell means, and the recommended configuration; or each metric's correlation with execution
+//! time against the direction it should have (BPS paper, Table 1). The results serialize as the
+//! commands' JSON; the terminal text is `iolens_report::text::study`'s.
+
+use serde::Serialize;
+
+use crate::{
+    anova, cell_means, level_means, recommend, reduce_model, residual_diagnostics, AnovaTable, CellMean,
+    Dataset, Direction, Goal, LevelMean, ModelSpec, NormalizedCc, Recommendation, ReductionStep,
+    ResidualDiagnostics, ResponseScale, StatsError,
+};
+
+/// How a study is analysed.
+pub struct StudyOptions {
+    /// Analyse the logarithm of the response.
+    pub log: bool,
+    /// Interactions up to this order in the model asked (1: main effects only).
+    pub interactions: usize,
+    /// Keep the model asked (no parsimony reduction).
+    pub full: bool,
+    /// Significance level.
+    pub alpha: f64,
+    pub goal: Goal,
+}
+
+/// One row of an ANOVA table.
+#[derive(Debug, Serialize)]
+pub struct AnovaRow {
+    pub term: String,
+    pub df: f64,
+    pub sum_sq: f64,
+    pub mean_sq: f64,
+    #[serde(rename = "F")]
+    pub f: Option<f64>,
+    pub p: Option<f64>,
+}
+
+fn anova_rows(t: &AnovaTable) -> Vec<AnovaRow> {
+    t.rows
+        .iter()
+        .map(|r| AnovaRow {
+            term: r.term.clone(),
+            df: r.df,
+            sum_sq: r.sum_sq,
+            mean_sq: r.mean_sq,
+            f: r.f,
+            p: r.p,
+        })
+        .collect()
+}
+
+/// The cell means of a two-factor interaction.
+#[derive(Debug, Serialize)]
+pub struct InteractionTable {
+    pub term: String,
+    pub p: Option<f64>,
+    pub cells: Vec<CellMean>,
+}
+
+/// The analysis of a factorial study.
+#[derive(Debug, Serialize)]
+pub struct StudyAnalysis {
+    pub data: String,
+    pub response: String,
+    pub log_response: bool,
+    pub alpha: f64,
+    pub rows: usize,
+    /// The terms of the model asked, for the heading (the JSON has them as the ANOVA's rows).
+    #[serde(skip)]
+    pub model_terms: Vec<String>,
+    /// The model as asked: main effects plus interactions up to `interactions`.
+    pub anova: Vec<AnovaRow>,
+    pub r_squared: f64,
+    pub adj_r_squared: f64,
+    pub diagnostics: Option<ResidualDiagnostics>,
+    pub diagnostics_note: Option<String>,
+    /// Interactions dropped one at a time for parsimony (empty with `full`).
+    pub removed: Vec<ReductionStep>,
+    /// Whether the model was kept as asked.
+    #[serde(skip)]
+    pub full: bool,
+    pub final_model: Vec<String>,
+    pub final_anova: Vec<AnovaRow>,
+    pub final_r_squared: f64,
+    pub final_adj_r_squared: f64,
+    pub level_means: Vec<(String, Vec<LevelMean>)>,
+    pub significant_interactions: Vec<InteractionTable>,
+    /// Cell means of every two-factor interaction of the model asked, significant or not:
+    /// the data of interaction plots (p from the model asked).
+    pub interaction_means: Vec<InteractionTable>,
+    pub goal: String,
+    pub recommendations: Vec<Recommendation>,
+}
+
+/// The goal a response suggests by its name: times and latencies are better small, rates large.
+pub fn goal_of_response(response: &str) -> Goal {
+    if ["arpt", "lat", "wall", "busy", "time"].iter().any(|k| response.contains(k)) {
+        Goal::Minimize
+    } else {
+        Goal::Maximize
+    }
+}
+
+/// Analyses `dataset` (its response named `response`, read from `data`).
+pub fn analyze_study(
+    data: &str,
+    response: &str,
+    dataset: &Dataset,
+    factors: &[String],
+    opts: &StudyOptions,
+) -> Result<StudyAnalysis, StatsError> {
+    let scale = if opts.log { ResponseScale::Log } else { ResponseScale::Raw };
+    let spec = ModelSpec::up_to_order(factors, opts.interactions.max(1));
+    let full = anova(dataset, &spec, scale)?;
+    let (removed, final_table) = if opts.full {
+        (Vec::new(), full.clone())
+    } else {
+        let r = reduce_model(dataset, &spec, scale, opts.alpha)?;
+        (r.steps, r.table)
+    };
+    let (diagnostics, diagnostics_note) = match residual_diagnostics(dataset, &final_table, factors) {
+        Ok(d) => (Some(d), None),
+        Err(e) => (None, Some(format!("residual diagnostics not computed: {e}"))),
+    };
+    let mut level_tables = Vec::new();
+    for f in factors {
+        level_tables.push((f.clone(), level_means(dataset, f)?));
+    }
+    let two_factor =
+        |table: &AnovaTable, significant_only: bool| -> Result<Vec<InteractionTable>, StatsError> {
+            let mut tables = Vec::new();
+            for row in &table.rows {
+                let parts: Vec<&str> = row.term.split(':').collect();
+                if parts.len() == 2 && (!significant_only || row.p.is_some_and(|p| p <= opts.alpha)) {
+                    tables.push(InteractionTable {
+                        term: row.term.clone(),
+                        p: row.p,
+                        cells: cell_means(dataset, &parts)?,
+                    });
+                }
+            }
+            Ok(tables)
+        };
+    let significant_interactions = two_factor(&final_table, true)?;
+    let interaction_means = two_factor(&full, false)?;
+    let recommendations = recommend(dataset, &final_table, opts.goal, opts.alpha)?;
+    let model_terms = spec.terms(dataset)?.iter().map(|t| t.name()).collect();
+    Ok(StudyAnalysis {
+        data: data.to_string(),
+        response: response.to_string(),
+        log_response: opts.log,
+        alpha: opts.alpha,
+        rows: dataset.len(),
+        model_terms,
+        anova: anova_rows(&full),
+        r_squared: full.r_squared,
+        adj_r_squared: full.adj_r_squared,
+        diagnostics,
+        diagnostics_note,
+        removed,
+        full: opts.full,
+        final_model: final_table.rows.iter().map(|r| r.term.clone()).filter(|t| t != "Residual").collect(),
+        final_anova: anova_rows(&final_table),
+        final_r_squared: final_table.r_squared,
+        final_adj_r_squared: final_table.adj_r_squared,
+        level_means: level_tables,
+        significant_interactions,
+        interaction_means,
+        goal: if opts.goal == Goal::Maximize { "maximize".into() } else { "minimize".into() },
+        recommendations,
+    })
+}
+
+/// The expected direction of a metric's correlation with execution time (BPS paper, Table 1),
+/// by its name; `None` for a name that tells none.
+pub fn built_in_direction(metric: &str) -> Option<Direction> {
+    let m = metric.to_ascii_lowercase();
+    if m.contains("arpt") || m.contains("response") || m.contains("latency") {
+        Some(Direction::Positive)
+    } else if m.contains("iops") || m.contains("bw") || m.contains("bandwidth") || m.contains("bps") {
+        Some(Direction::Negative)
+    } else {
+        None
+    }
+}
+
+/// One metric's correlation with execution time.
+#[derive(Debug, Serialize)]
+pub struct CorrelationRow {
+    pub name: String,
+    pub cc: f64,
+    pub normalized_cc: f64,
+    pub direction_ok: bool,
+    pub expected: &'static str,
+    pub p: f64,
+    pub n: usize,
+}
+
+/// Every metric's correlation with execution time.
+#[derive(Debug, Serialize)]
+pub struct CorrelationReport {
+    pub data: String,
+    pub time: String,
+    pub metrics: Vec<CorrelationRow>,
+    /// Rows correlated, for the heading.
+    #[serde(skip)]
+    pub rows: usize,
+}
+
+/// The correlation of `values` with `time`, judged against `direction`.
+pub fn correlation_row(
+    name: &str,
+    values: &[f64],
+    time: &[f64],
+    direction: Direction,
+) -> Result<CorrelationRow, StatsError> {
+    let test = crate::pearson_test(values, time)?;
+    let n = NormalizedCc::new(test.r, direction);
+    Ok(CorrelationRow {
+        name: name.to_string(),
+        cc: n.cc,
+        normalized_cc: n.normalized_cc,
+        direction_ok: n.direction_ok,
+        expected: if direction == Direction::Negative { "negative" } else { "positive" },
+        p: test.p,
+        n: test.n,
+    })
+}
