@@ -4,7 +4,8 @@
 
 use std::cmp::Reverse;
 
-use super::{Analyzer, ClassAcc, FileAcc, LayerRow, ProcAcc, Slow};
+use crate::accumulate::{ClassAcc, FileAcc, ProcAcc, Slow};
+use crate::{Analyzer, LayerRow};
 use iolens_metrics::OpCounters;
 
 /// Saturating, as the analyzer's own sums: a trace is input.

@@ -7,45 +7,11 @@ use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use crate::TraceSummary;
 
 pub fn render_summary(s: &TraceSummary) -> String {
-    let f = &s.figures;
     let mut out = String::new();
     if s.interrupted {
         out.push_str("INTERRUPTED: the figures cover the trace up to the stop, not all of it\n");
     }
-    let _ = writeln!(
-        out,
-        "wall {:.3} s, I/O busy {:.3} s (union over all processes and threads), I/O wait {:.0}% of the run",
-        f.wall_s,
-        f.busy_s,
-        100.0 * f.io_wait_fraction
-    );
-    let _ = writeln!(
-        out,
-        "{} data ops ({} calls): {} MiB requested ({} MiB read / {} MiB written), {} IOPS, {} MiB/s, BPS {}, ARPT {}",
-        f.ops,
-        s.aggregate_layer,
-        fmt_mib(f.bytes as f64),
-        fmt_mib(f.read_bytes as f64),
-        fmt_mib(f.write_bytes as f64),
-        fmt_rate(f.iops),
-        fmt_mib(f.bw_bytes_s),
-        fmt_rate(f.bps),
-        fmt_ns(f.arpt_s * 1e9)
-    );
-    let _ = writeln!(
-        out,
-        "latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {};  {} syncs taking {:.3} s;  sequential {};  in flight: mean {:.2}, peak {}",
-        fmt_ns(f.lat_ns.p50 as f64),
-        fmt_ns(f.lat_ns.p90 as f64),
-        fmt_ns(f.lat_ns.p99 as f64),
-        fmt_ns(f.lat_ns.p99_9 as f64),
-        fmt_ns(f.lat_ns.max as f64),
-        f.fsyncs,
-        f.fsync_s,
-        s.sequential_fraction.map_or("-".into(), |q| format!("{:.0}%", 100.0 * q)),
-        s.concurrency.mean_in_flight,
-        s.concurrency.peak_in_flight.map_or("-".into(), |p| p.to_string())
-    );
+    write_headline(&mut out, s);
     if !s.size_histogram.is_empty() {
         out.push_str("\nrequest sizes:\n");
         let mut t = Table::new(vec!["size", "reads", "writes"]);
@@ -116,36 +82,7 @@ pub fn render_summary(s: &TraceSummary) -> String {
         }
         t.render(&mut out);
     }
-    let one_lone_process = s.process_trees.len() == 1 && s.process_trees[0].processes == 1;
-    if !s.process_trees.is_empty() && !one_lone_process {
-        out.push_str("\nprocess trees (a root process and all it started, by bytes):\n");
-        let mut t =
-            Table::new(vec!["root pid", "processes", "ops", "MiB", "wall_s", "counted", "executables"]);
-        t.left_aligned = vec![5, 6];
-        for r in &s.process_trees {
-            let counted = if r.counted_pids.len() as u64 == r.processes {
-                "all".to_string()
-            } else if r.counted_pids.is_empty() {
-                "none".to_string()
-            } else {
-                let mut pids: Vec<String> = r.counted_pids.iter().take(8).map(u32::to_string).collect();
-                if r.counted_pids.len() > 8 {
-                    pids.push("…".into());
-                }
-                format!("{} of {} (pids {})", r.counted_pids.len(), r.processes, pids.join(" "))
-            };
-            t.rows.push(vec![
-                r.root_pid.to_string(),
-                r.processes.to_string(),
-                r.ops.to_string(),
-                fmt_mib(r.bytes as f64),
-                format!("{:.3}", r.wall_s),
-                counted,
-                r.executables.join(", "),
-            ]);
-        }
-        t.render(&mut out);
-    }
+    write_process_trees(&mut out, s);
     if !s.slowest.is_empty() {
         out.push_str("\nslowest operations:\n");
         let mut t = Table::new(vec!["duration", "at_s", "pid", "tid", "op", "bytes", "offset", "path"]);
@@ -183,4 +120,78 @@ pub fn render_summary(s: &TraceSummary) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// The aggregate's figures: time, data operations and rates, latencies, syncs, sequentiality
+/// and concurrency.
+fn write_headline(out: &mut String, s: &TraceSummary) {
+    let f = &s.figures;
+    let _ = writeln!(
+        out,
+        "wall {:.3} s, I/O busy {:.3} s (union over all processes and threads), I/O wait {:.0}% of the run",
+        f.wall_s,
+        f.busy_s,
+        100.0 * f.io_wait_fraction
+    );
+    let _ = writeln!(
+        out,
+        "{} data ops ({} calls): {} MiB requested ({} MiB read / {} MiB written), {} IOPS, {} MiB/s, BPS {}, ARPT {}",
+        f.ops,
+        s.aggregate_layer,
+        fmt_mib(f.bytes as f64),
+        fmt_mib(f.read_bytes as f64),
+        fmt_mib(f.write_bytes as f64),
+        fmt_rate(f.iops),
+        fmt_mib(f.bw_bytes_s),
+        fmt_rate(f.bps),
+        fmt_ns(f.arpt_s * 1e9)
+    );
+    let _ = writeln!(
+        out,
+        "latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {};  {} syncs taking {:.3} s;  sequential {};  in flight: mean {:.2}, peak {}",
+        fmt_ns(f.lat_ns.p50 as f64),
+        fmt_ns(f.lat_ns.p90 as f64),
+        fmt_ns(f.lat_ns.p99 as f64),
+        fmt_ns(f.lat_ns.p99_9 as f64),
+        fmt_ns(f.lat_ns.max as f64),
+        f.fsyncs,
+        f.fsync_s,
+        s.sequential_fraction.map_or("-".into(), |q| format!("{:.0}%", 100.0 * q)),
+        s.concurrency.mean_in_flight,
+        s.concurrency.peak_in_flight.map_or("-".into(), |p| p.to_string())
+    );
+}
+
+/// The process trees, unless the trace is one process that started nothing.
+fn write_process_trees(out: &mut String, s: &TraceSummary) {
+    let one_lone_process = s.process_trees.len() == 1 && s.process_trees[0].processes == 1;
+    if !s.process_trees.is_empty() && !one_lone_process {
+        out.push_str("\nprocess trees (a root process and all it started, by bytes):\n");
+        let mut t =
+            Table::new(vec!["root pid", "processes", "ops", "MiB", "wall_s", "counted", "executables"]);
+        t.left_aligned = vec![5, 6];
+        for r in &s.process_trees {
+            let counted = if r.counted_pids.len() as u64 == r.processes {
+                "all".to_string()
+            } else if r.counted_pids.is_empty() {
+                "none".to_string()
+            } else {
+                let mut pids: Vec<String> = r.counted_pids.iter().take(8).map(u32::to_string).collect();
+                if r.counted_pids.len() > 8 {
+                    pids.push("…".into());
+                }
+                format!("{} of {} (pids {})", r.counted_pids.len(), r.processes, pids.join(" "))
+            };
+            t.rows.push(vec![
+                r.root_pid.to_string(),
+                r.processes.to_string(),
+                r.ops.to_string(),
+                fmt_mib(r.bytes as f64),
+                format!("{:.3}", r.wall_s),
+                counted,
+                r.executables.join(", "),
+            ]);
+        }
+        t.render(out);
+    }
 }

@@ -714,7 +714,7 @@ fn directions_split_when_the_second_appears_keep_each_its_own_latencies() {
 /// `events` as several agents write them: each thread's calls in blocks of `block`, the
 /// threads' blocks in turn.
 fn in_blocks_per_thread(events: &[IoEvent], block: usize) -> Vec<IoEvent> {
-    let mut threads: BTreeMap<u32, Vec<IoEvent>> = BTreeMap::new();
+    let mut threads = std::collections::BTreeMap::<u32, Vec<IoEvent>>::new();
     for e in events {
         threads.entry(e.tid).or_default().push(*e);
     }

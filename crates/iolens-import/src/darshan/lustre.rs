@@ -14,6 +14,7 @@ use std::io::Read;
 
 use serde::Serialize;
 
+use super::header::Order;
 use super::{read_record, DarshanModule, Header};
 use crate::{Ctx, ImportError};
 
@@ -65,6 +66,43 @@ pub struct LustreFile {
     pub fs_mdts: Option<i64>,
 }
 
+impl LustreFile {
+    /// A file record before its layout is read.
+    fn unstriped(path: String, rank: i64) -> LustreFile {
+        LustreFile {
+            path,
+            rank,
+            stripe_count: 0,
+            stripe_size: 0,
+            stripe_offset: None,
+            ost_ids: Vec::new(),
+            components: Vec::new(),
+            fs_osts: None,
+            fs_mdts: None,
+        }
+    }
+}
+
+impl LustreComponent {
+    /// A used layout component of a version 2 record: seven i64 fields, then the pool name
+    /// (NUL-terminated).
+    fn from_record(o: Order, comp: &[u8; COMPONENT_LEN]) -> LustreComponent {
+        let v = |i: usize| o.i64(comp, 8 * i);
+        let pool = &comp[56..];
+        let pool = &pool[..pool.iter().position(|&b| b == 0).unwrap_or(pool.len())];
+        LustreComponent {
+            stripe_size: v(0),
+            stripe_count: v(1),
+            pattern: v(2),
+            flags: v(3),
+            extent_start: v(4),
+            extent_end: v(5),
+            mirror_id: v(6),
+            pool: String::from_utf8_lossy(pool).into_owned(),
+        }
+    }
+}
+
 /// Reads the module's records into `files`, one per record.
 pub(super) fn read(
     ctx: &mut Ctx,
@@ -108,17 +146,8 @@ pub(super) fn read(
         }
         let id = o.u64(fixed, 0);
         let rank = o.i64(fixed, 8);
-        let mut file = LustreFile {
-            path: names.get(&id).cloned().unwrap_or_else(|| format!("<record {id:#x}>")),
-            rank,
-            stripe_count: 0,
-            stripe_size: 0,
-            stripe_offset: None,
-            ost_ids: Vec::new(),
-            components: Vec::new(),
-            fs_osts: None,
-            fs_mdts: None,
-        };
+        let path = names.get(&id).cloned().unwrap_or_else(|| format!("<record {id:#x}>"));
+        let mut file = LustreFile::unstriped(path, rank);
         let keep = files.len() < KEPT_FILES;
         let mut id_buf = [0u8; 8];
         let mut read_ids = |ctx: &Ctx, data: &mut dyn Read, count: i64, kept: i64, out: &mut Vec<i64>| {
@@ -181,18 +210,7 @@ pub(super) fn read(
                     ));
                 }
                 counted = counted.saturating_add(count);
-                let pool = &comp[56..];
-                let pool = &pool[..pool.iter().position(|&b| b == 0).unwrap_or(pool.len())];
-                file.components.push(LustreComponent {
-                    stripe_size: v(0),
-                    stripe_count: count,
-                    pattern: v(2),
-                    flags: v(3),
-                    extent_start: v(4),
-                    extent_end: v(5),
-                    mirror_id: v(6),
-                    pool: String::from_utf8_lossy(pool).into_owned(),
-                });
+                file.components.push(LustreComponent::from_record(o, &comp));
             }
             if counted > stripes {
                 return Err(fail(

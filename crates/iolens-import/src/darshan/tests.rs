@@ -305,7 +305,7 @@ impl Builder {
         let regions = [pack(&job), pack(&names), posix, pack(&dxt), lustre];
         let mut header = vec![0u8; 1328];
         header[..self.version.len()].copy_from_slice(self.version);
-        header[8..16].copy_from_slice(&self.b(super::MAGIC.to_le_bytes()));
+        header[8..16].copy_from_slice(&self.b(super::header::MAGIC.to_le_bytes()));
         header[16] = self.compression;
         let mut at = 1328 + regions[0].len() as u64;
         let mut place = |slot: usize, len: usize| {
@@ -419,7 +419,7 @@ fn inflate(mut region: &[u8]) -> Vec<u8> {
 /// A little-endian zlib log re-encoded as darshan-util writes bzip2 logs: every region (job,
 /// names, modules) compressed again as bzip2, in two streams (as after a flush).
 fn as_bzip2(log: &[u8]) -> Vec<u8> {
-    assert_eq!(u64::from_le_bytes(log[8..16].try_into().unwrap()), super::MAGIC);
+    assert_eq!(u64::from_le_bytes(log[8..16].try_into().unwrap()), super::header::MAGIC);
     assert_eq!(log[16], 0, "a zlib log");
     let minor: u32 = std::str::from_utf8(&log[2..4]).unwrap().parse().unwrap();
     let (header_len, names_at, slots) = if minor >= 41 { (1328, 32, 64) } else { (360, 24, 16) };
