@@ -1,6 +1,8 @@
 //! The event stream of the process: per-thread buffers taken from a static pool, written in
 //! whole-buffer `write`s to `<dir>/<pid>.<start ns>.evt` on an `O_APPEND` descriptor kept high
-//! in the descriptor table.
+//! in the descriptor table. The stream also hands out its path ids, keeps the counts of calls
+//! signal handlers made inside the recorder, and is where hooks enter the recursion guard
+//! ([`enter_guard`]): only the stream knows whether a thread's buffer is half-written.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{
@@ -13,11 +15,16 @@ use iolens_record::event::{
     FLAG_PROCESS_START, LOST_FRAME_LEN,
 };
 use iolens_record::program::{elf_is_go, ELF_PROBE_BYTES};
-use libc::{c_int, c_void};
+use libc::{c_char, c_int, c_void};
 
-use crate::clock::{calibration_point, start_point, Calibration};
-use crate::record::next_path_id;
-use crate::{errno, me, set_errno, ThreadState, ENABLED, PID, START_NS};
+use crate::base::clock::{calibration_point, start_point, Calibration};
+use crate::base::guard::{Guard, ENABLED};
+use crate::base::raw_syscall::{errno, proc_fd_path, program_head, push_decimal, set_errno, stat_of, sys};
+use crate::base::thread_state::{me, ThreadState};
+
+/// The process the stream is of, and when it started: the stream's name.
+static PID: AtomicU32 = AtomicU32::new(0);
+static START_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Events of this stream lost so far (pool exhausted, writes failed): the total, written into
 /// the stream's lost-events frame.
@@ -25,13 +32,67 @@ pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// The stream's descriptor: -1 not open yet, -2 being opened, else the fd.
 pub(crate) static STREAM_FD: AtomicI32 = AtomicI32::new(-1);
 static STREAM_INO: AtomicU64 = AtomicU64::new(0);
-pub(crate) static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// The trace directory, NUL-terminated, copied from the environment at load time.
-pub(crate) struct DirBuf(pub(crate) UnsafeCell<[u8; 3072]>);
-// SAFETY: written once in `init` before any hook records, read-only afterwards.
+struct DirBuf(UnsafeCell<[u8; 3072]>);
+// SAFETY: written once by `set_trace_dir` at start-up, before any hook records, read-only
+// afterwards.
 unsafe impl Sync for DirBuf {}
-pub(crate) static TRACE_DIR: DirBuf = DirBuf(UnsafeCell::new([0; 3072]));
+static TRACE_DIR: DirBuf = DirBuf(UnsafeCell::new([0; 3072]));
+
+/// Takes the trace directory `dir` (NUL-terminated, from the environment) at start-up, and the
+/// process's identity; false when there is none to trace into (unset, empty or too long).
+///
+/// # Safety
+/// `dir` is null or NUL-terminated; called once, before any thread records.
+pub(crate) unsafe fn set_up(dir: *const c_char) -> bool {
+    if dir.is_null() {
+        return false;
+    }
+    // SAFETY: `dir` is NUL-terminated (the caller's promise), and no thread reads TRACE_DIR yet.
+    unsafe {
+        let len = libc::strlen(dir);
+        let buf = &mut *TRACE_DIR.0.get();
+        if len == 0 || len >= buf.len() - 1 {
+            return false;
+        }
+        std::ptr::copy_nonoverlapping(dir.cast::<u8>(), buf.as_mut_ptr(), len);
+        buf[len] = 0;
+    }
+    PID.store(std::process::id(), Relaxed);
+    START_NS.store(iolens_record::clock::now_ns(), Relaxed);
+    true
+}
+
+/// Makes every thread's buffer written out when the thread ends (see [`thread_exit`]).
+pub(crate) fn flush_at_thread_exit() {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `thread_exit` takes the value this library sets for the key (a slot index + 1).
+    if unsafe { libc::pthread_key_create(&mut key, Some(thread_exit)) } == 0 {
+        THREAD_KEY.store(key, Relaxed);
+    }
+}
+
+/// The id of the process whose stream this is.
+pub(crate) fn pid() -> u32 {
+    PID.load(Relaxed)
+}
+
+/// Path ids given out so far: each names a path in this stream's path frames.
+static NEXT_PATH: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh path id of this stream.
+pub(crate) fn next_path_id() -> u32 {
+    NEXT_PATH.fetch_add(1, Relaxed)
+}
+
+/// Enters the hook guard (see [`Guard`]): not while the recorder is off, nor in a signal
+/// handler's hook while the thread's buffer is half-written.
+#[inline(always)]
+pub(crate) fn enter_guard() -> Option<Guard> {
+    Guard::enter(may_interrupt)
+}
 
 pub(crate) const SLOTS: usize = 256;
 pub(crate) const SLOT_BYTES: usize = 64 * 1024;
@@ -59,9 +120,11 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: c_int = 1 << 4;
 /// Registers the process for expedited membarriers: at start-up, and in a forked child (the
 /// registration belongs to the address space, which the child has anew). Only while one
 /// thread runs, as switching protocols under a running owner would not be safe.
-pub(crate) unsafe fn register_membarrier() {
+pub(crate) fn register_membarrier() {
     let saved = errno();
-    let registered = crate::sys()(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    // SAFETY: membarrier takes no pointer.
+    let registered =
+        unsafe { sys()(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) } == 0;
     ASYMMETRIC.store(registered, Relaxed);
     set_errno(saved);
 }
@@ -137,7 +200,7 @@ pub(crate) fn tid_of(me: &ThreadState) -> u32 {
     let t = &me.tid;
     if t.get() == 0 {
         // SAFETY: gettid has no arguments and cannot fail.
-        t.set(unsafe { crate::sys()(libc::SYS_gettid) } as u32);
+        t.set(unsafe { sys()(libc::SYS_gettid) } as u32);
     }
     t.get()
 }
@@ -197,7 +260,7 @@ pub(crate) unsafe fn with_slot_of<R>(me: &ThreadState, f: impl FnOnce(&'static S
 /// may record: not while its buffer is half-written, nor while it is being claimed.
 #[cold]
 #[inline(never)]
-pub(crate) fn may_interrupt(me: &ThreadState) -> bool {
+fn may_interrupt(me: &ThreadState) -> bool {
     POOL.get(me.slot.get() as usize).is_some_and(|slot| slot.state.load(Relaxed) != WRITING)
 }
 
@@ -264,16 +327,16 @@ pub(crate) unsafe fn raw_write_all(fd: c_int, buf: &[u8]) -> bool {
 unsafe fn write_whole(fd: c_int, buf: &[u8]) -> Result<(), c_int> {
     let mut done = 0;
     while done < buf.len() {
-        let n = crate::sys()(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
+        let n = sys()(libc::SYS_write, fd, buf[done..].as_ptr(), buf.len() - done);
         if n < 0 {
             let why = errno();
             if why == libc::EINTR {
                 continue;
             }
             if done > 0 {
-                let end = crate::sys()(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
+                let end = sys()(libc::SYS_lseek, fd, 0, libc::SEEK_CUR);
                 if end >= done as i64 {
-                    crate::sys()(libc::SYS_ftruncate, fd, end - done as i64);
+                    sys()(libc::SYS_ftruncate, fd, end - done as i64);
                 }
             }
             return Err(why);
@@ -294,37 +357,14 @@ const LOST_FRAME_AT: i64 = EVENT_MAGIC.len() as i64;
 /// through /proc for it.
 unsafe fn write_lost_frame(fd: c_int) {
     let mut link = [0u8; 40];
-    let mut at = 0;
-    for b in b"/proc/self/fd/" {
-        link[at] = *b;
-        at += 1;
-    }
-    push_decimal(&mut link, &mut at, fd as u64);
-    let header =
-        crate::sys()(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    proc_fd_path(fd, &mut link);
+    let header = sys()(libc::SYS_openat, libc::AT_FDCWD, link.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
     if header < 0 {
         return;
     }
     let frame = encode_lost(DROPPED.load(Relaxed), LOST_ERRNO.load(Relaxed));
-    crate::sys()(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
-    crate::sys()(libc::SYS_close, header);
-}
-
-pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut n = 0;
-    loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for i in (0..n).rev() {
-        out[*at] = digits[i];
-        *at += 1;
-    }
+    sys()(libc::SYS_pwrite64, header, frame.as_ptr(), frame.len(), LOST_FRAME_AT);
+    sys()(libc::SYS_close, header);
 }
 
 /// Writes the path frame of the executable and the process-start marker into `out` (at least
@@ -332,7 +372,7 @@ pub(crate) fn push_decimal(out: &mut [u8], at: &mut usize, mut v: u64) {
 /// never through a buffer: it must come first, and its timestamp is in nanoseconds already.
 unsafe fn start_marker(out: &mut [u8]) -> usize {
     let mut exe = [0u8; 4096];
-    let n = crate::sys()(
+    let n = sys()(
         libc::SYS_readlinkat,
         libc::AT_FDCWD,
         c"/proc/self/exe".as_ptr(),
@@ -369,7 +409,7 @@ unsafe fn start_marker(out: &mut [u8]) -> usize {
 /// `/proc/self/exe`.
 unsafe fn runs_go() -> bool {
     let mut head = [0u8; ELF_PROBE_BYTES];
-    let len = crate::process::program_head(c"/proc/self/exe".as_ptr(), &mut head);
+    let len = program_head(c"/proc/self/exe".as_ptr(), &mut head);
     elf_is_go(&head[..len]) == Some(true)
 }
 
@@ -403,7 +443,7 @@ unsafe fn open_stream() -> c_int {
         at += 1;
         push_decimal(&mut path, &mut at, START_NS.load(Relaxed));
         path[at..at + 5].copy_from_slice(b".evt\0");
-        fd = crate::sys()(
+        fd = sys()(
             libc::SYS_openat,
             libc::AT_FDCWD,
             path.as_ptr(),
@@ -418,15 +458,15 @@ unsafe fn open_stream() -> c_int {
         return -1;
     }
     // Readable by iolens whatever the program's umask (`umask 777` would make it mode 000).
-    crate::sys()(libc::SYS_fchmod, fd, 0o600);
-    let high = crate::sys()(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
+    sys()(libc::SYS_fchmod, fd, 0o600);
+    let high = sys()(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 900) as c_int;
     let fd = if high >= 0 {
-        crate::sys()(libc::SYS_close, fd);
+        sys()(libc::SYS_close, fd);
         high
     } else {
         fd
     };
-    let (ino, size) = crate::record::stat_of(fd).map_or((0, 0), |st| (st.st_ino, st.st_size));
+    let (ino, size) = stat_of(fd).map_or((0, 0), |st| (st.st_ino, st.st_size));
     STREAM_INO.store(ino, Relaxed);
     // The head: magic, lost-events frame, and the process-start marker naming the executable.
     let mut head = [0u8; EVENT_MAGIC.len() + LOST_FRAME_LEN + 7 + 4096 + EVENT_FRAME_LEN];
@@ -436,7 +476,7 @@ unsafe fn open_stream() -> c_int {
     len += LOST_FRAME_LEN;
     len += start_marker(&mut head[len..]);
     if size == 0 && !raw_write_all(fd, &head[..len]) {
-        crate::sys()(libc::SYS_close, fd);
+        sys()(libc::SYS_close, fd);
         return -1;
     }
     fd
@@ -455,7 +495,7 @@ pub(crate) unsafe fn stream_fd() -> c_int {
                 }
             }
             fd => {
-                if crate::record::stat_of(fd).is_some_and(|st| st.st_ino == STREAM_INO.load(Relaxed)) {
+                if stat_of(fd).is_some_and(|st| st.st_ino == STREAM_INO.load(Relaxed)) {
                     return fd;
                 }
                 // Closed behind our back (close_range, closefrom) or the number reused: reopen.
@@ -516,7 +556,7 @@ pub(crate) unsafe fn freeze_and_flush_all() {
     // A signal handler's hook on this thread records as one inside a hook would: not while our
     // own buffer is written out below (see `Guard`).
     let me = me();
-    let outer = me.in_hook.replace(1);
+    let outer = me.enter_hook();
     let mine = me.slot.get();
     let others = || POOL.iter().enumerate().filter(move |(i, _)| *i as u32 != mine).map(|(_, slot)| slot);
     for slot in others() {
@@ -533,7 +573,7 @@ pub(crate) unsafe fn freeze_and_flush_all() {
         // threads about: a single-threaded process (a sandboxed child, say, whose seccomp
         // filter may not allow membarrier) never makes the call.
         let saved = errno();
-        crate::sys()(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        sys()(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
         set_errno(saved);
     }
     for (i, slot) in POOL.iter().enumerate() {
@@ -571,7 +611,7 @@ pub(crate) unsafe fn freeze_and_flush_all() {
             write_lost_frame(fd);
         }
     }
-    me.in_hook.set(outer);
+    me.set_in_hook(outer);
 }
 
 /// Lets the threads frozen by [`freeze_and_flush_all`] go on (the exec failed).
@@ -591,7 +631,7 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
     // A signal handler's hook meanwhile passes through (see `Guard`) instead of waiting for
     // the buffer this thread holds.
     let me = me();
-    let outer = me.in_hook.replace(1);
+    let outer = me.enter_hook();
     enter_slot(slot);
     flush_slot(slot);
     write_excluded(slot);
@@ -599,17 +639,36 @@ pub(crate) unsafe extern "C" fn thread_exit(value: *mut c_void) {
     slot.claimed.store(false, Release);
     // I/O of a later destructor of this thread claims a slot anew, not this released one.
     me.slot.set(NO_SLOT);
-    me.in_hook.set(outer);
+    me.set_in_hook(outer);
 }
 
-/// Writes the counts of calls made by signal handlers inside the recorder (see
-/// [`count_interrupted`](crate::record::count_interrupted)), and starts them over.
+/// Calls (and the bytes of their reads and writes) that signal handlers made while this
+/// process's recorder was writing down the call they interrupted, by [`Excluded`] reason: the
+/// thread's buffer may be half-written then, so they are counted here, with atomics, and
+/// written out at the end (`record::count_interrupted` says under which reason).
+static INTERRUPTED: [[AtomicU64; 2]; Excluded::ALL.len()] =
+    [const { [AtomicU64::new(0), AtomicU64::new(0)] }; Excluded::ALL.len()];
+
+/// Counts `calls` calls made by signal handlers inside the recorder, concerning `bytes`.
+pub(crate) fn add_interrupted(reason: Excluded, calls: u64, bytes: u64) {
+    INTERRUPTED[reason as usize][0].fetch_add(calls, Relaxed);
+    INTERRUPTED[reason as usize][1].fetch_add(bytes, Relaxed);
+}
+
+/// The calls counted by [`add_interrupted`] and their bytes, by reason, taken (counting
+/// starts over).
+fn take_interrupted() -> [(u64, u64); Excluded::ALL.len()] {
+    std::array::from_fn(|r| (INTERRUPTED[r][0].swap(0, Relaxed), INTERRUPTED[r][1].swap(0, Relaxed)))
+}
+
+/// Writes the counts of calls made by signal handlers inside the recorder, and starts them
+/// over.
 unsafe fn write_interrupted() {
-    let counts = crate::record::take_interrupted();
+    let counts = take_interrupted();
     if !write_excluded_counts(&counts) {
         // Kept for the next try (a later exit or exec of this process).
         for (reason, (calls, bytes)) in Excluded::ALL.iter().zip(counts) {
-            crate::record::add_interrupted(*reason, calls, bytes);
+            add_interrupted(*reason, calls, bytes);
         }
     }
 }
@@ -642,4 +701,37 @@ unsafe fn write_excluded_counts(counts: &ExcludedCounts) -> bool {
     let written = fd >= 0 && raw_write_all(fd, &frames[..len]);
     set_errno(saved);
     written
+}
+
+/// In a forked child: a stream of its own. The parent's buffered events are the parent's to
+/// write; the child starts empty and keeps only the slot of the thread that forked (the only
+/// thread the child has). Its stream is opened by [`stream_fd`], once the other layers have
+/// forgotten the parent's state.
+pub(crate) fn after_fork() {
+    PID.store(std::process::id(), Relaxed);
+    START_NS.store(iolens_record::clock::now_ns(), Relaxed);
+    me().tid.set(0);
+    let fd = STREAM_FD.swap(-1, AcqRel);
+    if fd >= 0 {
+        // SAFETY: closes the parent's stream descriptor, which the child inherited.
+        unsafe { sys()(libc::SYS_close, fd) };
+    }
+    let mine = me().slot.get();
+    for (i, slot) in POOL.iter().enumerate() {
+        slot.reset_owner_state();
+        // SAFETY: the child's only thread is this one, so no owner touches the slot.
+        unsafe {
+            slot.start_block();
+            *slot.excluded.get() = Default::default();
+            if i as u32 == mine {
+                *slot.tid.get() = tid();
+            } else {
+                slot.claimed.store(false, Relaxed);
+            }
+        }
+    }
+    DROPPED.store(0, Relaxed);
+    take_interrupted();
+    LOST_ERRNO.store(0, Relaxed);
+    register_membarrier();
 }

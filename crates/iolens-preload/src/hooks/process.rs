@@ -1,60 +1,26 @@
-//! Process life cycle: a forked child starts a stream of its own; exec and `_exit` write what is
-//! buffered (in every thread) before the process image goes away; vfork runs as fork.
+//! Process life cycle: exec and `_exit` write what is buffered (in every thread) before the
+//! process image goes away, and note programs that will run untraced; vfork runs as fork; a
+//! change of user prepares a trace directory the new user can write. (A forked child's fresh
+//! start is `lib.rs`'s, which knows every layer's state.)
 
 use std::sync::atomic::Ordering::*;
+use std::sync::OnceLock;
 
+use iolens_record::event::{IoOp, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC};
+use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 use libc::{c_char, c_int};
 
-use crate::clock::now_ns;
-use crate::record::{define_path, record_flagged, FD_PATH};
-use crate::stream::{
-    flush_all, freeze_and_flush_all, register_membarrier, stream_fd, thaw_all, tid, trace_dir_path, DROPPED,
-    LOST_ERRNO, POOL, STREAM_FD,
-};
-use crate::{errno, me, set_errno, Guard, ENABLED, PID, START_NS};
-use iolens_record::event::{IoOp, FLAG_PROCESS_END, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE};
-use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
+use crate::base::clock::now_ns;
+use crate::base::guard::ENABLED;
+use crate::base::raw_syscall::{errno, program_head, real, set_errno, sys};
+use crate::record::{define_path, record_flagged};
+use crate::stream::{enter_guard, flush_all, freeze_and_flush_all, pid, thaw_all, trace_dir_path};
 
-pub(crate) unsafe extern "C" fn after_fork_in_child() {
-    PID.store(libc::getpid() as u32, Relaxed);
-    START_NS.store(iolens_record::clock::now_ns(), Relaxed);
-    me().tid.set(0);
-    let fd = STREAM_FD.swap(-1, AcqRel);
-    if fd >= 0 {
-        crate::sys()(libc::SYS_close, fd);
-    }
-    // The parent's buffered events are the parent's to write; the child starts empty and keeps
-    // only the slot of the thread that forked (the only thread the child has).
-    let mine = me().slot.get();
-    for (i, slot) in POOL.iter().enumerate() {
-        slot.reset_owner_state();
-        slot.start_block();
-        *slot.excluded.get() = Default::default();
-        if i as u32 == mine {
-            *slot.tid.get() = tid();
-        } else {
-            slot.claimed.store(false, Relaxed);
-        }
-    }
-    DROPPED.store(0, Relaxed);
-    crate::record::take_interrupted();
-    LOST_ERRNO.store(0, Relaxed);
-    crate::aio::forget_after_fork();
-    crate::native_aio::forget_after_fork();
-    register_membarrier();
-    // Path ids are defined per stream: the child rediscovers inherited descriptors itself.
-    for slot in &FD_PATH {
-        slot.store(NO_FILE, Relaxed);
-    }
-    crate::posix::forget_root_after_fork();
-    // Its own stream, opened before the child can change its rights.
-    stream_fd();
-}
 /// Whether this is a child sharing the memory of its parent (clone with `CLONE_VM`, as
 /// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's
 /// then, in use by its other threads, and the child must leave them alone.
 unsafe fn in_parents_memory() -> bool {
-    crate::sys()(libc::SYS_getpid) as u32 != PID.load(Relaxed)
+    sys()(libc::SYS_getpid) as u32 != pid()
 }
 
 /// Whether the loader will run `path` in secure-execution mode, where it ignores
@@ -107,32 +73,6 @@ unsafe fn is_static_program(path: *const c_char) -> bool {
     elf_is_static(&head[..len]) == Some(true)
 }
 
-/// Reads the first bytes of the program `path` into `head`: of a regular file, read without
-/// blocking (a FIFO named as the program must not hang an exec); their number.
-pub(crate) unsafe fn program_head(path: *const c_char, head: &mut [u8; ELF_PROBE_BYTES]) -> usize {
-    let fd = crate::sys()(
-        libc::SYS_openat,
-        libc::AT_FDCWD,
-        path,
-        libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
-    ) as c_int;
-    if fd < 0 {
-        return 0;
-    }
-    let mut len = 0;
-    if crate::record::stat_of(fd).is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG) {
-        while len < head.len() {
-            let n = crate::sys()(libc::SYS_pread64, fd, head[len..].as_mut_ptr(), head.len() - len, len);
-            if n <= 0 {
-                break;
-            }
-            len += n as usize;
-        }
-    }
-    crate::sys()(libc::SYS_close, fd);
-    len
-}
-
 /// Notes that this process is about to run `program` where LD_PRELOAD does not reach: in
 /// secure-execution mode, or statically linked. Nothing of that image will be seen, so the
 /// reader says so.
@@ -140,7 +80,7 @@ pub(crate) unsafe fn note_untraced_exec(program: *const c_char) {
     if program.is_null() {
         return;
     }
-    let Some(_g) = Guard::enter() else { return };
+    let Some(_g) = enter_guard() else { return };
     let saved = errno();
     let flag = if runs_in_secure_mode(program) {
         Some(FLAG_SECURE_EXEC)
@@ -154,12 +94,20 @@ pub(crate) unsafe fn note_untraced_exec(program: *const c_char) {
     set_errno(saved);
 }
 
-/// Records that this process image ends now (exit, `_exit`, exec).
-pub(crate) unsafe fn note_process_end() {
-    if let Some(_g) = Guard::enter() {
-        crate::aio::note_uncollected();
-        crate::native_aio::note_submitted();
-        record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+/// What the end of the process image means to every hook family (exit, `_exit`, exec): set
+/// once at start-up by the composition root (`lib.rs`), which knows them all; until then the
+/// recorder is off and there is nothing to note.
+static IMAGE_END: OnceLock<unsafe fn()> = OnceLock::new();
+
+/// Sets what [`image_ends`] runs.
+pub(crate) fn on_image_end(note: unsafe fn()) {
+    let _ = IMAGE_END.set(note);
+}
+
+/// Notes that this process image ends now (exit, `_exit`, exec).
+unsafe fn image_ends() {
+    if let Some(note) = IMAGE_END.get() {
+        note();
     }
 }
 
@@ -170,7 +118,7 @@ unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) 
         return exec();
     }
     note_untraced_exec(program);
-    note_process_end();
+    image_ends();
     freeze_and_flush_all();
     let ret = exec();
     let err = errno();
@@ -235,7 +183,7 @@ pub unsafe extern "C" fn __vfork() -> libc::pid_t {
 /// end is noted and every buffer written out.
 pub(crate) unsafe fn before_exit() {
     if !in_parents_memory() {
-        note_process_end();
+        image_ends();
         flush_all();
     }
 }
@@ -266,11 +214,11 @@ unsafe fn before_user_change(uid: libc::uid_t) {
     let mut path = [0u8; 3200];
     let dir_len = trace_dir_path(&mut path, None);
     path[dir_len] = 0;
-    crate::sys()(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
+    sys()(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
     let len = trace_dir_path(&mut path, Some(uid));
     path[len] = 0;
-    crate::sys()(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
-    crate::sys()(libc::SYS_fchownat, libc::AT_FDCWD, path.as_ptr(), uid, u32::MAX, libc::AT_SYMLINK_NOFOLLOW);
+    sys()(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
+    sys()(libc::SYS_fchownat, libc::AT_FDCWD, path.as_ptr(), uid, u32::MAX, libc::AT_SYMLINK_NOFOLLOW);
     set_errno(saved);
 }
 

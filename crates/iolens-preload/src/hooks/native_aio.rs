@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 use iolens_record::event::{IoOp, FLAG_NATIVE_AIO};
 use libc::{c_int, c_long, c_void, iovec, timespec};
 
-use crate::aio::{collected, mark_requests, request_words};
-use crate::clock::now_ns;
-use crate::mpiio::{HandleTable, WORDS};
+use crate::base::clock::now_ns;
+use crate::base::handle_table::{HandleTable, WORDS};
+use crate::base::raw_syscall::real;
+use crate::hooks::aio::{collected, mark_requests, request_words};
 use crate::record::iov_total;
-use crate::Guard;
+use crate::stream::enter_guard;
 
 /// Requests submitted and not yet reaped: control block address → submission.
 static SUBMITTED: HandleTable = HandleTable::new();
@@ -97,7 +98,7 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
     let real = real!("io_submit" as Option<Submit>);
     // Without libaio loaded there is nothing to call; libaio returns -errno.
     let Some(real) = real else { return -libc::ENOSYS };
-    let Some(guard) = Guard::enter() else { return real(context, count, iocbs) };
+    let Some(guard) = enter_guard() else { return real(context, count, iocbs) };
     let count = count.max(0) as usize;
     // Kept before the submission: another thread may reap a request before this call returns.
     let start = now_ns();
@@ -123,7 +124,7 @@ pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *
 /// Runs `reap` (a call that fills `events` and returns how many it filled) and records the
 /// requests among them, reaped when it returned.
 unsafe fn reaping(events: *const IoEventAio, reap: impl FnOnce() -> c_int) -> c_int {
-    let Some(guard) = Guard::enter() else { return reap() };
+    let Some(guard) = enter_guard() else { return reap() };
     let n = guard.lifted(reap);
     if n <= 0 || events.is_null() || SUBMITTED.is_empty() {
         return n;
@@ -173,13 +174,13 @@ pub unsafe extern "C" fn io_pgetevents(
 
 /// At the end of the process image (exit, `_exit`, exec), inside the hook guard: marks the
 /// requests submitted and never seen reaped, their number and the bytes they asked for.
-pub(crate) unsafe fn note_submitted() {
+pub(crate) unsafe fn at_image_end() {
     SUBMITTED.drain(unseen);
     mark_requests(FLAG_NATIVE_AIO, UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
 }
 
 /// In a forked child: the requests in flight are the parent's to reap.
-pub(crate) fn forget_after_fork() {
+pub(crate) fn after_fork() {
     SUBMITTED.drain(|_| {});
     UNSEEN[0].store(0, Relaxed);
     UNSEEN[1].store(0, Relaxed);

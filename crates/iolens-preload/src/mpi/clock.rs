@@ -26,10 +26,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_MPI_RANK, NO_FILE};
 use libc::{c_char, c_int, c_void};
 
-use crate::mpiio::{comm_world, mpi_byte, pmpi, Handle};
-use crate::record::{event, fd_link, push};
-use crate::stream::{push_decimal, raw_write_all, stream_fd};
-use crate::{errno, set_errno, Guard, ENABLED};
+use crate::base::clock::now_ns;
+use crate::base::guard::ENABLED;
+use crate::base::raw_syscall::{errno, fd_link, push_decimal, set_errno, sys};
+use crate::mpi::abi::{comm_world, mpi_byte, pmpi, Handle};
+use crate::mpi::pending::complete_unseen;
+use crate::record::{event, push};
+use crate::stream::{enter_guard, raw_write_all, stream_fd};
 
 /// The duplicate of `MPI_COMM_WORLD` the measurements use; 0 before `MPI_Init`.
 static CLOCK_COMM: AtomicUsize = AtomicUsize::new(0);
@@ -90,7 +93,7 @@ unsafe fn append_to_clock_file(line: &[u8]) {
     }
     path[len - 3..len].copy_from_slice(b"mpi");
     path[len] = 0;
-    let file = crate::sys()(
+    let file = sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         path.as_ptr(),
@@ -100,9 +103,9 @@ unsafe fn append_to_clock_file(line: &[u8]) {
     if file < 0 {
         return;
     }
-    crate::sys()(libc::SYS_fchmod, file, 0o600);
+    sys()(libc::SYS_fchmod, file, 0o600);
     raw_write_all(file, line);
-    crate::sys()(libc::SYS_close, file);
+    sys()(libc::SYS_close, file);
 }
 
 fn push_signed(out: &mut [u8], at: &mut usize, v: i64) {
@@ -131,7 +134,7 @@ unsafe fn write_measurement(name: &[u8], (at_ns, offset): (u64, i64)) {
 /// Writes `boot <id>\n` into `out` (at least 64 bytes): the kernel's boot id, which ranks
 /// under the same kernel share, and with it `CLOCK_MONOTONIC`. Its length (0 if unreadable).
 unsafe fn boot_line(out: &mut [u8]) -> usize {
-    let fd = crate::sys()(
+    let fd = sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         c"/proc/sys/kernel/random/boot_id".as_ptr(),
@@ -141,8 +144,8 @@ unsafe fn boot_line(out: &mut [u8]) -> usize {
         return 0;
     }
     let mut id = [0u8; 48];
-    let n = crate::sys()(libc::SYS_read, fd, id.as_mut_ptr(), id.len());
-    crate::sys()(libc::SYS_close, fd);
+    let n = sys()(libc::SYS_read, fd, id.as_mut_ptr(), id.len());
+    sys()(libc::SYS_close, fd);
     let id = &id[..n.max(0) as usize];
     let id = &id[..id.iter().position(|b| !b.is_ascii_hexdigit() && *b != b'-').unwrap_or(id.len())];
     if id.is_empty() || out.len() < 6 + id.len() {
@@ -179,8 +182,8 @@ pub(crate) unsafe fn after_init() {
         set_errno(saved);
         return;
     }
-    if let Some(_g) = Guard::enter() {
-        let t = crate::clock::now_ns();
+    if let Some(_g) = enter_guard() {
+        let t = now_ns();
         push(&IoEvent {
             flags: FLAG_MPI_RANK,
             ..event(IoOp::Other, Layer::MpiIo, NO_FILE, rank as u64, size as u64, 0, t, t)
@@ -203,7 +206,7 @@ pub(crate) unsafe fn after_init() {
     if size > 1 && every_rank_traced() && comm_dup(world, &mut comm) == 0 && comm != 0 {
         CLOCK_COMM.store(comm, Relaxed);
         let measured = measure(comm, rank as u32, size as u32);
-        if let Some(_g) = Guard::enter() {
+        if let Some(_g) = enter_guard() {
             write_measurement(b"init", measured);
         }
     }
@@ -213,14 +216,14 @@ pub(crate) unsafe fn after_init() {
 /// Before `MPI_Finalize`: the MPI-IO calls whose completion went unseen, and the second clock
 /// measurement (the two give the drift in between).
 pub(crate) unsafe fn before_finalize() {
-    crate::mpiio::complete_unseen();
+    complete_unseen();
     let mut comm = CLOCK_COMM.swap(0, Relaxed);
     if comm == 0 || !ENABLED.load(Relaxed) {
         return;
     }
     let saved = errno();
     let measured = measure(comm, RANK.load(Relaxed), SIZE.load(Relaxed));
-    if let Some(_g) = Guard::enter() {
+    if let Some(_g) = enter_guard() {
         write_measurement(b"finalize", measured);
     }
     let comm_free = pmpi!("PMPI_Comm_free" as unsafe extern "C" fn(*mut Handle) -> c_int);

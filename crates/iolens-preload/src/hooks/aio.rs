@@ -14,17 +14,19 @@
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_AIO_UNCOLLECTED, NO_FILE, UNKNOWN_OFFSET};
 use libc::{aiocb, c_int, sigevent, ssize_t};
 
-use crate::clock::now_ns;
-use crate::mpiio::{HandleTable, WORDS};
-use crate::record::{count_excluded, event, path_of, push, record, NOT_A_FILE};
-use crate::{errno, set_errno, Guard};
+use crate::base::clock::now_ns;
+use crate::base::fd_table::NOT_A_FILE;
+use crate::base::handle_table::{HandleTable, WORDS};
+use crate::base::raw_syscall::{errno, real, set_errno};
+use crate::record::{count_excluded, event, path_of, push, record};
+use crate::stream::enter_guard;
 
 /// Requests submitted and not yet collected: control block address → submission.
 static SUBMITTED: HandleTable = HandleTable::new();
 
 /// Notes a request just submitted by `call`.
 unsafe fn submitted(op: IoOp, cb: *mut aiocb, call: impl FnOnce() -> c_int) -> c_int {
-    let Some(guard) = Guard::enter() else { return call() };
+    let Some(guard) = enter_guard() else { return call() };
     let start = now_ns();
     let ret = guard.lifted(call);
     if ret == 0 {
@@ -111,7 +113,7 @@ macro_rules! list_hook {
         ) -> c_int {
             let real =
                 real!($real as unsafe extern "C" fn(c_int, *const *mut aiocb, c_int, *mut sigevent) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(mode, list, count, sig) };
+            let Some(guard) = enter_guard() else { return real(mode, list, count, sig) };
             let start = now_ns();
             let ret = guard.lifted(|| real(mode, list, count, sig));
             // On failure some requests may have been queued all the same, and are collected
@@ -166,7 +168,7 @@ macro_rules! return_hook {
             if SUBMITTED.is_empty() {
                 return real(cb);
             }
-            let Some(guard) = Guard::enter() else { return real(cb) };
+            let Some(guard) = enter_guard() else { return real(cb) };
             let ret = guard.lifted(|| real(cb));
             let end = now_ns();
             if let Some(words) = SUBMITTED.take(cb as u64) {
@@ -182,9 +184,10 @@ macro_rules! return_hook {
 return_hook!(aio_return, "aio_return");
 return_hook!(aio_return64, "aio_return64");
 
-/// At the end of the process image (exit, `_exit`, exec): marks the requests never collected by
-/// `aio_return`, their number and the bytes they asked for, so that the summary says so.
-pub(crate) unsafe fn note_uncollected() {
+/// At the end of the process image (exit, `_exit`, exec), inside the hook guard: marks the
+/// requests never collected by `aio_return`, their number and the bytes they asked for, so that
+/// the summary says so.
+pub(crate) unsafe fn at_image_end() {
     let (mut requests, mut asked) = (0u64, 0u64);
     SUBMITTED.drain(|words| {
         requests += 1;
@@ -203,6 +206,6 @@ pub(crate) unsafe fn mark_requests(flag: u16, requests: u64, asked: u64) {
 }
 
 /// In a forked child: the requests waiting are the parent's to collect.
-pub(crate) fn forget_after_fork() {
+pub(crate) fn after_fork() {
     SUBMITTED.drain(|_| {});
 }

@@ -5,60 +5,18 @@ use std::sync::atomic::{AtomicU32, Ordering::*};
 use iolens_record::event::{IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_void, iovec, mode_t, off64_t, off_t, size_t, ssize_t};
 
-use crate::clock::now_ns;
-use crate::dup::forgotten;
-use crate::record::{
-    define_path, fd_link, iov_total, not_storage, record, register_path, result_of, FD_EXCLUDED, FD_OFFSET,
-    FD_PATH, MAX_FDS, NOT_A_FILE,
-};
-use crate::stream::STREAM_FD;
-use crate::{errno, set_errno, Guard};
-
-pub(crate) unsafe fn opened(
-    fd: c_int,
-    path: *const c_char,
-    dirfd: c_int,
-    flags: c_int,
-    layer: Layer,
-    t0: u64,
-) {
-    let t1 = now_ns();
-    let err = errno();
-    if fd >= 0 && (fd as usize) < MAX_FDS {
-        if let Some(reason) = not_storage(fd) {
-            // /dev/zero, a terminal, a named pipe: counted as left out, like Darshan does.
-            FD_EXCLUDED[fd as usize].store(reason as u8, Relaxed);
-            FD_PATH[fd as usize].store(NOT_A_FILE, Relaxed);
-            set_errno(err);
-            return;
-        }
-        // An O_TMPFILE file has no name of its own (`path` is its directory): it is named as
-        // /proc/self/fd shows it, "dir/#inode (deleted)".
-        let id = if flags & libc::O_TMPFILE == libc::O_TMPFILE {
-            let mut unnamed = [0u8; 4096];
-            match fd_link(fd, &mut unnamed) {
-                Some(len) => {
-                    unnamed[len.min(unnamed.len() - 1)] = 0;
-                    register_path(fd, unnamed.as_ptr().cast(), libc::AT_FDCWD)
-                }
-                None => register_path(fd, path, dirfd),
-            }
-        } else {
-            register_path(fd, path, dirfd)
-        };
-        let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
-        FD_OFFSET[fd as usize].store(start, Relaxed);
-        record(IoOp::Open, layer, id, UNKNOWN_OFFSET, 0, fd as i64, t0, t1);
-    }
-    set_errno(err);
-}
+use crate::base::clock::now_ns;
+use crate::base::fd_table::{self, NOT_A_FILE};
+use crate::base::raw_syscall::{errno, real, set_errno};
+use crate::record::{define_path, iov_total, opened, record, result_of, traced_fd_call};
+use crate::stream::{enter_guard, STREAM_FD};
 
 macro_rules! open_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(path, flags, mode) };
+            let Some(guard) = enter_guard() else { return real(path, flags, mode) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(path, flags, mode));
             opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
@@ -79,7 +37,7 @@ macro_rules! openat_hook {
             mode: mode_t,
         ) -> c_int {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(dirfd, path, flags, mode) };
+            let Some(guard) = enter_guard() else { return real(dirfd, path, flags, mode) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(dirfd, path, flags, mode));
             opened(fd, path, dirfd, flags, Layer::Posix, t0);
@@ -95,7 +53,7 @@ macro_rules! creat_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: mode_t) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, mode_t) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(path, mode) };
+            let Some(guard) = enter_guard() else { return real(path, mode) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(path, mode));
             opened(fd, path, libc::AT_FDCWD, 0, Layer::Posix, t0);
@@ -113,7 +71,7 @@ macro_rules! fortified_open_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*const c_char, c_int) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(path, flags) };
+            let Some(guard) = enter_guard() else { return real(path, flags) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(path, flags));
             opened(fd, path, libc::AT_FDCWD, flags, Layer::Posix, t0);
@@ -129,7 +87,7 @@ macro_rules! fortified_openat_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
             let real = real!($real as unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(dirfd, path, flags) };
+            let Some(guard) = enter_guard() else { return real(dirfd, path, flags) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(dirfd, path, flags));
             opened(fd, path, dirfd, flags, Layer::Posix, t0);
@@ -147,7 +105,7 @@ macro_rules! mkstemp_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(template: *mut c_char $(, $arg: c_int)*) -> c_int {
             let real = real!($real as unsafe extern "C" fn(*mut c_char $(, mkstemp_hook!(@int $arg))*) -> c_int);
-            let Some(guard) = Guard::enter() else { return real(template $(, $arg)*) };
+            let Some(guard) = enter_guard() else { return real(template $(, $arg)*) };
             let t0 = now_ns();
             let fd = guard.lifted(|| real(template $(, $arg)*));
             opened(fd, template, libc::AT_FDCWD, 0, Layer::Posix, t0);
@@ -171,14 +129,13 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if fd >= 0 && fd == STREAM_FD.load(Relaxed) {
         return 0; // our stream: the program may believe it closed it
     }
-    let Some(guard) = Guard::enter() else {
+    let Some(guard) = enter_guard() else {
         // A nested close is not recorded, but the number forgets its file all the same.
         let ret = real(fd);
-        forgotten(fd);
+        fd_table::forget(fd);
         return ret;
     };
-    let file =
-        if fd >= 0 && (fd as usize) < MAX_FDS { FD_PATH[fd as usize].load(Relaxed) } else { NOT_A_FILE };
+    let file = fd_table::path(fd);
     let t0 = now_ns();
     let ret = guard.lifted(|| real(fd));
     let t1 = now_ns();
@@ -186,7 +143,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if file != NOT_A_FILE && file != NO_FILE {
         record(IoOp::Close, Layer::Posix, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
     }
-    forgotten(fd);
+    fd_table::forget(fd);
     set_errno(err);
     ret
 }
@@ -335,7 +292,7 @@ static ROOT_PATH: AtomicU32 = AtomicU32::new(NO_FILE);
 #[no_mangle]
 pub unsafe extern "C" fn sync() {
     let real = real!("sync" as unsafe extern "C" fn());
-    let Some(guard) = Guard::enter() else { return real() };
+    let Some(guard) = enter_guard() else { return real() };
     let mut root = ROOT_PATH.load(Relaxed);
     if root == NO_FILE {
         root = define_path(c"/".as_ptr(), libc::AT_FDCWD);
@@ -347,8 +304,8 @@ pub unsafe extern "C" fn sync() {
     record(IoOp::SyncFs, Layer::Posix, root, UNKNOWN_OFFSET, 0, 0, t0, t1);
 }
 
-/// A forked child defines its own paths: "/" among them.
-pub(crate) fn forget_root_after_fork() {
+/// In a forked child, which defines its own paths: "/" among them.
+pub(crate) fn after_fork() {
     ROOT_PATH.store(NO_FILE, Relaxed);
 }
 
@@ -358,9 +315,7 @@ macro_rules! lseek_hook {
         pub unsafe extern "C" fn $name(fd: c_int, offset: $off, whence: c_int) -> $off {
             let real = real!($real as unsafe extern "C" fn(c_int, $off, c_int) -> $off);
             let ret = traced_fd_call!(IoOp::Seek, fd, Some(offset as u64), 0u64, real(fd, offset, whence));
-            if fd >= 0 && (fd as usize) < MAX_FDS {
-                FD_OFFSET[fd as usize].store(if ret >= 0 { ret as u64 } else { UNKNOWN_OFFSET }, Relaxed);
-            }
+            fd_table::set_offset(fd, if ret >= 0 { ret as u64 } else { UNKNOWN_OFFSET });
             ret
         }
     };

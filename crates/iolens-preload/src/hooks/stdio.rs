@@ -1,22 +1,22 @@
 //! stdio: glibc's stdio calls the kernel through internal aliases, not through the exported
 //! read/write, so its traffic is recorded here, at the application's calls.
 
-use std::sync::atomic::Ordering::*;
-
 use iolens_record::event::{Excluded, IoOp, Layer, NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_char, c_int, c_uint, c_void, size_t, ssize_t, FILE};
 
-use crate::clock::now_ns;
-use crate::dup::{forgotten, range_closed};
-use crate::posix::opened;
+use crate::base::clock::now_ns;
+use crate::base::fd_table::{self, NOT_A_FILE};
+use crate::base::guard::recording_interrupted;
+use crate::base::raw_syscall::{errno, real, set_errno};
 use crate::record::{
-    count_excluded, count_left_out, path_of, record, result_of, FD_PATH, MAX_FDS, NOT_A_FILE,
+    count_excluded, count_interrupted, count_left_out, opened, path_of, record, result_of, traced_fd_call,
 };
-use crate::{errno, fileno_unlocked, set_errno, Guard};
+use crate::stream::enter_guard;
 
 extern "C" {
     static stdin: *mut FILE;
     static stdout: *mut FILE;
+    fn fileno_unlocked(stream: *mut FILE) -> c_int;
 }
 
 unsafe fn stream_file(stream: *mut FILE) -> (c_int, u32) {
@@ -35,12 +35,12 @@ macro_rules! traced_stdio_call {
         traced_stdio_call!($op, $stream, None::<u64>, $call, $moved)
     }};
     ($op:expr, $stream:expr, $requested:expr, $call:expr, $moved:expr) => {{
-        match Guard::enter() {
+        match enter_guard() {
             None => {
                 let ret = $call;
-                if crate::recording_interrupted() {
+                if recording_interrupted() {
                     let fd = if $stream.is_null() { -1 } else { fileno_unlocked($stream) };
-                    crate::record::count_interrupted(fd, $op.is_data().then(|| $moved(&ret)));
+                    count_interrupted(fd, $op.is_data().then(|| $moved(&ret)));
                 }
                 ret
             }
@@ -90,7 +90,7 @@ macro_rules! fopen_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
             let real = real!($real as unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE);
-            let Some(guard) = Guard::enter() else { return real(path, mode) };
+            let Some(guard) = enter_guard() else { return real(path, mode) };
             let t0 = now_ns();
             let f = guard.lifted(|| real(path, mode));
             stream_opened(f, path, mode, t0);
@@ -108,7 +108,7 @@ macro_rules! tmpfile_hook {
         #[no_mangle]
         pub unsafe extern "C" fn $name() -> *mut FILE {
             let real = real!($real as unsafe extern "C" fn() -> *mut FILE);
-            let Some(guard) = Guard::enter() else { return real() };
+            let Some(guard) = enter_guard() else { return real() };
             let t0 = now_ns();
             let f = guard.lifted(|| real());
             if !f.is_null() {
@@ -141,16 +141,16 @@ macro_rules! freopen_hook {
         ) -> *mut FILE {
             let real =
                 real!($real as unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE);
-            let Some(guard) = Guard::enter() else { return real(path, mode, stream) };
+            let Some(guard) = enter_guard() else { return real(path, mode, stream) };
             let (old_fd, old_file) = stream_file(stream);
             let t0 = now_ns();
             let f = guard.lifted(|| real(path, mode, stream));
             let err = errno();
-            forgotten(old_fd);
+            fd_table::forget(old_fd);
             if path.is_null() {
                 let fd = if f.is_null() { -1 } else { fileno_unlocked(f) };
-                if fd >= 0 && (fd as usize) < MAX_FDS && old_file != NOT_A_FILE && old_file != NO_FILE {
-                    FD_PATH[fd as usize].store(old_file, Relaxed);
+                if old_file != NOT_A_FILE && old_file != NO_FILE {
+                    fd_table::set_path(fd, old_file);
                 }
             } else {
                 stream_opened(f, path, mode, t0);
@@ -603,7 +603,7 @@ unsafe fn on_a_file(stream: *mut FILE) -> bool {
 pub unsafe extern "C" fn __uflow(stream: *mut FILE) -> c_int {
     let real = real!("__uflow" as unsafe extern "C" fn(*mut FILE) -> c_int);
     let ret = real(stream);
-    if let Some(_g) = Guard::enter() {
+    if let Some(_g) = enter_guard() {
         if !stream.is_null() && ret != libc::EOF && on_a_file(stream) {
             let head = stream.cast::<GlibcFileHead>();
             // The character returned was taken: the refill brought it and what is left.
@@ -627,7 +627,7 @@ pub unsafe extern "C" fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
         ((*head).write_ptr as usize).saturating_sub((*head).write_base as usize)
     };
     let ret = real(stream, c);
-    if let Some(_g) = Guard::enter() {
+    if let Some(_g) = enter_guard() {
         if !stream.is_null() && on_a_file(stream) {
             count_left_out(Excluded::InlinedStdioWrite, (held + (c != libc::EOF) as usize) as u64);
         }
@@ -650,7 +650,7 @@ pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     let real = real!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    let Some(guard) = Guard::enter() else { return real(stream) };
+    let Some(guard) = enter_guard() else { return real(stream) };
     let (fd, file) = stream_file(stream);
     let t0 = now_ns();
     let ret = guard.lifted(|| real(stream));
@@ -659,7 +659,7 @@ pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
     if file != NOT_A_FILE {
         record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
     }
-    forgotten(fd);
+    fd_table::forget(fd);
     set_errno(err);
     ret
 }
@@ -670,7 +670,7 @@ pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
     let real = real!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
     let fd = if stream.is_null() { -1 } else { fileno_unlocked(stream) };
     let ret = real(stream);
-    forgotten(fd);
+    fd_table::forget(fd);
     ret
 }
 
@@ -681,6 +681,6 @@ pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
 pub unsafe extern "C" fn fcloseall() -> c_int {
     let real = real!("fcloseall" as unsafe extern "C" fn() -> c_int);
     let ret = real();
-    range_closed(0, c_uint::MAX);
+    fd_table::forget_range(0, c_uint::MAX);
     ret
 }

@@ -11,15 +11,11 @@
 
 use std::sync::atomic::Ordering::*;
 
-use iolens_record::event::{NO_FILE, UNKNOWN_OFFSET};
 use libc::{c_int, c_uint, c_ulong};
 
-use crate::record::{FD_EXCLUDED, FD_OFFSET, FD_PATH, MAX_FDS};
+use crate::base::fd_table;
+use crate::base::raw_syscall::real;
 use crate::stream::STREAM_FD;
-
-fn tracked(fd: c_int) -> bool {
-    fd >= 0 && (fd as usize) < MAX_FDS
-}
 
 /// Our stream's number was taken over by the program: the stream is reopened at its next
 /// write, elsewhere.
@@ -32,27 +28,7 @@ fn duplicated(old: c_int, new: c_int) {
     if new == STREAM_FD.load(Relaxed) {
         lost_stream(new);
     }
-    if !tracked(new) || new == old {
-        return;
-    }
-    let (path, offset) = if tracked(old) {
-        (FD_PATH[old as usize].load(Relaxed), FD_OFFSET[old as usize].load(Relaxed))
-    } else {
-        (NO_FILE, UNKNOWN_OFFSET)
-    };
-    if tracked(old) {
-        FD_EXCLUDED[new as usize].store(FD_EXCLUDED[old as usize].load(Relaxed), Relaxed);
-    }
-    FD_PATH[new as usize].store(path, Relaxed);
-    FD_OFFSET[new as usize].store(offset, Relaxed);
-}
-
-/// After `fd` was closed by a call other than close: it refers to no file any more.
-pub(crate) fn forgotten(fd: c_int) {
-    if tracked(fd) {
-        FD_PATH[fd as usize].store(NO_FILE, Relaxed);
-        FD_OFFSET[fd as usize].store(UNKNOWN_OFFSET, Relaxed);
-    }
+    fd_table::duplicate(old, new);
 }
 
 // The table is updated whatever the hook guard says: a nested call changes the descriptors
@@ -106,14 +82,6 @@ macro_rules! fcntl_hook {
 fcntl_hook!(fcntl, "fcntl");
 fcntl_hook!(fcntl64, "fcntl64");
 
-/// The numbers `first..=last` closed behind close's back (our stream spared).
-pub(crate) fn range_closed(first: c_uint, last: c_uint) {
-    let last = (last as usize).min(MAX_FDS - 1);
-    for fd in first as usize..=last {
-        forgotten(fd as c_int);
-    }
-}
-
 /// close_range on `first..=last`, sparing our stream's descriptor (a program closing every
 /// descriptor, as daemons do, would otherwise take the stream, which a process that has
 /// dropped its rights cannot open again).
@@ -140,7 +108,7 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
     let ret = close_range_sparing_stream(first, last, flags);
     // With CLOSE_RANGE_CLOEXEC the descriptors stay open (until an exec).
     if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
-        range_closed(first, last);
+        fd_table::forget_range(first, last);
     }
     ret
 }
@@ -150,11 +118,11 @@ pub unsafe extern "C" fn closefrom(first: c_int) {
     let real = real!("closefrom" as unsafe extern "C" fn(c_int));
     let stream = STREAM_FD.load(Relaxed);
     if stream >= first.max(0) && close_range_sparing_stream(first.max(0) as c_uint, c_uint::MAX, 0) == 0 {
-        range_closed(first.max(0) as c_uint, c_uint::MAX);
+        fd_table::forget_range(first.max(0) as c_uint, c_uint::MAX);
         return;
     }
     real(first);
-    range_closed(first.max(0) as c_uint, c_uint::MAX);
+    fd_table::forget_range(first.max(0) as c_uint, c_uint::MAX);
 }
 
 /// closedir closes the directory's descriptor inside libc; `fdopendir` may have been given
@@ -164,6 +132,6 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     let real = real!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int);
     let fd = if dir.is_null() { -1 } else { libc::dirfd(dir) };
     let ret = real(dir);
-    forgotten(fd);
+    fd_table::forget(fd);
     ret
 }

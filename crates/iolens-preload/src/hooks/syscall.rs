@@ -1,19 +1,47 @@
-//! File calls made through `syscall()` instead of their libc wrappers: each is handed to the
-//! hook of its wrapper, which makes the same system call with the same result and errno
+//! The hook of `syscall()`. File calls made through it instead of their libc wrappers are each
+//! handed to the hook of its wrapper, which makes the same system call with the same result and errno
 //! convention (-1 and errno set), so it is recorded as the wrapper's call would be.
 //!
 //! Calls made by inline system-call instructions (static binaries, Go, liburing's own
 //! wrappers) never pass through libc and stay unseen; rings are noted (`io_uring`), static
 //! programs are named when they are started (`process`), Go programs by their start marker
-//! (`stream`).
+//! (`stream`). A raw `exit_group` writes out the buffers first, as `_exit` does (`process`), and
+//! rings made or given files through `syscall()` are noted (`io_uring`).
 
 use libc::{c_char, c_int, c_long, c_uint, c_ulong, c_void, iovec, loff_t, mode_t, off64_t, off_t, size_t};
 
-use crate::{copy, dup, posix};
+use crate::base::raw_syscall::real;
+use crate::hooks::{copy, dup, io_uring, posix, process};
+
+// syscall is variadic; its arguments are longs or pointers, which the x86-64 and AArch64
+// calling conventions pass as they would fixed arguments, so all six are forwarded (as glibc's
+// own syscall reads all six).
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    number: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    let real = real!("syscall" as unsafe extern "C" fn(c_long, ...) -> c_long);
+    if number == libc::SYS_exit_group {
+        // No exit handler runs after it: what is buffered is written out first, as _exit does.
+        process::before_exit();
+    }
+    if let Some(ret) = file_call(number, [a1, a2, a3, a4, a5, a6]) {
+        return ret;
+    }
+    let ret = real(number, a1, a2, a3, a4, a5, a6);
+    io_uring::after_syscall(number, ret, a2, a3, a4);
+    ret
+}
 
 /// Makes the call `number` with arguments `a` through its wrapper's hook; `None` when it is not
 /// a file call.
-pub(crate) unsafe fn file_call(number: c_long, a: [c_long; 6]) -> Option<c_long> {
+unsafe fn file_call(number: c_long, a: [c_long; 6]) -> Option<c_long> {
     let fd = a[0] as c_int;
     let ret = match number {
         libc::SYS_read => posix::read(fd, a[1] as *mut c_void, a[2] as size_t) as c_long,

@@ -9,9 +9,11 @@
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_CLONE, FLAG_COPY_SOURCE};
 use libc::{c_int, c_uint, c_ulong, c_void, loff_t, off64_t, off_t, size_t, ssize_t};
 
-use crate::clock::now_ns;
-use crate::record::{event, path_of, position, push, result_of, stat_of, NOT_A_FILE};
-use crate::{errno, set_errno, Guard};
+use crate::base::clock::now_ns;
+use crate::base::fd_table::{position, NOT_A_FILE};
+use crate::base::raw_syscall::{errno, real, set_errno, stat_of};
+use crate::record::{event, path_of, push, result_of};
+use crate::stream::enter_guard;
 
 /// One end of a copy: its descriptor and the explicit offset, if the caller passed one.
 #[derive(Clone, Copy)]
@@ -36,7 +38,7 @@ unsafe fn traced_copy<R: Copy>(
     call: impl FnOnce() -> R,
     moved: impl FnOnce(R) -> i64,
 ) -> R {
-    let Some(guard) = Guard::enter() else { return call() };
+    let Some(guard) = enter_guard() else { return call() };
     let (from, to) = (path_of(source.fd), path_of(destination.fd));
     if from == NOT_A_FILE && to == NOT_A_FILE {
         return guard.lifted(call);

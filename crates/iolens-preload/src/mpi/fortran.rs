@@ -1,4 +1,4 @@
-//! The Fortran bindings of the MPI-IO functions `crate::mpiio` records.
+//! The Fortran bindings of the MPI-IO functions `mpi::hooks` records.
 //!
 //! Open MPI's Fortran wrappers (`libmpi_mpifh`: `mpif.h` and `use mpi`; `libmpi_usempif08`:
 //! `use mpi_f08`, through `ompi_*_f`) call the `PMPI_` functions directly, so a program written
@@ -12,7 +12,9 @@
 //!
 //! `MPI_Init`, `MPI_Init_thread` and `MPI_Finalize` are hooked in Fortran too (MPICH's
 //! `use mpi_f08` ones, `mpi_x_f08_`, call `PMPI_` as well): they mark the rank's stream and
-//! measure its clock (`crate::mpi_clock`), once however the bindings nest.
+//! measure its clock (`mpi::clock`), once however the bindings nest.
+//!
+//! The completions of nonblocking calls are in [`fortran_completion`](super::fortran_completion).
 //!
 //! A Fortran hook forwards to the library's function of the same name and converts the
 //! handles (`MPI_File_f2c`, `MPI_Type_f2c`) only to measure the call. A read's Fortran status
@@ -22,16 +24,16 @@
 
 use libc::{c_char, c_int, c_void};
 
-use crate::clock::now_ns;
-use crate::mpiio::{
-    abi, blocking, closed, complete, complete_with_status, nothing_pending, opened, posted, split_begin,
-    split_end, status_for, synced, tag_keys, Abi, At, Handle, MpiNest, MpiOffset, Status, StatusSpace,
-    Statuses, StatusesSpace, Tagged,
-};
+use crate::base::clock::now_ns;
+use crate::base::guard::ENABLED;
+use crate::mpi::abi::{abi, pmpi, Abi, Handle, MpiOffset};
+use crate::mpi::clock::{after_init, before_finalize};
+use crate::mpi::pending::{blocking, closed, opened, posted, split_begin, split_end, synced, At, MpiNest};
+use crate::mpi::status::Status;
 use iolens_record::event::IoOp;
 
 /// A Fortran `INTEGER` as MPI passes it (`MPI_Fint`).
-type Fint = c_int;
+pub(super) type Fint = c_int;
 
 /// `MPI_FILE_OPEN(comm, filename, amode, info, fh, ierror)` and the filename's hidden length.
 type OpenFn =
@@ -55,16 +57,6 @@ type BeginAtFn =
     unsafe extern "C" fn(*mut Fint, *const MpiOffset, *mut c_void, *const Fint, *const Fint, *mut Fint);
 /// `(fh, buf, status, ierror)`: split collectives ended.
 type EndFn = unsafe extern "C" fn(*mut Fint, *mut c_void, *mut Fint, *mut Fint);
-/// `MPI_TEST(request, flag, status, ierror)`.
-type TestFn = unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint, *mut Fint);
-/// `MPI_WAITALL(count, requests, statuses, ierror)`.
-type WaitallFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint);
-/// `MPI_TESTALL(count, requests, flag, statuses, ierror)`,
-/// `MPI_WAITANY(count, requests, index, status, ierror)`.
-type CountFlagFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
-/// `MPI_TESTANY(count, requests, index, flag, status, ierror)`,
-/// `MPI_WAITSOME`/`MPI_TESTSOME(incount, requests, outcount, indices, statuses, ierror)`.
-type CountIndexFn = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
 
 /// The library's Fortran function `$name`, resolved once and cached.
 macro_rules! fortran_real {
@@ -73,19 +65,21 @@ macro_rules! fortran_real {
             std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
         let mut p = PTR.load(std::sync::atomic::Ordering::Relaxed);
         if p.is_null() {
-            p = crate::mpiio::pmpi_symbol(concat!(stringify!($name), "\0"));
+            p = crate::mpi::abi::pmpi_symbol(concat!(stringify!($name), "\0"));
             PTR.store(p, std::sync::atomic::Ordering::Relaxed);
         }
         std::mem::transmute::<*mut libc::c_void, $ty>(p)
     }};
 }
 
+pub(super) use fortran_real;
+
 /// The C handle of a Fortran file handle.
 unsafe fn c_file(fh: *const Fint) -> Handle {
     if fh.is_null() {
         return 0;
     }
-    let f2c = crate::mpiio::pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+    let f2c = pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
     f2c(*fh)
 }
 
@@ -96,7 +90,7 @@ unsafe fn c_datatype(datatype: *const Fint) -> Handle {
     }
     match abi() {
         Abi::OpenMpi => {
-            let f2c = crate::mpiio::pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            let f2c = pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
             f2c(*datatype)
         }
         // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
@@ -105,13 +99,13 @@ unsafe fn c_datatype(datatype: *const Fint) -> Handle {
 }
 
 /// The C handle of a Fortran request, as the pending table keys it.
-unsafe fn c_request(request: *const Fint) -> u64 {
+pub(super) unsafe fn c_request(request: *const Fint) -> u64 {
     if request.is_null() {
         return 0;
     }
     match abi() {
         Abi::OpenMpi => {
-            let f2c = crate::mpiio::pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+            let f2c = pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
             f2c(*request) as u64
         }
         // MPICH's requests are integers, the same in C and Fortran.
@@ -120,7 +114,7 @@ unsafe fn c_request(request: *const Fint) -> u64 {
 }
 
 /// The error code a Fortran call returned in its last argument.
-unsafe fn ierror(ierr: *const Fint) -> c_int {
+pub(super) unsafe fn ierror(ierr: *const Fint) -> c_int {
     if ierr.is_null() {
         0
     } else {
@@ -128,7 +122,7 @@ unsafe fn ierror(ierr: *const Fint) -> c_int {
     }
 }
 
-unsafe fn value(p: *const Fint) -> i64 {
+pub(super) unsafe fn value(p: *const Fint) -> i64 {
     if p.is_null() {
         0
     } else {
@@ -158,7 +152,7 @@ macro_rules! fortran_init {
             let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
             real(ierr);
             if ierror(ierr) == 0 {
-                crate::mpi_clock::after_init();
+                after_init();
             }
         }
     )+};
@@ -171,7 +165,7 @@ macro_rules! fortran_init_thread {
             let real = fortran_real!($name as unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint));
             real(required, provided, ierr);
             if ierror(ierr) == 0 {
-                crate::mpi_clock::after_init();
+                after_init();
             }
         }
     )+};
@@ -182,7 +176,7 @@ macro_rules! fortran_finalize {
         #[no_mangle]
         pub unsafe extern "C" fn $name(ierr: *mut Fint) {
             let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
-            crate::mpi_clock::before_finalize();
+            before_finalize();
             real(ierr)
         }
     )+};
@@ -263,7 +257,7 @@ macro_rules! fortran_blocking {
             let real = fortran_real!(
                 $name as IoFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, count, datatype, status, ierr);
             }
             blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
@@ -289,7 +283,7 @@ macro_rules! fortran_blocking_at {
             let real = fortran_real!(
                 $name as IoAtFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
                 return real(fh, offset, buf, count, datatype, status, ierr);
             }
             let at = At::Explicit(*offset);
@@ -315,7 +309,7 @@ macro_rules! fortran_posted {
             let real = fortran_real!(
                 $name as IoFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, count, datatype, request, ierr);
             }
             posted($op, c_file(fh), $at, value(count), c_datatype(datatype), || c_request(request), || {
@@ -341,7 +335,7 @@ macro_rules! fortran_posted_at {
             let real = fortran_real!(
                 $name as IoAtFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
                 return real(fh, offset, buf, count, datatype, request, ierr);
             }
             let at = At::Explicit(*offset);
@@ -366,7 +360,7 @@ macro_rules! fortran_split_begin {
             let real = fortran_real!(
                 $name as BeginFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, count, datatype, ierr);
             }
             split_begin($op, c_file(fh), $at, value(count), c_datatype(datatype), || {
@@ -391,7 +385,7 @@ macro_rules! fortran_split_begin_at {
             let real = fortran_real!(
                 $name as BeginAtFn
             );
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
                 return real(fh, offset, buf, count, datatype, ierr);
             }
             let at = At::Explicit(*offset);
@@ -408,218 +402,13 @@ macro_rules! fortran_split_end {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: *mut Fint, buf: *mut c_void, status: *mut Fint, ierr: *mut Fint) {
             let real = fortran_real!($name as EndFn);
-            if !crate::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
                 return real(fh, buf, status, ierr);
             }
             split_end(c_file(fh), Status::Fortran(status), |status| {
                 real(fh, buf, status.cast(), ierr);
                 ierror(ierr)
             });
-        }
-    )+};
-}
-
-// Completions: called for every request the program completes, its messages included; with no
-// MPI-IO call in flight they cost one relaxed load. The request is read before the call, which
-// sets it to MPI_REQUEST_NULL.
-
-macro_rules! fortran_wait {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(request: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint));
-            if nothing_pending() {
-                return real(request, status, ierr);
-            }
-            let key = c_request(request);
-            let mut space: StatusSpace = [0; 8];
-            let status = status_for(key, Status::Fortran(status), &mut space);
-            real(request, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                complete_with_status(key, status);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_test {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            request: *mut Fint,
-            flag: *mut Fint,
-            status: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!($name as TestFn);
-            if nothing_pending() {
-                return real(request, flag, status, ierr);
-            }
-            let key = c_request(request);
-            let mut space: StatusSpace = [0; 8];
-            let status = status_for(key, Status::Fortran(status), &mut space);
-            real(request, flag, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                complete_with_status(key, status);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_request_free {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(request: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
-            if nothing_pending() {
-                return real(request, ierr);
-            }
-            let key = c_request(request);
-            real(request, ierr);
-            if ierror(ierr) == 0 {
-                complete(key);
-            }
-        }
-    )+};
-}
-
-/// Tags the pending calls among the Fortran requests `requests[..*count]`.
-unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> Tagged {
-    let count = if count.is_null() || requests.is_null() { 0 } else { *count };
-    tag_keys(count, |i| c_request(requests.add(i)))
-}
-
-// The calls completing many requests: as in C (a status of ours, or an array of them, stands in
-// for MPI_STATUS(ES)_IGNORE while a read is awaited), the positions counted from 1.
-
-macro_rules! fortran_waitall {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            count: *const Fint,
-            requests: *mut Fint,
-            statuses: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!($name as WaitallFn);
-            if nothing_pending() {
-                return real(count, requests, statuses, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(count, requests, statuses.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                tagged.complete_all(statuses);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_testall {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            count: *const Fint,
-            requests: *mut Fint,
-            flag: *mut Fint,
-            statuses: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!($name as CountFlagFn);
-            if nothing_pending() {
-                return real(count, requests, flag, statuses, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(count, requests, flag, statuses.as_ptr().cast(), ierr);
-            // Not all complete (flag false), the statuses are undefined and nothing is completed.
-            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                tagged.complete_all(statuses);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_waitany {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            count: *const Fint,
-            requests: *mut Fint,
-            index: *mut Fint,
-            status: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!($name as CountFlagFn);
-            if nothing_pending() {
-                return real(count, requests, index, status, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space: StatusSpace = [0; 8];
-            let status = tagged.status(Status::Fortran(status), &mut space);
-            real(count, requests, index, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 && !index.is_null() && *index >= 1 {
-                tagged.complete_one(*index as usize - 1, status);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_testany {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            count: *const Fint,
-            requests: *mut Fint,
-            index: *mut Fint,
-            flag: *mut Fint,
-            status: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!(
-                $name as CountIndexFn
-            );
-            if nothing_pending() {
-                return real(count, requests, index, flag, status, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space: StatusSpace = [0; 8];
-            let status = tagged.status(Status::Fortran(status), &mut space);
-            real(count, requests, index, flag, status.as_ptr().cast(), ierr);
-            let done = !flag.is_null() && *flag != 0;
-            if ierror(ierr) == 0 && done && !index.is_null() && *index >= 1 {
-                tagged.complete_one(*index as usize - 1, status);
-            }
-        }
-    )+};
-}
-
-macro_rules! fortran_some {
-    ($($name:ident),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
-            incount: *const Fint,
-            requests: *mut Fint,
-            outcount: *mut Fint,
-            indices: *mut Fint,
-            statuses: *mut Fint,
-            ierr: *mut Fint,
-        ) {
-            let real = fortran_real!(
-                $name as CountIndexFn
-            );
-            if nothing_pending() {
-                return real(incount, requests, outcount, indices, statuses, ierr);
-            }
-            let tagged = tag_fortran(incount, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(incount) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(incount, requests, outcount, indices, statuses.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                tagged.complete_some(outcount, indices, 1, statuses);
-            }
         }
     )+};
 }
@@ -838,23 +627,6 @@ fortran_split_end!(
     MPI_FILE_WRITE_ORDERED_END,
     ompi_file_write_ordered_end_f
 );
-fortran_wait!(mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT, ompi_wait_f, mpi_wait_f08_);
-fortran_test!(mpi_test_, mpi_test__, mpi_test, MPI_TEST, ompi_test_f, mpi_test_f08_);
-fortran_request_free!(
-    mpi_request_free_,
-    mpi_request_free__,
-    mpi_request_free,
-    MPI_REQUEST_FREE,
-    ompi_request_free_f,
-    mpi_request_free_f08_
-);
-fortran_waitall!(mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL, ompi_waitall_f, mpi_waitall_f08_);
-fortran_testall!(mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL, ompi_testall_f, mpi_testall_f08_);
-fortran_waitany!(mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY, ompi_waitany_f, mpi_waitany_f08_);
-fortran_testany!(mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
-fortran_some!(mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME, ompi_waitsome_f, mpi_waitsome_f08_);
-fortran_some!(mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);
-
 #[cfg(test)]
 mod tests {
     use super::*;

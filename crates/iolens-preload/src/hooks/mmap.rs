@@ -3,6 +3,9 @@
 use iolens_record::event::IoOp;
 use libc::{c_int, c_void, off64_t, off_t, size_t};
 
+use crate::base::raw_syscall::real;
+use crate::record::traced_fd_call;
+
 macro_rules! mmap_hook {
     ($name:ident, $real:literal, $off:ty) => {
         #[no_mangle]

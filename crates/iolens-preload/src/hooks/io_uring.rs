@@ -1,20 +1,20 @@
 //! io_uring: its requests never pass through libc, so the hooks cannot see them; the rings are
 //! noted instead, for the summary to say what it missed.
 //!
-//! syscall() is hooked here for io_uring, and also passes file calls, closes included, to the
-//! hooks of their wrappers (`raw_syscall`), and writes out the buffers before a raw
-//! `exit_group` (`process`).
-//!
-//! A ring is noted when it is made through `syscall(__NR_io_uring_setup)` (fio, the io-uring
+//! A ring is noted when it is made through `syscall(__NR_io_uring_setup)` (the hook of
+//! `syscall` is in `hooks::syscall`) (fio, the io-uring
 //! crate), with the files later registered to it; rings made by raw system calls (liburing)
 //! are found among the descriptors at exit.
 
 use libc::{c_int, c_long};
 
-use crate::clock::now_ns;
-use crate::record::{fd_link, path_of, record_flagged, NOT_A_FILE};
-use crate::Guard;
 use iolens_record::event::{IoOp, FLAG_IO_URING_SEEN, NO_FILE};
+
+use crate::base::clock::now_ns;
+use crate::base::fd_table::NOT_A_FILE;
+use crate::base::raw_syscall::{errno, fd_link, set_errno, sys};
+use crate::record::{path_of, record_flagged};
+use crate::stream::enter_guard;
 
 /// io_uring_register's opcodes that register files: an array of descriptors, or (FILES2) a
 /// `struct io_uring_rsrc_register` pointing to one.
@@ -24,33 +24,14 @@ const IORING_REGISTER_FILES2: c_long = 13;
 /// Registering more files than a process can have open fails: a bound for reading the array.
 const MAX_REGISTERED: usize = 1 << 20;
 
-// syscall is variadic; its arguments are longs or pointers, which the x86-64 and AArch64
-// calling conventions pass as they would fixed arguments, so all six are forwarded (as glibc's
-// own syscall reads all six).
-#[no_mangle]
-pub unsafe extern "C" fn syscall(
-    number: c_long,
-    a1: c_long,
-    a2: c_long,
-    a3: c_long,
-    a4: c_long,
-    a5: c_long,
-    a6: c_long,
-) -> c_long {
-    let real = real!("syscall" as unsafe extern "C" fn(c_long, ...) -> c_long);
-    if number == libc::SYS_exit_group {
-        // No exit handler runs after it: what is buffered is written out first, as _exit does.
-        crate::process::before_exit();
-    }
-    if let Some(ret) = crate::raw_syscall::file_call(number, [a1, a2, a3, a4, a5, a6]) {
-        return ret;
-    }
-    let ret = real(number, a1, a2, a3, a4, a5, a6);
+/// After `syscall(number, _, a2, a3, a4, …)` returned `ret`: notes a ring made by
+/// `io_uring_setup`, or the files registered to one by `io_uring_register`.
+pub(crate) unsafe fn after_syscall(number: c_long, ret: c_long, a2: c_long, a3: c_long, a4: c_long) {
     if ret < 0 || (number != libc::SYS_io_uring_setup && number != libc::SYS_io_uring_register) {
-        return ret;
+        return;
     }
-    let Some(_g) = Guard::enter() else { return ret };
-    let err = crate::errno();
+    let Some(_g) = enter_guard() else { return };
+    let err = errno();
     if number == libc::SYS_io_uring_setup {
         record_flagged(IoOp::Other, NO_FILE, FLAG_IO_URING_SEEN, now_ns());
     } else if a2 == IORING_REGISTER_FILES || a2 == IORING_REGISTER_FILES2 {
@@ -63,8 +44,7 @@ pub unsafe extern "C" fn syscall(
         };
         note_registered(fds, count.min(MAX_REGISTERED));
     }
-    crate::set_errno(err);
-    ret
+    set_errno(err);
 }
 
 /// Notes the files among descriptors registered to a ring (-1 marks an empty slot).
@@ -81,10 +61,10 @@ unsafe fn note_registered(fds: *const c_int, count: usize) {
     }
 }
 
-/// Looks for io_uring instances among the process's descriptors (their requests never pass
-/// through libc, so the summary must say they were missed).
-pub(crate) unsafe fn note_io_uring() {
-    let dir = crate::sys()(
+/// At exit, inside the hook guard: looks for io_uring instances among the process's descriptors
+/// (their requests never pass through libc, so the summary must say they were missed).
+pub(crate) unsafe fn at_exit() {
+    let dir = sys()(
         libc::SYS_openat,
         libc::AT_FDCWD,
         c"/proc/self/fd".as_ptr(),
@@ -96,7 +76,7 @@ pub(crate) unsafe fn note_io_uring() {
     let mut buf = [0u8; 8192];
     let mut seen = false;
     'scan: loop {
-        let n = crate::sys()(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+        let n = sys()(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
         if n <= 0 {
             break;
         }
@@ -118,7 +98,7 @@ pub(crate) unsafe fn note_io_uring() {
             at += reclen.max(1);
         }
     }
-    crate::sys()(libc::SYS_close, dir);
+    sys()(libc::SYS_close, dir);
     if seen {
         let t = now_ns();
         record_flagged(IoOp::Other, NO_FILE, FLAG_IO_URING_SEEN, t);
