@@ -32,6 +32,7 @@
 //!
 //! [`IoEvent`]: iolens_record::event::IoEvent
 
+#![deny(unsafe_op_in_unsafe_fn)]
 #![allow(clippy::missing_safety_doc)]
 
 use std::sync::atomic::Ordering::*;
@@ -63,56 +64,73 @@ extern "C" {
 
 /// Starts the recorder when the library is loaded, if `$IOLENS_TRACE_DIR` names a directory.
 unsafe extern "C" fn init() {
-    process::on_image_end(image_ends);
-    let dir = libc::getenv(c"IOLENS_TRACE_DIR".as_ptr());
-    if !stream::set_up(dir) {
-        return;
+    // SAFETY: run once by the loader, before any other code of the library and before the program's
+    // threads: getenv's result is null or NUL-terminated, and the handlers registered are this
+    // library's.
+    unsafe {
+        process::on_image_end(image_ends);
+        let dir = libc::getenv(c"IOLENS_TRACE_DIR".as_ptr());
+        if !stream::set_up(dir) {
+            return;
+        }
+        clock::calibrate();
+        stream::flush_at_thread_exit();
+        pthread_atfork(None, None, Some(after_fork_in_child));
+        // quick_exit runs neither exit handlers nor library destructors, only these, the earliest
+        // registered last: after the program's own, whose I/O is then written out too.
+        at_quick_exit(before_quick_exit);
+        stream::register_membarrier();
+        ENABLED.store(true, Release);
+        // Opened now, while the program has the rights it started with: it keeps the descriptor
+        // through a later setuid or umask.
+        stream::stream_fd();
     }
-    clock::calibrate();
-    stream::flush_at_thread_exit();
-    pthread_atfork(None, None, Some(after_fork_in_child));
-    // quick_exit runs neither exit handlers nor library destructors, only these, the earliest
-    // registered last: after the program's own, whose I/O is then written out too.
-    at_quick_exit(before_quick_exit);
-    stream::register_membarrier();
-    ENABLED.store(true, Release);
-    // Opened now, while the program has the rights it started with: it keeps the descriptor
-    // through a later setuid or umask.
-    stream::stream_fd();
 }
 
 /// In a forked child: a stream of its own, and nothing of the parent's that names its files or
 /// waits for its requests.
 unsafe extern "C" fn after_fork_in_child() {
-    stream::after_fork();
-    fd_table::after_fork();
-    aio::after_fork();
-    native_aio::after_fork();
-    posix::after_fork();
-    // Its own stream, opened before the child can change its rights.
-    stream::stream_fd();
+    // SAFETY: run by pthread_atfork in the child, its only thread.
+    unsafe {
+        stream::after_fork();
+        fd_table::after_fork();
+        aio::after_fork();
+        native_aio::after_fork();
+        posix::after_fork();
+        // Its own stream, opened before the child can change its rights.
+        stream::stream_fd();
+    }
 }
 
 /// The process image ends now (exit, `_exit`, exec): the families note what they leave
 /// unfinished, and the end itself is recorded.
 unsafe fn image_ends() {
-    if let Some(_g) = enter_guard() {
-        aio::at_image_end();
-        native_aio::at_image_end();
-        record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+    // SAFETY: inside the guard; the families' notes write into this thread's buffer.
+    unsafe {
+        if let Some(_g) = enter_guard() {
+            aio::at_image_end();
+            native_aio::at_image_end();
+            record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+        }
     }
 }
 
 unsafe extern "C" fn before_quick_exit() {
-    process::before_exit();
+    // SAFETY: run by quick_exit, on the exiting thread.
+    unsafe {
+        process::before_exit();
+    }
 }
 
 unsafe extern "C" fn fini() {
-    if let Some(_g) = enter_guard() {
-        io_uring::at_exit();
+    // SAFETY: run once by the loader at exit; `at_exit` is called inside the guard.
+    unsafe {
+        if let Some(_g) = enter_guard() {
+            io_uring::at_exit();
+        }
+        image_ends();
+        stream::flush_all();
     }
-    image_ends();
-    stream::flush_all();
 }
 
 #[used]

@@ -20,53 +20,63 @@ use crate::stream::{
 
 /// Registers `fd` as referring to `path`; emits the path frame.
 pub(crate) unsafe fn register_path(fd: c_int, path: *const c_char, dirfd: c_int) -> u32 {
-    if !fd_table::tracked(fd) || path.is_null() {
-        return NO_FILE;
+    // SAFETY: `path` is null or NUL-terminated (the caller's promise).
+    unsafe {
+        if !fd_table::tracked(fd) || path.is_null() {
+            return NO_FILE;
+        }
+        let id = define_path(path, dirfd);
+        fd_table::set_path(fd, id);
+        id
     }
-    let id = define_path(path, dirfd);
-    fd_table::set_path(fd, id);
-    id
 }
 
 /// Gives `path` (relative to `dirfd`) an id of the stream; emits the path frame.
 pub(crate) unsafe fn define_path(path: *const c_char, dirfd: c_int) -> u32 {
-    let id = next_path_id();
-    let mut full = [0u8; 4096];
-    let mut len = 0;
-    if *path != b'/' as c_char {
-        // Relative: to the working directory, or to the directory `dirfd` refers to.
-        if dirfd == libc::AT_FDCWD {
-            if !libc::getcwd(full.as_mut_ptr().cast(), full.len() - 2).is_null() {
-                len = libc::strlen(full.as_ptr().cast());
+    // SAFETY: `path` is NUL-terminated (the caller's promise); getcwd writes at most `full.len() -
+    // 2` bytes, and the copy fits the room left in `full`.
+    unsafe {
+        let id = next_path_id();
+        let mut full = [0u8; 4096];
+        let mut len = 0;
+        if *path != b'/' as c_char {
+            // Relative: to the working directory, or to the directory `dirfd` refers to.
+            if dirfd == libc::AT_FDCWD {
+                if !libc::getcwd(full.as_mut_ptr().cast(), full.len() - 2).is_null() {
+                    len = libc::strlen(full.as_ptr().cast());
+                }
+            } else if dirfd >= 0 {
+                len = fd_link(dirfd, &mut full).unwrap_or(0);
             }
-        } else if dirfd >= 0 {
-            len = fd_link(dirfd, &mut full).unwrap_or(0);
+            if len > 0 && len < full.len() - 1 {
+                full[len] = b'/';
+                len += 1;
+            }
         }
-        if len > 0 && len < full.len() - 1 {
-            full[len] = b'/';
-            len += 1;
-        }
+        let name_len = libc::strlen(path).min(full.len() - len);
+        std::ptr::copy_nonoverlapping(path.cast::<u8>(), full.as_mut_ptr().add(len), name_len);
+        len += name_len;
+        let len = len.min(u16::MAX as usize);
+        let mut head = [0u8; 7];
+        head[0] = 2;
+        head[1..5].copy_from_slice(&id.to_le_bytes());
+        head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
+        append_path_frame(&[&head, &full[..len]]);
+        id
     }
-    let name_len = libc::strlen(path).min(full.len() - len);
-    std::ptr::copy_nonoverlapping(path.cast::<u8>(), full.as_mut_ptr().add(len), name_len);
-    len += name_len;
-    let len = len.min(u16::MAX as usize);
-    let mut head = [0u8; 7];
-    head[0] = 2;
-    head[1..5].copy_from_slice(&id.to_le_bytes());
-    head[5..7].copy_from_slice(&(len as u16).to_le_bytes());
-    append_path_frame(&[&head, &full[..len]]);
-    id
 }
 
 /// The path id of `fd`, discovering inherited descriptors through /proc/self/fd once.
 #[inline]
 pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
-    let id = fd_table::path(fd);
-    if id != NO_FILE {
-        return id;
+    // SAFETY: discovery reads only what the kernel says of `fd`.
+    unsafe {
+        let id = fd_table::path(fd);
+        if id != NO_FILE {
+            return id;
+        }
+        discover_path(fd)
     }
-    discover_path(fd)
 }
 
 /// The path id of `fd`, not seen before: found through /proc/self/fd (an inherited
@@ -74,21 +84,24 @@ pub(crate) unsafe fn path_of(fd: c_int) -> u32 {
 #[cold]
 #[inline(never)]
 unsafe fn discover_path(fd: c_int) -> u32 {
-    let mut target = [0u8; 4096];
-    let n = fd_link(fd, &mut target).unwrap_or(0);
-    let excluded = match file_kind(fd) {
-        libc::S_IFREG if n > 0 && target[0] == b'/' => None,
-        kind => Some(exclusion(kind).unwrap_or(Excluded::Other)),
-    };
-    if let Some(reason) = excluded.or((fd == STREAM_FD.load(Relaxed)).then_some(Excluded::Other)) {
-        fd_table::exclude(fd, reason);
-        return NOT_A_FILE;
+    // SAFETY: `target` is NUL-terminated before it is registered; lseek takes no pointer.
+    unsafe {
+        let mut target = [0u8; 4096];
+        let n = fd_link(fd, &mut target).unwrap_or(0);
+        let excluded = match file_kind(fd) {
+            libc::S_IFREG if n > 0 && target[0] == b'/' => None,
+            kind => Some(exclusion(kind).unwrap_or(Excluded::Other)),
+        };
+        if let Some(reason) = excluded.or((fd == STREAM_FD.load(Relaxed)).then_some(Excluded::Other)) {
+            fd_table::exclude(fd, reason);
+            return NOT_A_FILE;
+        }
+        target[n] = 0;
+        // Past the lseek hook: the recorder's own calls are not the program's.
+        let offset = sys()(libc::SYS_lseek, fd, 0 as libc::off_t, libc::SEEK_CUR);
+        fd_table::set_offset(fd, if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET });
+        register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
     }
-    target[n] = 0;
-    // Past the lseek hook: the recorder's own calls are not the program's.
-    let offset = sys()(libc::SYS_lseek, fd, 0 as libc::off_t, libc::SEEK_CUR);
-    fd_table::set_offset(fd, if offset >= 0 { offset as u64 } else { UNKNOWN_OFFSET });
-    register_path(fd, target.as_ptr().cast(), libc::AT_FDCWD)
 }
 
 /// The type bits of what `fd` refers to (0 when fstat fails).
@@ -108,15 +121,19 @@ fn exclusion(kind: libc::mode_t) -> Option<Excluded> {
 
 /// For a descriptor just opened: why it is left out, if it is a device or a pipe.
 pub(crate) unsafe fn not_storage(fd: c_int) -> Option<Excluded> {
-    exclusion(file_kind(fd))
+    // SAFETY: asks the kernel about `fd` only.
+    unsafe { exclusion(file_kind(fd)) }
 }
 
 /// Counts a read or write on `fd`, which is not a file, under its reason: `moved` bytes.
 pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
-    if !fd_table::tracked(fd) || fd == STREAM_FD.load(Relaxed) {
-        return;
+    // SAFETY: counting asks nothing of the caller.
+    unsafe {
+        if !fd_table::tracked(fd) || fd == STREAM_FD.load(Relaxed) {
+            return;
+        }
+        count_left_out(fd_table::excluded(fd), moved.max(0) as u64);
     }
-    count_left_out(fd_table::excluded(fd), moved.max(0) as u64);
 }
 
 /// Counts a call on `fd` made by a signal handler inside the recorder: `moved` bytes for a read
@@ -125,31 +142,41 @@ pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
 #[cold]
 #[inline(never)]
 pub(crate) unsafe fn count_interrupted(fd: c_int, moved: Option<i64>) {
-    let reason = match fd_table::path(fd) {
-        // Not a file, or not tracked (then `Other`).
-        NOT_A_FILE => fd_table::excluded(fd),
-        NO_FILE => match file_kind(fd) {
-            libc::S_IFREG => Excluded::InterruptedRecording,
-            kind => exclusion(kind).unwrap_or(Excluded::Other),
-        },
-        _ => Excluded::InterruptedRecording,
-    };
-    if reason == Excluded::InterruptedRecording || moved.is_some() {
-        add_interrupted(reason, 1, moved.unwrap_or(0).max(0) as u64);
+    // SAFETY: asks the kernel about `fd` only, and touches no buffer.
+    unsafe {
+        let reason = match fd_table::path(fd) {
+            // Not a file, or not tracked (then `Other`).
+            NOT_A_FILE => fd_table::excluded(fd),
+            NO_FILE => match file_kind(fd) {
+                libc::S_IFREG => Excluded::InterruptedRecording,
+                kind => exclusion(kind).unwrap_or(Excluded::Other),
+            },
+            _ => Excluded::InterruptedRecording,
+        };
+        if reason == Excluded::InterruptedRecording || moved.is_some() {
+            add_interrupted(reason, 1, moved.unwrap_or(0).max(0) as u64);
+        }
     }
 }
 
 /// Counts a call that is not recorded as I/O under `reason`, with the bytes it concerns.
 pub(crate) unsafe fn count_left_out(reason: Excluded, bytes: u64) {
-    with_my_slot(|slot| {
-        let counts = &mut (*slot.excluded.get())[reason as usize];
-        counts.0 += 1;
-        counts.1 += bytes;
-    });
+    // SAFETY: `with_my_slot` hands over the calling thread's slot, marked busy: no other thread
+    // touches its counts meanwhile.
+    unsafe {
+        with_my_slot(|slot| {
+            let counts = &mut (*slot.excluded.get())[reason as usize];
+            counts.0 += 1;
+            counts.1 += bytes;
+        });
+    }
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
-    push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
+    // SAFETY: recording asks nothing of the caller.
+    unsafe {
+        push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
+    }
 }
 
 /// Records a call of the calling thread: what the hooks (and the MPI-IO layer) call.
@@ -165,7 +192,10 @@ pub(crate) unsafe fn record(
     start: u64,
     end: u64,
 ) {
-    record_as(me(), op, layer, file, offset, requested, result, start, end);
+    // SAFETY: `me()` is the calling thread's state.
+    unsafe {
+        record_as(me(), op, layer, file, offset, requested, result, start, end);
+    }
 }
 
 /// [`record`] for the calling thread, whose state `me` is (looked up once per hook).
@@ -182,7 +212,10 @@ pub(crate) unsafe fn record_as(
     start: u64,
     end: u64,
 ) {
-    push_as(me, &event(op, layer, file, offset, requested, result, start, end));
+    // SAFETY: `me` is the calling thread's state (the caller's promise).
+    unsafe {
+        push_as(me, &event(op, layer, file, offset, requested, result, start, end));
+    }
 }
 
 /// An event without flags. Its pid and tid are left 0: a compact event is the thread's whose
@@ -217,18 +250,25 @@ pub(crate) fn event(
 /// Encodes `e` into the calling thread's buffer.
 #[inline]
 pub(crate) unsafe fn push(e: &IoEvent) {
-    push_as(me(), e);
+    // SAFETY: `me()` is the calling thread's state.
+    unsafe {
+        push_as(me(), e);
+    }
 }
 
 #[inline(always)]
 unsafe fn push_as(me: &ThreadState, e: &IoEvent) {
-    match slot_of(me) {
-        Some(slot) => {
-            enter_slot(slot);
-            push_to(slot, e);
-            leave_slot(slot);
+    // SAFETY: `me` is the calling thread's state (the caller's promise), so its slot is its own,
+    // marked busy around the push.
+    unsafe {
+        match slot_of(me) {
+            Some(slot) => {
+                enter_slot(slot);
+                push_to(slot, e);
+                leave_slot(slot);
+            }
+            None => lost_without_a_buffer(),
         }
-        None => lost_without_a_buffer(),
     }
 }
 
@@ -241,20 +281,24 @@ fn lost_without_a_buffer() {
 
 #[inline(always)]
 unsafe fn push_to(slot: &Slot, e: &IoEvent) {
-    let len = &mut *slot.len.get();
-    if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
-        // Only after other frames (a path) filled the buffer: events flush it below.
-        flush_slot(slot);
-    }
-    let data = &mut *slot.data.get();
-    let frame: &mut [u8; COMPACT_EVENT_MAX_LEN] =
-        (&mut data[*len..*len + COMPACT_EVENT_MAX_LEN]).try_into().expect("room checked above");
-    *len += encode_compact(e, &mut *slot.predictor.get(), frame);
-    *slot.events.get() += 1;
-    // Flushed as soon as it is full, not when the next event comes: every event of a block
-    // then ends before the clock point its flush takes (see `flush_slot`).
-    if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
-        flush_slot(slot);
+    // SAFETY: `slot` is the calling thread's and marked busy (the caller's promise): no other
+    // thread touches its cells.
+    unsafe {
+        let len = &mut *slot.len.get();
+        if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
+            // Only after other frames (a path) filled the buffer: events flush it below.
+            flush_slot(slot);
+        }
+        let data = &mut *slot.data.get();
+        let frame: &mut [u8; COMPACT_EVENT_MAX_LEN] =
+            (&mut data[*len..*len + COMPACT_EVENT_MAX_LEN]).try_into().expect("room checked above");
+        *len += encode_compact(e, &mut *slot.predictor.get(), frame);
+        *slot.events.get() += 1;
+        // Flushed as soon as it is full, not when the next event comes: every event of a block
+        // then ends before the clock point its flush takes (see `flush_slot`).
+        if *len + COMPACT_EVENT_MAX_LEN > SLOT_BYTES {
+            flush_slot(slot);
+        }
     }
 }
 
@@ -342,32 +386,36 @@ pub(crate) unsafe fn opened(
     layer: Layer,
     t0: u64,
 ) {
-    let t1 = now_ns();
-    let err = errno();
-    if fd_table::tracked(fd) {
-        if let Some(reason) = not_storage(fd) {
-            // /dev/zero, a terminal, a named pipe: counted as left out, like Darshan does.
-            fd_table::exclude(fd, reason);
-            set_errno(err);
-            return;
-        }
-        // An O_TMPFILE file has no name of its own (`path` is its directory): it is named as
-        // /proc/self/fd shows it, "dir/#inode (deleted)".
-        let id = if flags & libc::O_TMPFILE == libc::O_TMPFILE {
-            let mut unnamed = [0u8; 4096];
-            match fd_link(fd, &mut unnamed) {
-                Some(len) => {
-                    unnamed[len.min(unnamed.len() - 1)] = 0;
-                    register_path(fd, unnamed.as_ptr().cast(), libc::AT_FDCWD)
-                }
-                None => register_path(fd, path, dirfd),
+    // SAFETY: `path` is null or NUL-terminated (the caller's promise); `unnamed` is NUL-terminated
+    // before it is registered.
+    unsafe {
+        let t1 = now_ns();
+        let err = errno();
+        if fd_table::tracked(fd) {
+            if let Some(reason) = not_storage(fd) {
+                // /dev/zero, a terminal, a named pipe: counted as left out, like Darshan does.
+                fd_table::exclude(fd, reason);
+                set_errno(err);
+                return;
             }
-        } else {
-            register_path(fd, path, dirfd)
-        };
-        let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
-        fd_table::set_offset(fd, start);
-        record(IoOp::Open, layer, id, UNKNOWN_OFFSET, 0, fd as i64, t0, t1);
+            // An O_TMPFILE file has no name of its own (`path` is its directory): it is named as
+            // /proc/self/fd shows it, "dir/#inode (deleted)".
+            let id = if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+                let mut unnamed = [0u8; 4096];
+                match fd_link(fd, &mut unnamed) {
+                    Some(len) => {
+                        unnamed[len.min(unnamed.len() - 1)] = 0;
+                        register_path(fd, unnamed.as_ptr().cast(), libc::AT_FDCWD)
+                    }
+                    None => register_path(fd, path, dirfd),
+                }
+            } else {
+                register_path(fd, path, dirfd)
+            };
+            let start = if flags & libc::O_APPEND != 0 { UNKNOWN_OFFSET } else { 0 };
+            fd_table::set_offset(fd, start);
+            record(IoOp::Open, layer, id, UNKNOWN_OFFSET, 0, fd as i64, t0, t1);
+        }
+        set_errno(err);
     }
-    set_errno(err);
 }

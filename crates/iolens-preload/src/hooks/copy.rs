@@ -25,7 +25,9 @@ struct End {
 impl End {
     /// `fd` with the offset `at` points to (read before the call, which updates it).
     unsafe fn new<T: Copy + Into<i64>>(fd: c_int, at: *const T) -> End {
-        End { fd, offset: if at.is_null() { None } else { Some((*at).into() as u64) } }
+        // SAFETY: `at` is null or points to the offset the program passes to the copy (the caller's
+        // promise).
+        unsafe { End { fd, offset: if at.is_null() { None } else { Some((*at).into() as u64) } } }
     }
 }
 
@@ -38,37 +40,42 @@ unsafe fn traced_copy<R: Copy>(
     call: impl FnOnce() -> R,
     moved: impl FnOnce(R) -> i64,
 ) -> R {
-    let Some(guard) = enter_guard() else { return call() };
-    let (from, to) = (path_of(source.fd), path_of(destination.fd));
-    if from == NOT_A_FILE && to == NOT_A_FILE {
-        return guard.lifted(call);
+    // SAFETY: `call` is the program's call, made as it asked; recording reads the descriptor table
+    // and the kernel's view of the two descriptors only.
+    unsafe {
+        let Some(guard) = enter_guard() else { return call() };
+        let (from, to) = (path_of(source.fd), path_of(destination.fd));
+        if from == NOT_A_FILE && to == NOT_A_FILE {
+            return guard.lifted(call);
+        }
+        let t0 = now_ns();
+        let ret = guard.lifted(call);
+        let t1 = now_ns();
+        let err = errno();
+        let moved = moved(ret);
+        let bytes = moved.max(0) as u64;
+        let result = result_of(moved, err);
+        if from != NOT_A_FILE {
+            let at = position(source.fd, source.offset, moved);
+            let read = event(IoOp::Read, Layer::Posix, from, at, bytes, result, t0, t1);
+            // With both ends files, the write half carries the call's time.
+            let source_flag = if to != NOT_A_FILE { FLAG_COPY_SOURCE } else { 0 };
+            push(&IoEvent { flags: flags | source_flag, ..read });
+        }
+        if to != NOT_A_FILE {
+            let at = position(destination.fd, destination.offset, moved);
+            let write = event(IoOp::Write, Layer::Posix, to, at, bytes, result, t0, t1);
+            push(&IoEvent { flags, ..write });
+        }
+        set_errno(err);
+        ret
     }
-    let t0 = now_ns();
-    let ret = guard.lifted(call);
-    let t1 = now_ns();
-    let err = errno();
-    let moved = moved(ret);
-    let bytes = moved.max(0) as u64;
-    let result = result_of(moved, err);
-    if from != NOT_A_FILE {
-        let at = position(source.fd, source.offset, moved);
-        let read = event(IoOp::Read, Layer::Posix, from, at, bytes, result, t0, t1);
-        // With both ends files, the write half carries the call's time.
-        let source_flag = if to != NOT_A_FILE { FLAG_COPY_SOURCE } else { 0 };
-        push(&IoEvent { flags: flags | source_flag, ..read });
-    }
-    if to != NOT_A_FILE {
-        let at = position(destination.fd, destination.offset, moved);
-        let write = event(IoOp::Write, Layer::Posix, to, at, bytes, result, t0, t1);
-        push(&IoEvent { flags, ..write });
-    }
-    set_errno(err);
-    ret
 }
 
 /// [`traced_copy`] of a call returning the bytes it moved.
 unsafe fn traced_move(source: End, destination: End, call: impl FnOnce() -> ssize_t) -> ssize_t {
-    traced_copy(source, destination, 0, call, |ret| ret as i64)
+    // SAFETY: as in `traced_copy`.
+    unsafe { traced_copy(source, destination, 0, call, |ret| ret as i64) }
 }
 
 /// `ioctl` requests that clone (linux/fs.h): FICLONE's argument is the source descriptor,
@@ -94,33 +101,38 @@ unsafe fn size_of_file(fd: c_int) -> u64 {
 /// the one pointer-sized argument every request takes (the call is variadic in C).
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
-    let real = real!("ioctl" as unsafe extern "C" fn(c_int, c_ulong, *mut c_void) -> c_int);
-    let call = || real(fd, request, arg);
-    match request {
-        FICLONE => {
-            let source = arg as usize as c_int;
-            let (from, to) = (End { fd: source, offset: Some(0) }, End { fd, offset: Some(0) });
-            traced_copy(
-                from,
-                to,
-                FLAG_CLONE,
-                call,
-                |ret| if ret < 0 { -1 } else { size_of_file(source) as i64 },
-            )
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("ioctl" as unsafe extern "C" fn(c_int, c_ulong, *mut c_void) -> c_int);
+        let call = || real(fd, request, arg);
+        match request {
+            FICLONE => {
+                let source = arg as usize as c_int;
+                let (from, to) = (End { fd: source, offset: Some(0) }, End { fd, offset: Some(0) });
+                traced_copy(from, to, FLAG_CLONE, call, |ret| {
+                    if ret < 0 {
+                        -1
+                    } else {
+                        size_of_file(source) as i64
+                    }
+                })
+            }
+            FICLONERANGE if !arg.is_null() => {
+                // Read before the call: the kernel only reads it, but the program may share it.
+                let range = std::ptr::read(arg as *const FileCloneRange);
+                let source = range.src_fd as c_int;
+                let from = End { fd: source, offset: Some(range.src_offset) };
+                let to = End { fd, offset: Some(range.dest_offset) };
+                traced_copy(from, to, FLAG_CLONE, call, |ret| match (ret, range.src_length) {
+                    (..0, _) => -1,
+                    (_, 0) => {
+                        size_of_file(source).saturating_sub(range.src_offset).min(i64::MAX as u64) as i64
+                    }
+                    (_, length) => length.min(i64::MAX as u64) as i64,
+                })
+            }
+            _ => call(),
         }
-        FICLONERANGE if !arg.is_null() => {
-            // Read before the call: the kernel only reads it, but the program may share it.
-            let range = std::ptr::read(arg as *const FileCloneRange);
-            let source = range.src_fd as c_int;
-            let from = End { fd: source, offset: Some(range.src_offset) };
-            let to = End { fd, offset: Some(range.dest_offset) };
-            traced_copy(from, to, FLAG_CLONE, call, |ret| match (ret, range.src_length) {
-                (..0, _) => -1,
-                (_, 0) => size_of_file(source).saturating_sub(range.src_offset).min(i64::MAX as u64) as i64,
-                (_, length) => length.min(i64::MAX as u64) as i64,
-            })
-        }
-        _ => call(),
     }
 }
 
@@ -133,13 +145,16 @@ pub unsafe extern "C" fn copy_file_range(
     len: size_t,
     flags: c_uint,
 ) -> ssize_t {
-    let real = real!(
-        "copy_file_range"
-            as unsafe extern "C" fn(c_int, *mut off64_t, c_int, *mut off64_t, size_t, c_uint) -> ssize_t
-    );
-    traced_move(End::new(fd_in, off_in), End::new(fd_out, off_out), || {
-        real(fd_in, off_in, fd_out, off_out, len, flags)
-    })
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!(
+            "copy_file_range"
+                as unsafe extern "C" fn(c_int, *mut off64_t, c_int, *mut off64_t, size_t, c_uint) -> ssize_t
+        );
+        traced_move(End::new(fd_in, off_in), End::new(fd_out, off_out), || {
+            real(fd_in, off_in, fd_out, off_out, len, flags)
+        })
+    }
 }
 
 macro_rules! sendfile_hook {
@@ -151,11 +166,15 @@ macro_rules! sendfile_hook {
             offset: *mut $off,
             count: size_t,
         ) -> ssize_t {
-            let real = real!($real as unsafe extern "C" fn(c_int, c_int, *mut $off, size_t) -> ssize_t);
-            // The offset, when given, is the source's; the destination's position advances.
-            traced_move(End::new(in_fd, offset), End { fd: out_fd, offset: None }, || {
-                real(out_fd, in_fd, offset, count)
-            })
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(c_int, c_int, *mut $off, size_t) -> ssize_t);
+                // The offset, when given, is the source's; the destination's position advances.
+                traced_move(End::new(in_fd, offset), End { fd: out_fd, offset: None }, || {
+                    real(out_fd, in_fd, offset, count)
+                })
+            }
         }
     };
 }
@@ -171,11 +190,15 @@ pub unsafe extern "C" fn splice(
     len: size_t,
     flags: c_uint,
 ) -> ssize_t {
-    let real = real!(
-        "splice" as unsafe extern "C" fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t
-    );
-    // One end is a pipe, which is not a file: only the file end is recorded.
-    traced_move(End::new(fd_in, off_in), End::new(fd_out, off_out), || {
-        real(fd_in, off_in, fd_out, off_out, len, flags)
-    })
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!(
+            "splice"
+                as unsafe extern "C" fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t
+        );
+        // One end is a pipe, which is not a file: only the file end is recorded.
+        traced_move(End::new(fd_in, off_in), End::new(fd_out, off_out), || {
+            real(fd_in, off_in, fd_out, off_out, len, flags)
+        })
+    }
 }

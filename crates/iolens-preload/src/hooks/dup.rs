@@ -36,32 +36,41 @@ fn duplicated(old: c_int, new: c_int) {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup(old: c_int) -> c_int {
-    let real = real!("dup" as unsafe extern "C" fn(c_int) -> c_int);
-    let new = real(old);
-    if new >= 0 {
-        duplicated(old, new);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("dup" as unsafe extern "C" fn(c_int) -> c_int);
+        let new = real(old);
+        if new >= 0 {
+            duplicated(old, new);
+        }
+        new
     }
-    new
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    let real = real!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int);
-    let ret = real(old, new);
-    if ret >= 0 {
-        duplicated(old, new);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int);
+        let ret = real(old, new);
+        if ret >= 0 {
+            duplicated(old, new);
+        }
+        ret
     }
-    ret
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    let real = real!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int);
-    let ret = real(old, new, flags);
-    if ret >= 0 {
-        duplicated(old, new);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int);
+        let ret = real(old, new, flags);
+        if ret >= 0 {
+            duplicated(old, new);
+        }
+        ret
     }
-    ret
 }
 
 // fcntl is variadic; its one optional argument is an int, a long or a pointer, which the
@@ -70,12 +79,16 @@ macro_rules! fcntl_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(c_int, c_int, ...) -> c_int);
-            let ret = real(fd, cmd, arg);
-            if ret >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
-                duplicated(fd, ret);
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(c_int, c_int, ...) -> c_int);
+                let ret = real(fd, cmd, arg);
+                if ret >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
+                    duplicated(fd, ret);
+                }
+                ret
             }
-            ret
         }
     };
 }
@@ -86,52 +99,64 @@ fcntl_hook!(fcntl64, "fcntl64");
 /// descriptor, as daemons do, would otherwise take the stream, which a process that has
 /// dropped its rights cannot open again).
 unsafe fn close_range_sparing_stream(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let real = real!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int);
-    let stream = STREAM_FD.load(Relaxed);
-    if stream < 0 || (stream as c_uint) < first || (stream as c_uint) > last {
-        return real(first, last, flags);
-    }
-    let stream = stream as c_uint;
-    let below = if stream > first { real(first, stream - 1, flags) } else { 0 };
-    if below != 0 {
-        return below;
-    }
-    if stream < last {
-        real(stream + 1, last, flags)
-    } else {
-        0
+    // SAFETY: close_range takes integers only; the real function is libc's, of this type.
+    unsafe {
+        let real = real!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int);
+        let stream = STREAM_FD.load(Relaxed);
+        if stream < 0 || (stream as c_uint) < first || (stream as c_uint) > last {
+            return real(first, last, flags);
+        }
+        let stream = stream as c_uint;
+        let below = if stream > first { real(first, stream - 1, flags) } else { 0 };
+        if below != 0 {
+            return below;
+        }
+        if stream < last {
+            real(stream + 1, last, flags)
+        } else {
+            0
+        }
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let ret = close_range_sparing_stream(first, last, flags);
-    // With CLOSE_RANGE_CLOEXEC the descriptors stay open (until an exec).
-    if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
-        fd_table::forget_range(first, last);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let ret = close_range_sparing_stream(first, last, flags);
+        // With CLOSE_RANGE_CLOEXEC the descriptors stay open (until an exec).
+        if ret == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+            fd_table::forget_range(first, last);
+        }
+        ret
     }
-    ret
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(first: c_int) {
-    let real = real!("closefrom" as unsafe extern "C" fn(c_int));
-    let stream = STREAM_FD.load(Relaxed);
-    if stream >= first.max(0) && close_range_sparing_stream(first.max(0) as c_uint, c_uint::MAX, 0) == 0 {
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("closefrom" as unsafe extern "C" fn(c_int));
+        let stream = STREAM_FD.load(Relaxed);
+        if stream >= first.max(0) && close_range_sparing_stream(first.max(0) as c_uint, c_uint::MAX, 0) == 0 {
+            fd_table::forget_range(first.max(0) as c_uint, c_uint::MAX);
+            return;
+        }
+        real(first);
         fd_table::forget_range(first.max(0) as c_uint, c_uint::MAX);
-        return;
     }
-    real(first);
-    fd_table::forget_range(first.max(0) as c_uint, c_uint::MAX);
 }
 
 /// closedir closes the directory's descriptor inside libc; `fdopendir` may have been given
 /// one the open hook named.
 #[no_mangle]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
-    let real = real!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int);
-    let fd = if dir.is_null() { -1 } else { libc::dirfd(dir) };
-    let ret = real(dir);
-    fd_table::forget(fd);
-    ret
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int);
+        let fd = if dir.is_null() { -1 } else { libc::dirfd(dir) };
+        let ret = real(dir);
+        fd_table::forget(fd);
+        ret
+    }
 }

@@ -17,13 +17,25 @@ macro_rules! mmap_hook {
             fd: c_int,
             off: $off,
         ) -> *mut c_void {
-            let real = real!(
-                $real as unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, $off) -> *mut c_void
-            );
-            if fd < 0 {
-                return real(addr, len, prot, flags, fd, off);
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real
+                        as unsafe extern "C" fn(
+                            *mut c_void,
+                            size_t,
+                            c_int,
+                            c_int,
+                            c_int,
+                            $off,
+                        ) -> *mut c_void
+                );
+                if fd < 0 {
+                    return real(addr, len, prot, flags, fd, off);
+                }
+                traced_fd_call!(IoOp::Mmap, fd, Some(off as u64), len, real(addr, len, prot, flags, fd, off))
             }
-            traced_fd_call!(IoOp::Mmap, fd, Some(off as u64), len, real(addr, len, prot, flags, fd, off))
         }
     };
 }

@@ -3,6 +3,15 @@
 //! one hands a call to another (`syscall` passes its file calls to `posix`, `dup` and `copy`;
 //! `native_aio` records its requests as `aio` does), never in a cycle. What each does at a fork
 //! or at the end of the process image, `lib.rs` calls.
+//!
+//! # A hook's contract
+//!
+//! Every hook is an `unsafe extern "C" fn` the program calls under the contract of the C
+//! function of the same name, and its body is one `unsafe` block resting on that contract: the
+//! arguments go unchanged to the real function (found by `real!` under the same name and called
+//! with the C type written at the call), and the recorder reads of them only what the real
+//! function reads too: a path, an iovec array, a stream, or, once it has returned, what it
+//! filled.
 
 pub(crate) mod aio;
 pub(crate) mod copy;

@@ -20,78 +20,94 @@ use crate::stream::{enter_guard, flush_all, freeze_and_flush_all, pid, thaw_all,
 /// `posix_spawn` makes): the recorder's state, buffers and descriptor table are the parent's
 /// then, in use by its other threads, and the child must leave them alone.
 unsafe fn in_parents_memory() -> bool {
-    sys()(libc::SYS_getpid) as u32 != pid()
+    // SAFETY: getpid takes no argument.
+    unsafe { sys()(libc::SYS_getpid) as u32 != pid() }
 }
 
 /// Whether the loader will run `path` in secure-execution mode, where it ignores
 /// `LD_PRELOAD`: set-user-ID to another user, set-group-ID to another group, or file
 /// capabilities for a user other than root.
 unsafe fn runs_in_secure_mode(path: *const c_char) -> bool {
-    let mut st: libc::stat = std::mem::zeroed();
-    if libc::stat(path, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return false;
+    // SAFETY: `path` is NUL-terminated (the caller's promise); `st` is a zeroed `struct stat`, a
+    // valid value, for stat to fill.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::stat(path, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return false;
+        }
+        let euid = libc::geteuid();
+        (st.st_mode & libc::S_ISUID != 0 && st.st_uid != euid)
+            || (st.st_mode & libc::S_ISGID != 0 && st.st_gid != libc::getegid())
+            || (euid != 0
+                && libc::getxattr(path, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) > 0)
     }
-    let euid = libc::geteuid();
-    (st.st_mode & libc::S_ISUID != 0 && st.st_uid != euid)
-        || (st.st_mode & libc::S_ISGID != 0 && st.st_gid != libc::getegid())
-        || (euid != 0 && libc::getxattr(path, c"security.capability".as_ptr(), std::ptr::null_mut(), 0) > 0)
 }
 
 /// The program `execvp(file)` would run: `file` itself if it names a path, else the first
 /// executable `PATH` entry, written into `out`. Null when there is none.
 unsafe fn search_path(file: *const c_char, out: &mut [u8; 4096]) -> *const c_char {
-    if file.is_null() || !libc::strchr(file, b'/' as c_int).is_null() {
-        return file;
-    }
-    let name_len = libc::strlen(file);
-    let path = libc::getenv(c"PATH".as_ptr());
-    let path: &[u8] = if path.is_null() {
-        b"/bin:/usr/bin"
-    } else {
-        std::slice::from_raw_parts(path.cast(), libc::strlen(path))
-    };
-    for dir in path.split(|b| *b == b':') {
-        let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
-        if dir.len() + 1 + name_len + 1 > out.len() {
-            continue;
+    // SAFETY: `file` is null or NUL-terminated (the caller's promise), as is PATH; each candidate
+    // is written within `out` and NUL-terminated.
+    unsafe {
+        if file.is_null() || !libc::strchr(file, b'/' as c_int).is_null() {
+            return file;
         }
-        out[..dir.len()].copy_from_slice(dir);
-        out[dir.len()] = b'/';
-        std::ptr::copy_nonoverlapping(file.cast::<u8>(), out.as_mut_ptr().add(dir.len() + 1), name_len);
-        out[dir.len() + 1 + name_len] = 0;
-        if libc::access(out.as_ptr().cast(), libc::X_OK) == 0 {
-            return out.as_ptr().cast();
+        let name_len = libc::strlen(file);
+        let path = libc::getenv(c"PATH".as_ptr());
+        let path: &[u8] = if path.is_null() {
+            b"/bin:/usr/bin"
+        } else {
+            std::slice::from_raw_parts(path.cast(), libc::strlen(path))
+        };
+        for dir in path.split(|b| *b == b':') {
+            let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
+            if dir.len() + 1 + name_len + 1 > out.len() {
+                continue;
+            }
+            out[..dir.len()].copy_from_slice(dir);
+            out[dir.len()] = b'/';
+            std::ptr::copy_nonoverlapping(file.cast::<u8>(), out.as_mut_ptr().add(dir.len() + 1), name_len);
+            out[dir.len() + 1 + name_len] = 0;
+            if libc::access(out.as_ptr().cast(), libc::X_OK) == 0 {
+                return out.as_ptr().cast();
+            }
         }
+        std::ptr::null()
     }
-    std::ptr::null()
 }
 
 /// Whether `path` is a statically linked program.
 unsafe fn is_static_program(path: *const c_char) -> bool {
-    let mut head = [0u8; ELF_PROBE_BYTES];
-    let len = program_head(path, &mut head);
-    elf_is_static(&head[..len]) == Some(true)
+    // SAFETY: `path` is NUL-terminated (the caller's promise).
+    unsafe {
+        let mut head = [0u8; ELF_PROBE_BYTES];
+        let len = program_head(path, &mut head);
+        elf_is_static(&head[..len]) == Some(true)
+    }
 }
 
 /// Notes that this process is about to run `program` where LD_PRELOAD does not reach: in
 /// secure-execution mode, or statically linked. Nothing of that image will be seen, so the
 /// reader says so.
 pub(crate) unsafe fn note_untraced_exec(program: *const c_char) {
-    if program.is_null() {
-        return;
+    // SAFETY: `program` is null or NUL-terminated (the caller's promise).
+    unsafe {
+        if program.is_null() {
+            return;
+        }
+        let Some(_g) = enter_guard() else { return };
+        let saved = errno();
+        let flag = if runs_in_secure_mode(program) {
+            Some(FLAG_SECURE_EXEC)
+        } else {
+            is_static_program(program).then_some(FLAG_STATIC_EXEC)
+        };
+        if let Some(flag) = flag {
+            let id = define_path(program, libc::AT_FDCWD);
+            record_flagged(IoOp::Other, id, flag, now_ns());
+        }
+        set_errno(saved);
     }
-    let Some(_g) = enter_guard() else { return };
-    let saved = errno();
-    let flag = if runs_in_secure_mode(program) {
-        Some(FLAG_SECURE_EXEC)
-    } else {
-        is_static_program(program).then_some(FLAG_STATIC_EXEC)
-    };
-    if let Some(flag) = flag {
-        let id = define_path(program, libc::AT_FDCWD);
-        record_flagged(IoOp::Other, id, flag, now_ns());
-    }
-    set_errno(saved);
 }
 
 /// What the end of the process image means to every hook family (exit, `_exit`, exec): set
@@ -106,25 +122,32 @@ pub(crate) fn on_image_end(note: unsafe fn()) {
 
 /// Notes that this process image ends now (exit, `_exit`, exec).
 unsafe fn image_ends() {
-    if let Some(note) = IMAGE_END.get() {
-        note();
+    // SAFETY: the note is the root's `image_ends`, which asks nothing of its caller.
+    unsafe {
+        if let Some(note) = IMAGE_END.get() {
+            note();
+        }
     }
 }
 
 /// Runs an exec of `program`: every thread's buffer written out first (the exec ends those
 /// threads), the threads held off meanwhile, and let go if the exec fails.
 unsafe fn exec_with_flush(program: *const c_char, exec: impl FnOnce() -> c_int) -> c_int {
-    if in_parents_memory() {
-        return exec();
+    // SAFETY: `program` is null or NUL-terminated (the caller's promise); `exec` is the program's
+    // exec, made as it asked.
+    unsafe {
+        if in_parents_memory() {
+            return exec();
+        }
+        note_untraced_exec(program);
+        image_ends();
+        freeze_and_flush_all();
+        let ret = exec();
+        let err = errno();
+        thaw_all();
+        set_errno(err);
+        ret
     }
-    note_untraced_exec(program);
-    image_ends();
-    freeze_and_flush_all();
-    let ret = exec();
-    let err = errno();
-    thaw_all();
-    set_errno(err);
-    ret
 }
 
 #[no_mangle]
@@ -133,23 +156,33 @@ pub unsafe extern "C" fn execve(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    let real = real!(
-        "execve" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
-    );
-    exec_with_flush(path, || real(path, argv, envp))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!(
+            "execve"
+                as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+        );
+        exec_with_flush(path, || real(path, argv, envp))
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-    let real = real!("execv" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    exec_with_flush(path, || real(path, argv))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("execv" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
+        exec_with_flush(path, || real(path, argv))
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-    let real = real!("execvp" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
-    let mut found = [0u8; 4096];
-    exec_with_flush(search_path(file, &mut found), || real(file, argv))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("execvp" as unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int);
+        let mut found = [0u8; 4096];
+        exec_with_flush(search_path(file, &mut found), || real(file, argv))
+    }
 }
 
 #[no_mangle]
@@ -158,11 +191,15 @@ pub unsafe extern "C" fn execvpe(
     argv: *const *const c_char,
     envp: *const *const c_char,
 ) -> c_int {
-    let real = real!(
-        "execvpe" as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
-    );
-    let mut found = [0u8; 4096];
-    exec_with_flush(search_path(file, &mut found), || real(file, argv, envp))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!(
+            "execvpe"
+                as unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int
+        );
+        let mut found = [0u8; 4096];
+        exec_with_flush(search_path(file, &mut found), || real(file, argv, envp))
+    }
 }
 
 /// vfork runs as fork under trace. A vfork child shares the parent's memory until it execs:
@@ -171,35 +208,46 @@ pub unsafe extern "C" fn execvpe(
 /// POSIX allows vfork to be fork, and a program correct under vfork is correct under fork.
 #[no_mangle]
 pub unsafe extern "C" fn vfork() -> libc::pid_t {
-    libc::fork()
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe { libc::fork() }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn __vfork() -> libc::pid_t {
-    libc::fork()
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe { libc::fork() }
 }
 
 /// Before the process ends without exit handlers (`_exit`, `_Exit`, a raw `exit_group`): the
 /// end is noted and every buffer written out.
 pub(crate) unsafe fn before_exit() {
-    if !in_parents_memory() {
-        image_ends();
-        flush_all();
+    // SAFETY: noting the end and flushing ask nothing of the caller.
+    unsafe {
+        if !in_parents_memory() {
+            image_ends();
+            flush_all();
+        }
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
-    let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
-    before_exit();
-    real(status)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("_exit" as unsafe extern "C" fn(c_int) -> !);
+        before_exit();
+        real(status)
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
-    let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
-    before_exit();
-    real(status)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("_Exit" as unsafe extern "C" fn(c_int) -> !);
+        before_exit();
+        real(status)
+    }
 }
 
 /// Before a privileged process takes the identity `uid`: it will not be able to create files
@@ -207,47 +255,62 @@ pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
 /// is made inside for it (and the processes it starts), owned by that user, and the trace
 /// directory opened to passing through (0711: nothing in it can be listed).
 unsafe fn before_user_change(uid: libc::uid_t) {
-    if !ENABLED.load(Relaxed) || uid == libc::uid_t::MAX || uid == 0 || libc::geteuid() != 0 {
-        return;
+    // SAFETY: every path is NUL-terminated within `path`.
+    unsafe {
+        if !ENABLED.load(Relaxed) || uid == libc::uid_t::MAX || uid == 0 || libc::geteuid() != 0 {
+            return;
+        }
+        let saved = errno();
+        let mut path = [0u8; 3200];
+        let dir_len = trace_dir_path(&mut path, None);
+        path[dir_len] = 0;
+        sys()(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
+        let len = trace_dir_path(&mut path, Some(uid));
+        path[len] = 0;
+        sys()(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
+        sys()(libc::SYS_fchownat, libc::AT_FDCWD, path.as_ptr(), uid, u32::MAX, libc::AT_SYMLINK_NOFOLLOW);
+        set_errno(saved);
     }
-    let saved = errno();
-    let mut path = [0u8; 3200];
-    let dir_len = trace_dir_path(&mut path, None);
-    path[dir_len] = 0;
-    sys()(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), 0o711);
-    let len = trace_dir_path(&mut path, Some(uid));
-    path[len] = 0;
-    sys()(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), 0o700);
-    sys()(libc::SYS_fchownat, libc::AT_FDCWD, path.as_ptr(), uid, u32::MAX, libc::AT_SYMLINK_NOFOLLOW);
-    set_errno(saved);
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn setuid(uid: libc::uid_t) -> c_int {
-    let real = real!("setuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
-    before_user_change(uid);
-    real(uid)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("setuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+        before_user_change(uid);
+        real(uid)
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn seteuid(uid: libc::uid_t) -> c_int {
-    let real = real!("seteuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
-    before_user_change(uid);
-    real(uid)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("seteuid" as unsafe extern "C" fn(libc::uid_t) -> c_int);
+        before_user_change(uid);
+        real(uid)
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn setreuid(ruid: libc::uid_t, euid: libc::uid_t) -> c_int {
-    let real = real!("setreuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int);
-    before_user_change(euid);
-    real(ruid, euid)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("setreuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int);
+        before_user_change(euid);
+        real(ruid, euid)
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::uid_t) -> c_int {
-    let real = real!("setresuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int);
-    before_user_change(euid);
-    real(ruid, euid, suid)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("setresuid" as unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int);
+        before_user_change(euid);
+        real(ruid, euid, suid)
+    }
 }
 
 /// posix_spawn and posix_spawnp: where the pid goes, the program, file actions, attributes,
@@ -272,11 +335,14 @@ pub unsafe extern "C" fn posix_spawn(
     argv: *const *mut c_char,
     envp: *const *mut c_char,
 ) -> c_int {
-    let real = real!("posix_spawn" as Spawn);
-    if !in_parents_memory() {
-        note_untraced_exec(path);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("posix_spawn" as Spawn);
+        if !in_parents_memory() {
+            note_untraced_exec(path);
+        }
+        real(pid, path, actions, attributes, argv, envp)
     }
-    real(pid, path, actions, attributes, argv, envp)
 }
 
 #[no_mangle]
@@ -288,10 +354,13 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: *const *mut c_char,
     envp: *const *mut c_char,
 ) -> c_int {
-    let real = real!("posix_spawnp" as Spawn);
-    if !in_parents_memory() {
-        let mut found = [0u8; 4096];
-        note_untraced_exec(search_path(file, &mut found));
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("posix_spawnp" as Spawn);
+        if !in_parents_memory() {
+            let mut found = [0u8; 4096];
+            note_untraced_exec(search_path(file, &mut found));
+        }
+        real(pid, file, actions, attributes, argv, envp)
     }
-    real(pid, file, actions, attributes, argv, envp)
 }

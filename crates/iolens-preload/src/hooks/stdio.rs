@@ -20,11 +20,14 @@ extern "C" {
 }
 
 unsafe fn stream_file(stream: *mut FILE) -> (c_int, u32) {
-    if stream.is_null() {
-        return (-1, NOT_A_FILE);
+    // SAFETY: `stream` is a stream the program passed to a stdio call, hence open.
+    unsafe {
+        if stream.is_null() {
+            return (-1, NOT_A_FILE);
+        }
+        let fd = fileno_unlocked(stream);
+        (fd, path_of(fd))
     }
-    let fd = fileno_unlocked(stream);
-    (fd, path_of(fd))
 }
 
 /// Wraps a stdio call on `stream`: times it and records it if the stream is on a file. Without
@@ -71,30 +74,38 @@ macro_rules! traced_stdio_call {
 
 /// Registers the file `f` was just opened on (by fopen or freopen, at `t0`).
 unsafe fn stream_opened(f: *mut FILE, path: *const c_char, mode: *const c_char, t0: u64) {
-    if f.is_null() {
-        return;
+    // SAFETY: `f` is null or the stream just opened, `path` and `mode` the strings the program
+    // passed (null, or NUL-terminated).
+    unsafe {
+        if f.is_null() {
+            return;
+        }
+        let append = !mode.is_null() && *mode == b'a' as c_char;
+        opened(
+            fileno_unlocked(f),
+            path,
+            libc::AT_FDCWD,
+            if append { libc::O_APPEND } else { 0 },
+            Layer::Stdio,
+            t0,
+        );
     }
-    let append = !mode.is_null() && *mode == b'a' as c_char;
-    opened(
-        fileno_unlocked(f),
-        path,
-        libc::AT_FDCWD,
-        if append { libc::O_APPEND } else { 0 },
-        Layer::Stdio,
-        t0,
-    );
 }
 
 macro_rules! fopen_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
-            let real = real!($real as unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE);
-            let Some(guard) = enter_guard() else { return real(path, mode) };
-            let t0 = now_ns();
-            let f = guard.lifted(|| real(path, mode));
-            stream_opened(f, path, mode, t0);
-            f
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE);
+                let Some(guard) = enter_guard() else { return real(path, mode) };
+                let t0 = now_ns();
+                let f = guard.lifted(|| real(path, mode));
+                stream_opened(f, path, mode, t0);
+                f
+            }
         }
     };
 }
@@ -107,21 +118,25 @@ macro_rules! tmpfile_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name() -> *mut FILE {
-            let real = real!($real as unsafe extern "C" fn() -> *mut FILE);
-            let Some(guard) = enter_guard() else { return real() };
-            let t0 = now_ns();
-            let f = guard.lifted(|| real());
-            if !f.is_null() {
-                opened(
-                    fileno_unlocked(f),
-                    c"/tmp".as_ptr(),
-                    libc::AT_FDCWD,
-                    libc::O_TMPFILE,
-                    Layer::Stdio,
-                    t0,
-                );
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn() -> *mut FILE);
+                let Some(guard) = enter_guard() else { return real() };
+                let t0 = now_ns();
+                let f = guard.lifted(|| real());
+                if !f.is_null() {
+                    opened(
+                        fileno_unlocked(f),
+                        c"/tmp".as_ptr(),
+                        libc::AT_FDCWD,
+                        libc::O_TMPFILE,
+                        Layer::Stdio,
+                        t0,
+                    );
+                }
+                f
             }
-            f
         }
     };
 }
@@ -139,24 +154,29 @@ macro_rules! freopen_hook {
             mode: *const c_char,
             stream: *mut FILE,
         ) -> *mut FILE {
-            let real =
-                real!($real as unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE);
-            let Some(guard) = enter_guard() else { return real(path, mode, stream) };
-            let (old_fd, old_file) = stream_file(stream);
-            let t0 = now_ns();
-            let f = guard.lifted(|| real(path, mode, stream));
-            let err = errno();
-            fd_table::forget(old_fd);
-            if path.is_null() {
-                let fd = if f.is_null() { -1 } else { fileno_unlocked(f) };
-                if old_file != NOT_A_FILE && old_file != NO_FILE {
-                    fd_table::set_path(fd, old_file);
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real as unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE
+                );
+                let Some(guard) = enter_guard() else { return real(path, mode, stream) };
+                let (old_fd, old_file) = stream_file(stream);
+                let t0 = now_ns();
+                let f = guard.lifted(|| real(path, mode, stream));
+                let err = errno();
+                fd_table::forget(old_fd);
+                if path.is_null() {
+                    let fd = if f.is_null() { -1 } else { fileno_unlocked(f) };
+                    if old_file != NOT_A_FILE && old_file != NO_FILE {
+                        fd_table::set_path(fd, old_file);
+                    }
+                } else {
+                    stream_opened(f, path, mode, t0);
                 }
-            } else {
-                stream_opened(f, path, mode, t0);
+                set_errno(err);
+                f
             }
-            set_errno(err);
-            f
         }
     };
 }
@@ -167,14 +187,18 @@ macro_rules! fread_hook {
     ($name:ident, $real:literal, $op:expr, $buf:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(ptr: $buf, size: size_t, n: size_t, stream: *mut FILE) -> size_t {
-            let real = real!($real as unsafe extern "C" fn($buf, size_t, size_t, *mut FILE) -> size_t);
-            traced_stdio_call!(
-                $op,
-                stream,
-                Some(size.saturating_mul(n) as u64),
-                real(ptr, size, n, stream),
-                |r: &size_t| { r.saturating_mul(size) as i64 }
-            )
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn($buf, size_t, size_t, *mut FILE) -> size_t);
+                traced_stdio_call!(
+                    $op,
+                    stream,
+                    Some(size.saturating_mul(n) as u64),
+                    real(ptr, size, n, stream),
+                    |r: &size_t| { r.saturating_mul(size) as i64 }
+                )
+            }
         }
     };
 }
@@ -194,16 +218,20 @@ macro_rules! fread_chk_hook {
             n: size_t,
             stream: *mut FILE,
         ) -> size_t {
-            let real = real!(
-                $real as unsafe extern "C" fn(*mut c_void, size_t, size_t, size_t, *mut FILE) -> size_t
-            );
-            traced_stdio_call!(
-                IoOp::Read,
-                stream,
-                Some(size.saturating_mul(n) as u64),
-                real(ptr, ptrlen, size, n, stream),
-                |r: &size_t| r.saturating_mul(size) as i64
-            )
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real as unsafe extern "C" fn(*mut c_void, size_t, size_t, size_t, *mut FILE) -> size_t
+                );
+                traced_stdio_call!(
+                    IoOp::Read,
+                    stream,
+                    Some(size.saturating_mul(n) as u64),
+                    real(ptr, ptrlen, size, n, stream),
+                    |r: &size_t| r.saturating_mul(size) as i64
+                )
+            }
         }
     };
 }
@@ -212,10 +240,13 @@ fread_chk_hook!(__fread_unlocked_chk, "__fread_unlocked_chk");
 
 /// What fgets read: the string it returned (the buffer's size is only a limit).
 unsafe fn line_length(line: *mut c_char) -> i64 {
-    if line.is_null() {
-        0
-    } else {
-        libc::strlen(line) as i64
+    // SAFETY: `line` is null or the NUL-terminated string fgets returned.
+    unsafe {
+        if line.is_null() {
+            0
+        } else {
+            libc::strlen(line) as i64
+        }
     }
 }
 
@@ -223,8 +254,12 @@ macro_rules! fgets_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(s: *mut c_char, n: c_int, stream: *mut FILE) -> *mut c_char {
-            let real = real!($real as unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char);
-            traced_stdio_call!(IoOp::Read, stream, real(s, n, stream), |r: &*mut c_char| line_length(*r))
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char);
+                traced_stdio_call!(IoOp::Read, stream, real(s, n, stream), |r: &*mut c_char| line_length(*r))
+            }
         }
     };
 }
@@ -240,11 +275,16 @@ macro_rules! fgets_chk_hook {
             n: c_int,
             stream: *mut FILE,
         ) -> *mut c_char {
-            let real =
-                real!($real as unsafe extern "C" fn(*mut c_char, size_t, c_int, *mut FILE) -> *mut c_char);
-            traced_stdio_call!(IoOp::Read, stream, real(s, size, n, stream), |r: &*mut c_char| line_length(
-                *r
-            ))
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real as unsafe extern "C" fn(*mut c_char, size_t, c_int, *mut FILE) -> *mut c_char
+                );
+                traced_stdio_call!(IoOp::Read, stream, real(s, size, n, stream), |r: &*mut c_char| {
+                    line_length(*r)
+                })
+            }
         }
     };
 }
@@ -253,9 +293,13 @@ fgets_chk_hook!(__fgets_unlocked_chk, "__fgets_unlocked_chk");
 
 #[no_mangle]
 pub unsafe extern "C" fn getline(line: *mut *mut c_char, n: *mut size_t, stream: *mut FILE) -> ssize_t {
-    let real = real!("getline" as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, *mut FILE) -> ssize_t);
-    // -1 is the end of the file as well as an error: either way nothing was read.
-    traced_stdio_call!(IoOp::Read, stream, real(line, n, stream), |r: &ssize_t| (*r).max(0) as i64)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real =
+            real!("getline" as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, *mut FILE) -> ssize_t);
+        // -1 is the end of the file as well as an error: either way nothing was read.
+        traced_stdio_call!(IoOp::Read, stream, real(line, n, stream), |r: &ssize_t| (*r).max(0) as i64)
+    }
 }
 
 macro_rules! getdelim_hook {
@@ -267,11 +311,19 @@ macro_rules! getdelim_hook {
             delim: c_int,
             stream: *mut FILE,
         ) -> ssize_t {
-            let real = real!(
-                $real as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, c_int, *mut FILE) -> ssize_t
-            );
-            traced_stdio_call!(IoOp::Read, stream, real(line, n, delim, stream), |r: &ssize_t| (*r).max(0)
-                as i64)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real as unsafe extern "C" fn(*mut *mut c_char, *mut size_t, c_int, *mut FILE) -> ssize_t
+                );
+                traced_stdio_call!(
+                    IoOp::Read,
+                    stream,
+                    real(line, n, delim, stream),
+                    |r: &ssize_t| (*r).max(0) as i64
+                )
+            }
         }
     };
 }
@@ -282,9 +334,18 @@ macro_rules! getc_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(stream: *mut FILE) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(*mut FILE) -> c_int);
-            traced_stdio_call!(IoOp::Read, stream, Some(1u64), real(stream), |r: &c_int| (*r != libc::EOF)
-                as i64)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*mut FILE) -> c_int);
+                traced_stdio_call!(
+                    IoOp::Read,
+                    stream,
+                    Some(1u64),
+                    real(stream),
+                    |r: &c_int| (*r != libc::EOF) as i64
+                )
+            }
         }
     };
 }
@@ -298,8 +359,13 @@ macro_rules! getchar_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name() -> c_int {
-            let real = real!($real as unsafe extern "C" fn() -> c_int);
-            traced_stdio_call!(IoOp::Read, stdin, Some(1u64), real(), |r: &c_int| (*r != libc::EOF) as i64)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn() -> c_int);
+                traced_stdio_call!(IoOp::Read, stdin, Some(1u64), real(), |r: &c_int| (*r != libc::EOF)
+                    as i64)
+            }
         }
     };
 }
@@ -309,24 +375,30 @@ getchar_hook!(getchar_unlocked, "getchar_unlocked");
 /// getw reads a word; EOF is a word too, so the stream's flags tell the end or an error.
 #[no_mangle]
 pub unsafe extern "C" fn getw(stream: *mut FILE) -> c_int {
-    let real = real!("getw" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    const WORD: usize = std::mem::size_of::<c_int>();
-    traced_stdio_call!(IoOp::Read, stream, Some(WORD as u64), real(stream), |r: &c_int| {
-        if *r == libc::EOF && (libc::feof(stream) != 0 || libc::ferror(stream) != 0) {
-            0
-        } else {
-            WORD as i64
-        }
-    })
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("getw" as unsafe extern "C" fn(*mut FILE) -> c_int);
+        const WORD: usize = std::mem::size_of::<c_int>();
+        traced_stdio_call!(IoOp::Read, stream, Some(WORD as u64), real(stream), |r: &c_int| {
+            if *r == libc::EOF && (libc::feof(stream) != 0 || libc::ferror(stream) != 0) {
+                0
+            } else {
+                WORD as i64
+            }
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn putw(w: c_int, stream: *mut FILE) -> c_int {
-    let real = real!("putw" as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
-    const WORD: usize = std::mem::size_of::<c_int>();
-    traced_stdio_call!(IoOp::Write, stream, Some(WORD as u64), real(w, stream), |r: &c_int| put_result(
-        *r, WORD
-    ))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("putw" as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
+        const WORD: usize = std::mem::size_of::<c_int>();
+        traced_stdio_call!(IoOp::Write, stream, Some(WORD as u64), real(w, stream), |r: &c_int| put_result(
+            *r, WORD
+        ))
+    }
 }
 
 /// What a put call that returns a non-negative number on success moved: `len` bytes.
@@ -342,11 +414,15 @@ macro_rules! fputs_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(s: *const c_char, stream: *mut FILE) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int);
-            let len = if s.is_null() { 0 } else { libc::strlen(s) };
-            traced_stdio_call!(IoOp::Write, stream, Some(len as u64), real(s, stream), |r: &c_int| {
-                put_result(*r, len)
-            })
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int);
+                let len = if s.is_null() { 0 } else { libc::strlen(s) };
+                traced_stdio_call!(IoOp::Write, stream, Some(len as u64), real(s, stream), |r: &c_int| {
+                    put_result(*r, len)
+                })
+            }
         }
     };
 }
@@ -355,24 +431,31 @@ fputs_hook!(fputs_unlocked, "fputs_unlocked");
 
 #[no_mangle]
 pub unsafe extern "C" fn puts(s: *const c_char) -> c_int {
-    let real = real!("puts" as unsafe extern "C" fn(*const c_char) -> c_int);
-    // The string and the newline puts adds.
-    let len = if s.is_null() { 0 } else { libc::strlen(s) + 1 };
-    traced_stdio_call!(IoOp::Write, stdout, Some(len as u64), real(s), |r: &c_int| put_result(*r, len))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("puts" as unsafe extern "C" fn(*const c_char) -> c_int);
+        // The string and the newline puts adds.
+        let len = if s.is_null() { 0 } else { libc::strlen(s) + 1 };
+        traced_stdio_call!(IoOp::Write, stdout, Some(len as u64), real(s), |r: &c_int| put_result(*r, len))
+    }
 }
 
 macro_rules! putc_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(c: c_int, stream: *mut FILE) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
-            traced_stdio_call!(IoOp::Write, stream, Some(1u64), real(c, stream), |r: &c_int| {
-                if *r == libc::EOF {
-                    -(libc::EIO as i64)
-                } else {
-                    1
-                }
-            })
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(c_int, *mut FILE) -> c_int);
+                traced_stdio_call!(IoOp::Write, stream, Some(1u64), real(c, stream), |r: &c_int| {
+                    if *r == libc::EOF {
+                        -(libc::EIO as i64)
+                    } else {
+                        1
+                    }
+                })
+            }
         }
     };
 }
@@ -386,14 +469,18 @@ macro_rules! putchar_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(c: c_int) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(c_int) -> c_int);
-            traced_stdio_call!(IoOp::Write, stdout, Some(1u64), real(c), |r: &c_int| {
-                if *r == libc::EOF {
-                    -(libc::EIO as i64)
-                } else {
-                    1
-                }
-            })
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(c_int) -> c_int);
+                traced_stdio_call!(IoOp::Write, stdout, Some(1u64), real(c), |r: &c_int| {
+                    if *r == libc::EOF {
+                        -(libc::EIO as i64)
+                    } else {
+                        1
+                    }
+                })
+            }
         }
     };
 }
@@ -408,12 +495,15 @@ pub unsafe extern "C" fn iolens_hook_vfprintf(
     format: *const c_char,
     ap: *mut c_void,
 ) -> c_int {
-    // The shim exports vfprintf too: the real one is libc's.
-    let real = real!("vfprintf" as unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int);
-    traced_stdio_call!(IoOp::Write, stream, real(stream, format, ap), |r: &c_int| result_of(
-        *r as i64,
-        errno()
-    ))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        // The shim exports vfprintf too: the real one is libc's.
+        let real = real!("vfprintf" as unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int);
+        traced_stdio_call!(IoOp::Write, stream, real(stream, format, ap), |r: &c_int| result_of(
+            *r as i64,
+            errno()
+        ))
+    }
 }
 
 /// Runs a stdio call on `stream` whose bytes are known only by how far it advanced the stream
@@ -426,19 +516,22 @@ unsafe fn traced_by_position<R>(
     call: impl FnOnce() -> R,
     failed: impl Fn(&R) -> bool,
 ) -> R {
-    let saved = errno();
-    let before = if stream.is_null() { -1 } else { libc::ftello(stream) };
-    set_errno(saved);
-    traced_stdio_call!(op, stream, call(), |r: &R| {
-        let after = libc::ftello(stream);
-        if failed(r) && libc::ferror(stream) != 0 {
-            -(errno() as i64)
-        } else if before >= 0 && after >= before {
-            after - before
-        } else {
-            0
-        }
-    })
+    // SAFETY: `stream` is null or a stream the program passed to a stdio call, hence open.
+    unsafe {
+        let saved = errno();
+        let before = if stream.is_null() { -1 } else { libc::ftello(stream) };
+        set_errno(saved);
+        traced_stdio_call!(op, stream, call(), |r: &R| {
+            let after = libc::ftello(stream);
+            if failed(r) && libc::ferror(stream) != 0 {
+                -(errno() as i64)
+            } else if before >= 0 && after >= before {
+                after - before
+            } else {
+                0
+            }
+        })
+    }
 }
 
 /// The scanf family, from the C shim (scanf.c): `c99` picks the ISO C99 scanner
@@ -450,9 +543,12 @@ pub unsafe extern "C" fn iolens_hook_vfscanf(
     ap: *mut c_void,
     c99: c_int,
 ) -> c_int {
-    type Scan = unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int;
-    let real = if c99 != 0 { real!("__isoc99_vfscanf" as Scan) } else { real!("vfscanf" as Scan) };
-    traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        type Scan = unsafe extern "C" fn(*mut FILE, *const c_char, *mut c_void) -> c_int;
+        let real = if c99 != 0 { real!("__isoc99_vfscanf" as Scan) } else { real!("vfscanf" as Scan) };
+        traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
+    }
 }
 
 /// The wide scanf family, from the C shim, as [`iolens_hook_vfscanf`].
@@ -463,9 +559,12 @@ pub unsafe extern "C" fn iolens_hook_vfwscanf(
     ap: *mut c_void,
     c99: c_int,
 ) -> c_int {
-    type Scan = unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int;
-    let real = if c99 != 0 { real!("__isoc99_vfwscanf" as Scan) } else { real!("vfwscanf" as Scan) };
-    traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        type Scan = unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int;
+        let real = if c99 != 0 { real!("__isoc99_vfwscanf" as Scan) } else { real!("vfwscanf" as Scan) };
+        traced_by_position(IoOp::Read, stream, || real(stream, format, ap), |r| *r == libc::EOF)
+    }
 }
 
 /// The wide printf family, from the C shim: the result counts wide characters, the stream
@@ -476,9 +575,12 @@ pub unsafe extern "C" fn iolens_hook_vfwprintf(
     format: *const libc::wchar_t,
     ap: *mut c_void,
 ) -> c_int {
-    let real =
-        real!("vfwprintf" as unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int);
-    traced_by_position(IoOp::Write, stream, || real(stream, format, ap), |r| *r < 0)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real =
+            real!("vfwprintf" as unsafe extern "C" fn(*mut FILE, *const libc::wchar_t, *mut c_void) -> c_int);
+        traced_by_position(IoOp::Write, stream, || real(stream, format, ap), |r| *r < 0)
+    }
 }
 
 // Wide-character stdio: a character's bytes depend on the stream's encoding.
@@ -490,8 +592,12 @@ macro_rules! getwc_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(stream: *mut FILE) -> WideInt {
-            let real = real!($real as unsafe extern "C" fn(*mut FILE) -> WideInt);
-            traced_by_position(IoOp::Read, stream, || real(stream), |r| *r == WEOF)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*mut FILE) -> WideInt);
+                traced_by_position(IoOp::Read, stream, || real(stream), |r| *r == WEOF)
+            }
         }
     };
 }
@@ -504,8 +610,12 @@ macro_rules! getwchar_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name() -> WideInt {
-            let real = real!($real as unsafe extern "C" fn() -> WideInt);
-            traced_by_position(IoOp::Read, stdin, || real(), |r| *r == WEOF)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn() -> WideInt);
+                traced_by_position(IoOp::Read, stdin, || real(), |r| *r == WEOF)
+            }
         }
     };
 }
@@ -516,8 +626,12 @@ macro_rules! putwc_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(c: libc::wchar_t, stream: *mut FILE) -> WideInt {
-            let real = real!($real as unsafe extern "C" fn(libc::wchar_t, *mut FILE) -> WideInt);
-            traced_by_position(IoOp::Write, stream, || real(c, stream), |r| *r == WEOF)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(libc::wchar_t, *mut FILE) -> WideInt);
+                traced_by_position(IoOp::Write, stream, || real(c, stream), |r| *r == WEOF)
+            }
         }
     };
 }
@@ -530,8 +644,12 @@ macro_rules! putwchar_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(c: libc::wchar_t) -> WideInt {
-            let real = real!($real as unsafe extern "C" fn(libc::wchar_t) -> WideInt);
-            traced_by_position(IoOp::Write, stdout, || real(c), |r| *r == WEOF)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(libc::wchar_t) -> WideInt);
+                traced_by_position(IoOp::Write, stdout, || real(c), |r| *r == WEOF)
+            }
         }
     };
 }
@@ -546,10 +664,14 @@ macro_rules! fgetws_hook {
             n: c_int,
             stream: *mut FILE,
         ) -> *mut libc::wchar_t {
-            let real = real!(
-                $real as unsafe extern "C" fn(*mut libc::wchar_t, c_int, *mut FILE) -> *mut libc::wchar_t
-            );
-            traced_by_position(IoOp::Read, stream, || real(s, n, stream), |r| r.is_null())
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!(
+                    $real as unsafe extern "C" fn(*mut libc::wchar_t, c_int, *mut FILE) -> *mut libc::wchar_t
+                );
+                traced_by_position(IoOp::Read, stream, || real(s, n, stream), |r| r.is_null())
+            }
         }
     };
 }
@@ -560,8 +682,12 @@ macro_rules! fputws_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(s: *const libc::wchar_t, stream: *mut FILE) -> c_int {
-            let real = real!($real as unsafe extern "C" fn(*const libc::wchar_t, *mut FILE) -> c_int);
-            traced_by_position(IoOp::Write, stream, || real(s, stream), |r| *r < 0)
+            // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on
+            // unchanged.
+            unsafe {
+                let real = real!($real as unsafe extern "C" fn(*const libc::wchar_t, *mut FILE) -> c_int);
+                traced_by_position(IoOp::Write, stream, || real(s, stream), |r| *r < 0)
+            }
         }
     };
 }
@@ -573,8 +699,11 @@ fputws_hook!(fputws_unlocked, "fputws_unlocked");
 /// a POSIX write of what it wrote.
 #[no_mangle]
 pub unsafe extern "C" fn iolens_hook_vdprintf(fd: c_int, format: *const c_char, ap: *mut c_void) -> c_int {
-    let real = real!("vdprintf" as unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int);
-    traced_fd_call!(@asked IoOp::Write, fd, None, |moved: i64| moved.max(0) as u64, real(fd, format, ap))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("vdprintf" as unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int);
+        traced_fd_call!(@asked IoOp::Write, fd, None, |moved: i64| moved.max(0) as u64, real(fd, format, ap))
+    }
 }
 
 /// The head of glibc's `struct _IO_FILE` (its public layout, `bits/types/struct_FILE.h`): the
@@ -591,8 +720,11 @@ struct GlibcFileHead {
 
 /// Whether `stream` is on a file, so its buffer traffic concerns storage.
 unsafe fn on_a_file(stream: *mut FILE) -> bool {
-    let (_, file) = stream_file(stream);
-    file != NOT_A_FILE
+    // SAFETY: `stream` is a stream the program passed to a stdio call, hence open.
+    unsafe {
+        let (_, file) = stream_file(stream);
+        file != NOT_A_FILE
+    }
 }
 
 /// `getc_unlocked`, `fgetc_unlocked`, `getchar_unlocked` and `fread_unlocked` of a constant
@@ -601,17 +733,21 @@ unsafe fn on_a_file(stream: *mut FILE) -> bool {
 /// it brought; the characters themselves are never calls.
 #[no_mangle]
 pub unsafe extern "C" fn __uflow(stream: *mut FILE) -> c_int {
-    let real = real!("__uflow" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    let ret = real(stream);
-    if let Some(_g) = enter_guard() {
-        if !stream.is_null() && ret != libc::EOF && on_a_file(stream) {
-            let head = stream.cast::<GlibcFileHead>();
-            // The character returned was taken: the refill brought it and what is left.
-            let brought = ((*head).read_end as usize).saturating_sub((*head).read_base as usize);
-            count_left_out(Excluded::InlinedStdioRead, brought as u64);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged. A
+    // stream's head is glibc's public `struct _IO_FILE`.
+    unsafe {
+        let real = real!("__uflow" as unsafe extern "C" fn(*mut FILE) -> c_int);
+        let ret = real(stream);
+        if let Some(_g) = enter_guard() {
+            if !stream.is_null() && ret != libc::EOF && on_a_file(stream) {
+                let head = stream.cast::<GlibcFileHead>();
+                // The character returned was taken: the refill brought it and what is left.
+                let brought = ((*head).read_end as usize).saturating_sub((*head).read_base as usize);
+                count_left_out(Excluded::InlinedStdioRead, brought as u64);
+            }
         }
+        ret
     }
-    ret
 }
 
 /// `putc_unlocked`, `fputc_unlocked` and `putchar_unlocked` are inlined likewise and call
@@ -619,59 +755,73 @@ pub unsafe extern "C" fn __uflow(stream: *mut FILE) -> c_int {
 /// what the buffer held and the character that did not fit.
 #[no_mangle]
 pub unsafe extern "C" fn __overflow(stream: *mut FILE, c: c_int) -> c_int {
-    let real = real!("__overflow" as unsafe extern "C" fn(*mut FILE, c_int) -> c_int);
-    let held = if stream.is_null() {
-        0
-    } else {
-        let head = stream.cast::<GlibcFileHead>();
-        ((*head).write_ptr as usize).saturating_sub((*head).write_base as usize)
-    };
-    let ret = real(stream, c);
-    if let Some(_g) = enter_guard() {
-        if !stream.is_null() && on_a_file(stream) {
-            count_left_out(Excluded::InlinedStdioWrite, (held + (c != libc::EOF) as usize) as u64);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged. A
+    // stream's head is glibc's public `struct _IO_FILE`.
+    unsafe {
+        let real = real!("__overflow" as unsafe extern "C" fn(*mut FILE, c_int) -> c_int);
+        let held = if stream.is_null() {
+            0
+        } else {
+            let head = stream.cast::<GlibcFileHead>();
+            ((*head).write_ptr as usize).saturating_sub((*head).write_base as usize)
+        };
+        let ret = real(stream, c);
+        if let Some(_g) = enter_guard() {
+            if !stream.is_null() && on_a_file(stream) {
+                count_left_out(Excluded::InlinedStdioWrite, (held + (c != libc::EOF) as usize) as u64);
+            }
         }
+        ret
     }
-    ret
 }
 
 /// The stream printf and puts write to, for the C shim.
 #[no_mangle]
 pub unsafe extern "C" fn iolens_stdout() -> *mut FILE {
-    stdout
+    // SAFETY: `stdout` is glibc's, set before any constructor runs.
+    unsafe { stdout }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fflush(stream: *mut FILE) -> c_int {
-    let real = real!("fflush" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    traced_stdio_call!(IoOp::Flush, stream, 0u64, real(stream), |r: &c_int| *r as i64)
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("fflush" as unsafe extern "C" fn(*mut FILE) -> c_int);
+        traced_stdio_call!(IoOp::Flush, stream, 0u64, real(stream), |r: &c_int| *r as i64)
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fclose(stream: *mut FILE) -> c_int {
-    let real = real!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    let Some(guard) = enter_guard() else { return real(stream) };
-    let (fd, file) = stream_file(stream);
-    let t0 = now_ns();
-    let ret = guard.lifted(|| real(stream));
-    let t1 = now_ns();
-    let err = errno();
-    if file != NOT_A_FILE {
-        record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
+        let Some(guard) = enter_guard() else { return real(stream) };
+        let (fd, file) = stream_file(stream);
+        let t0 = now_ns();
+        let ret = guard.lifted(|| real(stream));
+        let t1 = now_ns();
+        let err = errno();
+        if file != NOT_A_FILE {
+            record(IoOp::Close, Layer::Stdio, file, UNKNOWN_OFFSET, 0, result_of(ret as i64, err), t0, t1);
+        }
+        fd_table::forget(fd);
+        set_errno(err);
+        ret
     }
-    fd_table::forget(fd);
-    set_errno(err);
-    ret
 }
 
 /// pclose closes the pipe's descriptor inside libc.
 #[no_mangle]
 pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
-    let real = real!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
-    let fd = if stream.is_null() { -1 } else { fileno_unlocked(stream) };
-    let ret = real(stream);
-    fd_table::forget(fd);
-    ret
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int);
+        let fd = if stream.is_null() { -1 } else { fileno_unlocked(stream) };
+        let ret = real(stream);
+        fd_table::forget(fd);
+        ret
+    }
 }
 
 /// fcloseall closes every stream's descriptor inside libc, and which descriptors had streams
@@ -679,8 +829,11 @@ pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
 /// through /proc/self/fd at their next call.
 #[no_mangle]
 pub unsafe extern "C" fn fcloseall() -> c_int {
-    let real = real!("fcloseall" as unsafe extern "C" fn() -> c_int);
-    let ret = real();
-    fd_table::forget_range(0, c_uint::MAX);
-    ret
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = real!("fcloseall" as unsafe extern "C" fn() -> c_int);
+        let ret = real();
+        fd_table::forget_range(0, c_uint::MAX);
+        ret
+    }
 }

@@ -76,83 +76,108 @@ pub(super) use fortran_real;
 
 /// The C handle of a Fortran file handle.
 unsafe fn c_file(fh: *const Fint) -> Handle {
-    if fh.is_null() {
-        return 0;
+    // SAFETY: `fh` is null or the program's Fortran file handle; PMPI_File_f2c takes it by value.
+    unsafe {
+        if fh.is_null() {
+            return 0;
+        }
+        let f2c = pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+        f2c(*fh)
     }
-    let f2c = pmpi!("PMPI_File_f2c" as unsafe extern "C" fn(Fint) -> Handle);
-    f2c(*fh)
 }
 
 /// The C handle of a Fortran datatype.
 unsafe fn c_datatype(datatype: *const Fint) -> Handle {
-    if datatype.is_null() {
-        return 0;
-    }
-    match abi() {
-        Abi::OpenMpi => {
-            let f2c = pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
-            f2c(*datatype)
+    // SAFETY: `datatype` is null or the program's Fortran datatype; PMPI_Type_f2c takes it by
+    // value.
+    unsafe {
+        if datatype.is_null() {
+            return 0;
         }
-        // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
-        Abi::Mpich => *datatype as u32 as Handle,
+        match abi() {
+            Abi::OpenMpi => {
+                let f2c = pmpi!("PMPI_Type_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+                f2c(*datatype)
+            }
+            // MPICH's datatypes are integers, the same in C and Fortran (its MPI_Type_f2c is a cast).
+            Abi::Mpich => *datatype as u32 as Handle,
+        }
     }
 }
 
 /// The C handle of a Fortran request, as the pending table keys it.
 pub(super) unsafe fn c_request(request: *const Fint) -> u64 {
-    if request.is_null() {
-        return 0;
-    }
-    match abi() {
-        Abi::OpenMpi => {
-            let f2c = pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
-            f2c(*request) as u64
+    // SAFETY: `request` is null or the program's Fortran request; PMPI_Request_f2c takes it by
+    // value.
+    unsafe {
+        if request.is_null() {
+            return 0;
         }
-        // MPICH's requests are integers, the same in C and Fortran.
-        Abi::Mpich => *request as u32 as u64,
+        match abi() {
+            Abi::OpenMpi => {
+                let f2c = pmpi!("PMPI_Request_f2c" as unsafe extern "C" fn(Fint) -> Handle);
+                f2c(*request) as u64
+            }
+            // MPICH's requests are integers, the same in C and Fortran.
+            Abi::Mpich => *request as u32 as u64,
+        }
     }
 }
 
 /// The error code a Fortran call returned in its last argument.
 pub(super) unsafe fn ierror(ierr: *const Fint) -> c_int {
-    if ierr.is_null() {
-        0
-    } else {
-        *ierr
+    // SAFETY: `ierr` is null or the program's error argument.
+    unsafe {
+        if ierr.is_null() {
+            0
+        } else {
+            *ierr
+        }
     }
 }
 
 pub(super) unsafe fn value(p: *const Fint) -> i64 {
-    if p.is_null() {
-        0
-    } else {
-        i64::from(*p)
+    // SAFETY: `p` is null or a Fortran integer argument of the program's.
+    unsafe {
+        if p.is_null() {
+            0
+        } else {
+            i64::from(*p)
+        }
     }
 }
 
 /// A Fortran string (`len` bytes, blank-padded, no NUL) as a NUL-terminated C string in `out`,
 /// cut to fit.
 unsafe fn c_string(s: *const c_char, len: usize, out: &mut [c_char; 4096]) {
-    // The hidden length is a size_t from gfortran 8 on, an int before: only its low half counts.
-    let mut n = (len as u32 as usize).min(out.len() - 1);
-    if s.is_null() {
-        n = 0;
+    // SAFETY: `s` holds `len` bytes (the Fortran binding's hidden length) unless null; the copy
+    // fits `out`, which keeps room for the NUL.
+    unsafe {
+        // The hidden length is a size_t from gfortran 8 on, an int before: only its low half counts.
+        let mut n = (len as u32 as usize).min(out.len() - 1);
+        if s.is_null() {
+            n = 0;
+        }
+        while n > 0 && *s.add(n - 1) == b' ' as c_char {
+            n -= 1;
+        }
+        std::ptr::copy_nonoverlapping(s, out.as_mut_ptr(), n);
+        out[n] = 0;
     }
-    while n > 0 && *s.add(n - 1) == b' ' as c_char {
-        n -= 1;
-    }
-    std::ptr::copy_nonoverlapping(s, out.as_mut_ptr(), n);
-    out[n] = 0;
 }
 
 macro_rules! fortran_init {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
-            real(ierr);
-            if ierror(ierr) == 0 {
-                after_init();
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+                real(ierr);
+                if ierror(ierr) == 0 {
+                    after_init();
+                }
             }
         }
     )+};
@@ -162,10 +187,14 @@ macro_rules! fortran_init_thread {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint));
-            real(required, provided, ierr);
-            if ierror(ierr) == 0 {
-                after_init();
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint));
+                real(required, provided, ierr);
+                if ierror(ierr) == 0 {
+                    after_init();
+                }
             }
         }
     )+};
@@ -175,9 +204,13 @@ macro_rules! fortran_finalize {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
-            before_finalize();
-            real(ierr)
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint));
+                before_finalize();
+                real(ierr)
+            }
         }
     )+};
 }
@@ -194,23 +227,27 @@ macro_rules! fortran_open {
             ierr: *mut Fint,
             filename_len: usize,
         ) {
-            let real = fortran_real!(
-                $name as OpenFn
-            );
-            let Some(_nest) = MpiNest::enter() else {
-                return real(comm, filename, amode, info, fh, ierr, filename_len);
-            };
-            let t0 = now_ns();
-            real(comm, filename, amode, info, fh, ierr, filename_len);
-            let t1 = now_ns();
-            if filename.is_null() || fh.is_null() {
-                return;
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as OpenFn
+                );
+                let Some(_nest) = MpiNest::enter() else {
+                    return real(comm, filename, amode, info, fh, ierr, filename_len);
+                };
+                let t0 = now_ns();
+                real(comm, filename, amode, info, fh, ierr, filename_len);
+                let t1 = now_ns();
+                if filename.is_null() || fh.is_null() {
+                    return;
+                }
+                let mut name = [0 as c_char; 4096];
+                c_string(filename, filename_len, &mut name);
+                // A failed open leaves the handle undefined: it is not converted.
+                let ret = ierror(ierr);
+                opened(name.as_ptr(), ret, if ret == 0 { c_file(fh) } else { 0 }, t0, t1);
             }
-            let mut name = [0 as c_char; 4096];
-            c_string(filename, filename_len, &mut name);
-            // A failed open leaves the handle undefined: it is not converted.
-            let ret = ierror(ierr);
-            opened(name.as_ptr(), ret, if ret == 0 { c_file(fh) } else { 0 }, t0, t1);
         }
     )+};
 }
@@ -219,12 +256,16 @@ macro_rules! fortran_close {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
-            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
-            closed(c_file(fh), || {
-                real(fh, ierr);
-                ierror(ierr)
-            });
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+                let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+                closed(c_file(fh), || {
+                    real(fh, ierr);
+                    ierror(ierr)
+                });
+            }
         }
     )+};
 }
@@ -233,12 +274,16 @@ macro_rules! fortran_sync {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
-            let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
-            synced(c_file(fh), || {
-                real(fh, ierr);
-                ierror(ierr)
-            });
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+                let Some(_nest) = MpiNest::enter() else { return real(fh, ierr) };
+                synced(c_file(fh), || {
+                    real(fh, ierr);
+                    ierror(ierr)
+                });
+            }
         }
     )+};
 }
@@ -254,16 +299,20 @@ macro_rules! fortran_blocking {
             status: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as IoFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
-                return real(fh, buf, count, datatype, status, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as IoFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                    return real(fh, buf, count, datatype, status, ierr);
+                }
+                blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
+                    real(fh, buf, count, datatype, status.cast(), ierr);
+                    ierror(ierr)
+                });
             }
-            blocking($op, c_file(fh), $at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
-                real(fh, buf, count, datatype, status.cast(), ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -280,17 +329,21 @@ macro_rules! fortran_blocking_at {
             status: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as IoAtFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
-                return real(fh, offset, buf, count, datatype, status, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as IoAtFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                    return real(fh, offset, buf, count, datatype, status, ierr);
+                }
+                let at = At::Explicit(*offset);
+                blocking($op, c_file(fh), at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
+                    real(fh, offset, buf, count, datatype, status.cast(), ierr);
+                    ierror(ierr)
+                });
             }
-            let at = At::Explicit(*offset);
-            blocking($op, c_file(fh), at, value(count), c_datatype(datatype), Status::Fortran(status), |status| {
-                real(fh, offset, buf, count, datatype, status.cast(), ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -306,16 +359,20 @@ macro_rules! fortran_posted {
             request: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as IoFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
-                return real(fh, buf, count, datatype, request, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as IoFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                    return real(fh, buf, count, datatype, request, ierr);
+                }
+                posted($op, c_file(fh), $at, value(count), c_datatype(datatype), || c_request(request), || {
+                    real(fh, buf, count, datatype, request, ierr);
+                    ierror(ierr)
+                });
             }
-            posted($op, c_file(fh), $at, value(count), c_datatype(datatype), || c_request(request), || {
-                real(fh, buf, count, datatype, request, ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -332,17 +389,21 @@ macro_rules! fortran_posted_at {
             request: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as IoAtFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
-                return real(fh, offset, buf, count, datatype, request, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as IoAtFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                    return real(fh, offset, buf, count, datatype, request, ierr);
+                }
+                let at = At::Explicit(*offset);
+                posted($op, c_file(fh), at, value(count), c_datatype(datatype), || c_request(request), || {
+                    real(fh, offset, buf, count, datatype, request, ierr);
+                    ierror(ierr)
+                });
             }
-            let at = At::Explicit(*offset);
-            posted($op, c_file(fh), at, value(count), c_datatype(datatype), || c_request(request), || {
-                real(fh, offset, buf, count, datatype, request, ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -357,16 +418,20 @@ macro_rules! fortran_split_begin {
             datatype: *const Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as BeginFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
-                return real(fh, buf, count, datatype, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as BeginFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                    return real(fh, buf, count, datatype, ierr);
+                }
+                split_begin($op, c_file(fh), $at, value(count), c_datatype(datatype), || {
+                    real(fh, buf, count, datatype, ierr);
+                    ierror(ierr)
+                });
             }
-            split_begin($op, c_file(fh), $at, value(count), c_datatype(datatype), || {
-                real(fh, buf, count, datatype, ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -382,17 +447,21 @@ macro_rules! fortran_split_begin_at {
             datatype: *const Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as BeginAtFn
-            );
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
-                return real(fh, offset, buf, count, datatype, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as BeginAtFn
+                );
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) || offset.is_null() {
+                    return real(fh, offset, buf, count, datatype, ierr);
+                }
+                let at = At::Explicit(*offset);
+                split_begin($op, c_file(fh), at, value(count), c_datatype(datatype), || {
+                    real(fh, offset, buf, count, datatype, ierr);
+                    ierror(ierr)
+                });
             }
-            let at = At::Explicit(*offset);
-            split_begin($op, c_file(fh), at, value(count), c_datatype(datatype), || {
-                real(fh, offset, buf, count, datatype, ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }
@@ -401,14 +470,18 @@ macro_rules! fortran_split_end {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: *mut Fint, buf: *mut c_void, status: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as EndFn);
-            if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
-                return real(fh, buf, status, ierr);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as EndFn);
+                if !ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+                    return real(fh, buf, status, ierr);
+                }
+                split_end(c_file(fh), Status::Fortran(status), |status| {
+                    real(fh, buf, status.cast(), ierr);
+                    ierror(ierr)
+                });
             }
-            split_end(c_file(fh), Status::Fortran(status), |status| {
-                real(fh, buf, status.cast(), ierr);
-                ierror(ierr)
-            });
         }
     )+};
 }

@@ -26,16 +26,20 @@ macro_rules! fortran_wait {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(request: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint));
-            if nothing_pending() {
-                return real(request, status, ierr);
-            }
-            let key = c_request(request);
-            let mut space: StatusSpace = [0; 8];
-            let status = status_for(key, Status::Fortran(status), &mut space);
-            real(request, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                complete_with_status(key, status);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint, *mut Fint));
+                if nothing_pending() {
+                    return real(request, status, ierr);
+                }
+                let key = c_request(request);
+                let mut space: StatusSpace = [0; 8];
+                let status = status_for(key, Status::Fortran(status), &mut space);
+                real(request, status.as_ptr().cast(), ierr);
+                if ierror(ierr) == 0 {
+                    complete_with_status(key, status);
+                }
             }
         }
     )+};
@@ -50,16 +54,20 @@ macro_rules! fortran_test {
             status: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!($name as TestFn);
-            if nothing_pending() {
-                return real(request, flag, status, ierr);
-            }
-            let key = c_request(request);
-            let mut space: StatusSpace = [0; 8];
-            let status = status_for(key, Status::Fortran(status), &mut space);
-            real(request, flag, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                complete_with_status(key, status);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as TestFn);
+                if nothing_pending() {
+                    return real(request, flag, status, ierr);
+                }
+                let key = c_request(request);
+                let mut space: StatusSpace = [0; 8];
+                let status = status_for(key, Status::Fortran(status), &mut space);
+                real(request, flag, status.as_ptr().cast(), ierr);
+                if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                    complete_with_status(key, status);
+                }
             }
         }
     )+};
@@ -69,14 +77,18 @@ macro_rules! fortran_request_free {
     ($($name:ident),+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $name(request: *mut Fint, ierr: *mut Fint) {
-            let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
-            if nothing_pending() {
-                return real(request, ierr);
-            }
-            let key = c_request(request);
-            real(request, ierr);
-            if ierror(ierr) == 0 {
-                complete(key);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as unsafe extern "C" fn(*mut Fint, *mut Fint));
+                if nothing_pending() {
+                    return real(request, ierr);
+                }
+                let key = c_request(request);
+                real(request, ierr);
+                if ierror(ierr) == 0 {
+                    complete(key);
+                }
             }
         }
     )+};
@@ -84,8 +96,12 @@ macro_rules! fortran_request_free {
 
 /// Tags the pending calls among the Fortran requests `requests[..*count]`.
 unsafe fn tag_fortran(count: *const Fint, requests: *const Fint) -> Tagged {
-    let count = if count.is_null() || requests.is_null() { 0 } else { *count };
-    tag_keys(count, |i| c_request(requests.add(i)))
+    // SAFETY: `requests` holds `*count` Fortran requests (the program's, as the call it passes them
+    // to requires).
+    unsafe {
+        let count = if count.is_null() || requests.is_null() { 0 } else { *count };
+        tag_keys(count, |i| c_request(requests.add(i)))
+    }
 }
 
 // The calls completing many requests: as in C (a status of ours, or an array of them, stands in
@@ -100,16 +116,20 @@ macro_rules! fortran_waitall {
             statuses: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!($name as WaitallFn);
-            if nothing_pending() {
-                return real(count, requests, statuses, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(count, requests, statuses.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                tagged.complete_all(statuses);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as WaitallFn);
+                if nothing_pending() {
+                    return real(count, requests, statuses, ierr);
+                }
+                let tagged = tag_fortran(count, requests);
+                let mut space = StatusesSpace::new();
+                let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
+                real(count, requests, statuses.as_ptr().cast(), ierr);
+                if ierror(ierr) == 0 {
+                    tagged.complete_all(statuses);
+                }
             }
         }
     )+};
@@ -125,17 +145,21 @@ macro_rules! fortran_testall {
             statuses: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!($name as CountFlagFn);
-            if nothing_pending() {
-                return real(count, requests, flag, statuses, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(count, requests, flag, statuses.as_ptr().cast(), ierr);
-            // Not all complete (flag false), the statuses are undefined and nothing is completed.
-            if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
-                tagged.complete_all(statuses);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as CountFlagFn);
+                if nothing_pending() {
+                    return real(count, requests, flag, statuses, ierr);
+                }
+                let tagged = tag_fortran(count, requests);
+                let mut space = StatusesSpace::new();
+                let statuses = tagged.statuses(value(count) as Fint, Statuses::Fortran(statuses), &mut space);
+                real(count, requests, flag, statuses.as_ptr().cast(), ierr);
+                // Not all complete (flag false), the statuses are undefined and nothing is completed.
+                if ierror(ierr) == 0 && !flag.is_null() && *flag != 0 {
+                    tagged.complete_all(statuses);
+                }
             }
         }
     )+};
@@ -151,16 +175,20 @@ macro_rules! fortran_waitany {
             status: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!($name as CountFlagFn);
-            if nothing_pending() {
-                return real(count, requests, index, status, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space: StatusSpace = [0; 8];
-            let status = tagged.status(Status::Fortran(status), &mut space);
-            real(count, requests, index, status.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 && !index.is_null() && *index >= 1 {
-                tagged.complete_one(*index as usize - 1, status);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!($name as CountFlagFn);
+                if nothing_pending() {
+                    return real(count, requests, index, status, ierr);
+                }
+                let tagged = tag_fortran(count, requests);
+                let mut space: StatusSpace = [0; 8];
+                let status = tagged.status(Status::Fortran(status), &mut space);
+                real(count, requests, index, status.as_ptr().cast(), ierr);
+                if ierror(ierr) == 0 && !index.is_null() && *index >= 1 {
+                    tagged.complete_one(*index as usize - 1, status);
+                }
             }
         }
     )+};
@@ -177,19 +205,23 @@ macro_rules! fortran_testany {
             status: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as CountIndexFn
-            );
-            if nothing_pending() {
-                return real(count, requests, index, flag, status, ierr);
-            }
-            let tagged = tag_fortran(count, requests);
-            let mut space: StatusSpace = [0; 8];
-            let status = tagged.status(Status::Fortran(status), &mut space);
-            real(count, requests, index, flag, status.as_ptr().cast(), ierr);
-            let done = !flag.is_null() && *flag != 0;
-            if ierror(ierr) == 0 && done && !index.is_null() && *index >= 1 {
-                tagged.complete_one(*index as usize - 1, status);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as CountIndexFn
+                );
+                if nothing_pending() {
+                    return real(count, requests, index, flag, status, ierr);
+                }
+                let tagged = tag_fortran(count, requests);
+                let mut space: StatusSpace = [0; 8];
+                let status = tagged.status(Status::Fortran(status), &mut space);
+                real(count, requests, index, flag, status.as_ptr().cast(), ierr);
+                let done = !flag.is_null() && *flag != 0;
+                if ierror(ierr) == 0 && done && !index.is_null() && *index >= 1 {
+                    tagged.complete_one(*index as usize - 1, status);
+                }
             }
         }
     )+};
@@ -206,18 +238,22 @@ macro_rules! fortran_some {
             statuses: *mut Fint,
             ierr: *mut Fint,
         ) {
-            let real = fortran_real!(
-                $name as CountIndexFn
-            );
-            if nothing_pending() {
-                return real(incount, requests, outcount, indices, statuses, ierr);
-            }
-            let tagged = tag_fortran(incount, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(value(incount) as Fint, Statuses::Fortran(statuses), &mut space);
-            real(incount, requests, outcount, indices, statuses.as_ptr().cast(), ierr);
-            if ierror(ierr) == 0 {
-                tagged.complete_some(outcount, indices, 1, statuses);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, by reference, passed
+            // on unchanged.
+            unsafe {
+                let real = fortran_real!(
+                    $name as CountIndexFn
+                );
+                if nothing_pending() {
+                    return real(incount, requests, outcount, indices, statuses, ierr);
+                }
+                let tagged = tag_fortran(incount, requests);
+                let mut space = StatusesSpace::new();
+                let statuses = tagged.statuses(value(incount) as Fint, Statuses::Fortran(statuses), &mut space);
+                real(incount, requests, outcount, indices, statuses.as_ptr().cast(), ierr);
+                if ierror(ierr) == 0 {
+                    tagged.complete_some(outcount, indices, 1, statuses);
+                }
             }
         }
     )+};

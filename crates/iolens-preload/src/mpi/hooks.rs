@@ -26,30 +26,40 @@ pub unsafe extern "C" fn MPI_File_open(
     info: Handle,
     fh: *mut Handle,
 ) -> c_int {
-    let real = pmpi!(
-        "PMPI_File_open" as unsafe extern "C" fn(Handle, *const c_char, c_int, Handle, *mut Handle) -> c_int
-    );
-    let Some(_nest) = MpiNest::enter() else { return real(comm, filename, amode, info, fh) };
-    let t0 = now_ns();
-    let ret = real(comm, filename, amode, info, fh);
-    let t1 = now_ns();
-    if !fh.is_null() {
-        opened(filename, ret, *fh, t0, t1);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!(
+            "PMPI_File_open"
+                as unsafe extern "C" fn(Handle, *const c_char, c_int, Handle, *mut Handle) -> c_int
+        );
+        let Some(_nest) = MpiNest::enter() else { return real(comm, filename, amode, info, fh) };
+        let t0 = now_ns();
+        let ret = real(comm, filename, amode, info, fh);
+        let t1 = now_ns();
+        if !fh.is_null() {
+            opened(filename, ret, *fh, t0, t1);
+        }
+        ret
     }
-    ret
 }
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
-    let real = pmpi!("PMPI_File_close" as unsafe extern "C" fn(*mut Handle) -> c_int);
-    let Some(_nest) = MpiNest::enter() else { return real(fh) };
-    let handle = if fh.is_null() { 0 } else { *fh };
-    closed(handle, || real(fh))
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_File_close" as unsafe extern "C" fn(*mut Handle) -> c_int);
+        let Some(_nest) = MpiNest::enter() else { return real(fh) };
+        let handle = if fh.is_null() { 0 } else { *fh };
+        closed(handle, || real(fh))
+    }
 }
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
-    let real = pmpi!("PMPI_File_sync" as unsafe extern "C" fn(Handle) -> c_int);
-    let Some(_nest) = MpiNest::enter() else { return real(fh) };
-    synced(fh, || real(fh))
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_File_sync" as unsafe extern "C" fn(Handle) -> c_int);
+        let Some(_nest) = MpiNest::enter() else { return real(fh) };
+        synced(fh, || real(fh))
+    }
 }
 // ---- blocking reads and writes ----
 
@@ -63,12 +73,15 @@ macro_rules! blocking_hook {
             datatype: Handle,
             status: *mut c_void,
         ) -> c_int {
-            let real = pmpi!(
-                $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
-            );
-            blocking($op, fh, $at, i64::from(count), datatype, Status::C(status), |status| {
-                real(fh, buf, count, datatype, status)
-            })
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
+                );
+                blocking($op, fh, $at, i64::from(count), datatype, Status::C(status), |status| {
+                    real(fh, buf, count, datatype, status)
+                })
+            }
         }
     };
 }
@@ -100,20 +113,29 @@ macro_rules! blocking_at_hook {
             datatype: Handle,
             status: *mut c_void,
         ) -> c_int {
-            let real = pmpi!(
-                $real
-                    as unsafe extern "C" fn(
-                        Handle,
-                        MpiOffset,
-                        *mut c_void,
-                        $count,
-                        Handle,
-                        *mut c_void,
-                    ) -> c_int
-            );
-            blocking($op, fh, At::Explicit(offset), i64::from(count), datatype, Status::C(status), |status| {
-                real(fh, offset, buf, count, datatype, status)
-            })
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real
+                        as unsafe extern "C" fn(
+                            Handle,
+                            MpiOffset,
+                            *mut c_void,
+                            $count,
+                            Handle,
+                            *mut c_void,
+                        ) -> c_int
+                );
+                blocking(
+                    $op,
+                    fh,
+                    At::Explicit(offset),
+                    i64::from(count),
+                    datatype,
+                    Status::C(status),
+                    |status| real(fh, offset, buf, count, datatype, status),
+                )
+            }
         }
     };
 }
@@ -138,18 +160,21 @@ macro_rules! posted_hook {
             datatype: Handle,
             request: *mut c_void,
         ) -> c_int {
-            let real = pmpi!(
-                $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
-            );
-            posted(
-                $op,
-                fh,
-                $at,
-                i64::from(count),
-                datatype,
-                || request_at(request, 0),
-                || real(fh, buf, count, datatype, request),
-            )
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle, *mut c_void) -> c_int
+                );
+                posted(
+                    $op,
+                    fh,
+                    $at,
+                    i64::from(count),
+                    datatype,
+                    || request_at(request, 0),
+                    || real(fh, buf, count, datatype, request),
+                )
+            }
         }
     };
 }
@@ -177,26 +202,29 @@ macro_rules! posted_at_hook {
             datatype: Handle,
             request: *mut c_void,
         ) -> c_int {
-            let real = pmpi!(
-                $real
-                    as unsafe extern "C" fn(
-                        Handle,
-                        MpiOffset,
-                        *mut c_void,
-                        $count,
-                        Handle,
-                        *mut c_void,
-                    ) -> c_int
-            );
-            posted(
-                $op,
-                fh,
-                At::Explicit(offset),
-                i64::from(count),
-                datatype,
-                || request_at(request, 0),
-                || real(fh, offset, buf, count, datatype, request),
-            )
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real
+                        as unsafe extern "C" fn(
+                            Handle,
+                            MpiOffset,
+                            *mut c_void,
+                            $count,
+                            Handle,
+                            *mut c_void,
+                        ) -> c_int
+                );
+                posted(
+                    $op,
+                    fh,
+                    At::Explicit(offset),
+                    i64::from(count),
+                    datatype,
+                    || request_at(request, 0),
+                    || real(fh, offset, buf, count, datatype, request),
+                )
+            }
         }
     };
 }
@@ -219,8 +247,11 @@ macro_rules! split_begin_hook {
             count: $count,
             datatype: Handle,
         ) -> c_int {
-            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle) -> c_int);
-            split_begin($op, fh, $at, i64::from(count), datatype, || real(fh, buf, count, datatype))
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, $count, Handle) -> c_int);
+                split_begin($op, fh, $at, i64::from(count), datatype, || real(fh, buf, count, datatype))
+            }
         }
     };
 }
@@ -273,11 +304,15 @@ macro_rules! split_begin_at_hook {
             count: $count,
             datatype: Handle,
         ) -> c_int {
-            let real =
-                pmpi!($real as unsafe extern "C" fn(Handle, MpiOffset, *mut c_void, $count, Handle) -> c_int);
-            split_begin($op, fh, At::Explicit(offset), i64::from(count), datatype, || {
-                real(fh, offset, buf, count, datatype)
-            })
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real as unsafe extern "C" fn(Handle, MpiOffset, *mut c_void, $count, Handle) -> c_int
+                );
+                split_begin($op, fh, At::Explicit(offset), i64::from(count), datatype, || {
+                    real(fh, offset, buf, count, datatype)
+                })
+            }
         }
     };
 }
@@ -290,8 +325,11 @@ macro_rules! split_end_hook {
     ($name:ident, $real:literal) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, buf: *mut c_void, status: *mut c_void) -> c_int {
-            let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, *mut c_void) -> c_int);
-            split_end(fh, Status::C(status), |status| real(fh, buf, status))
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!($real as unsafe extern "C" fn(Handle, *mut c_void, *mut c_void) -> c_int);
+                split_end(fh, Status::C(status), |status| real(fh, buf, status))
+            }
         }
     };
 }
@@ -309,50 +347,59 @@ split_end_hook!(MPI_File_write_ordered_end, "PMPI_File_write_ordered_end");
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut c_void, status: *mut c_void) -> c_int {
-    let real = pmpi!("PMPI_Wait" as unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(request, status);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_Wait" as unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int);
+        if nothing_pending() {
+            return real(request, status);
+        }
+        let key = request_at(request, 0);
+        let mut space: StatusSpace = [0; 8];
+        let status = status_for(key, Status::C(status), &mut space);
+        let ret = real(request, status.as_ptr());
+        if ret == MPI_SUCCESS {
+            complete_with_status(key, status);
+        }
+        ret
     }
-    let key = request_at(request, 0);
-    let mut space: StatusSpace = [0; 8];
-    let status = status_for(key, Status::C(status), &mut space);
-    let ret = real(request, status.as_ptr());
-    if ret == MPI_SUCCESS {
-        complete_with_status(key, status);
-    }
-    ret
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(request: *mut c_void, flag: *mut c_int, status: *mut c_void) -> c_int {
-    let real = pmpi!("PMPI_Test" as unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(request, flag, status);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_Test" as unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_void) -> c_int);
+        if nothing_pending() {
+            return real(request, flag, status);
+        }
+        let key = request_at(request, 0);
+        let mut space: StatusSpace = [0; 8];
+        let status = status_for(key, Status::C(status), &mut space);
+        let ret = real(request, flag, status.as_ptr());
+        if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
+            complete_with_status(key, status);
+        }
+        ret
     }
-    let key = request_at(request, 0);
-    let mut space: StatusSpace = [0; 8];
-    let status = status_for(key, Status::C(status), &mut space);
-    let ret = real(request, flag, status.as_ptr());
-    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
-        complete_with_status(key, status);
-    }
-    ret
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(count: c_int, requests: *mut c_void, statuses: *mut c_void) -> c_int {
-    let real = pmpi!("PMPI_Waitall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(count, requests, statuses);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_Waitall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_void) -> c_int);
+        if nothing_pending() {
+            return real(count, requests, statuses);
+        }
+        let tagged = tag_requests(count, requests);
+        let mut space = StatusesSpace::new();
+        let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
+        let ret = real(count, requests, statuses.as_ptr());
+        if ret == MPI_SUCCESS {
+            tagged.complete_all(statuses);
+        }
+        ret
     }
-    let tagged = tag_requests(count, requests);
-    let mut space = StatusesSpace::new();
-    let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
-    let ret = real(count, requests, statuses.as_ptr());
-    if ret == MPI_SUCCESS {
-        tagged.complete_all(statuses);
-    }
-    ret
 }
 
 #[no_mangle]
@@ -362,20 +409,24 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     statuses: *mut c_void,
 ) -> c_int {
-    let real =
-        pmpi!("PMPI_Testall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(count, requests, flag, statuses);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!(
+            "PMPI_Testall" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int
+        );
+        if nothing_pending() {
+            return real(count, requests, flag, statuses);
+        }
+        let tagged = tag_requests(count, requests);
+        let mut space = StatusesSpace::new();
+        let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
+        let ret = real(count, requests, flag, statuses.as_ptr());
+        // Not all complete (flag false), the statuses are undefined and nothing is completed.
+        if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
+            tagged.complete_all(statuses);
+        }
+        ret
     }
-    let tagged = tag_requests(count, requests);
-    let mut space = StatusesSpace::new();
-    let statuses = tagged.statuses(count, Statuses::C(statuses), &mut space);
-    let ret = real(count, requests, flag, statuses.as_ptr());
-    // Not all complete (flag false), the statuses are undefined and nothing is completed.
-    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 {
-        tagged.complete_all(statuses);
-    }
-    ret
 }
 
 #[no_mangle]
@@ -385,19 +436,23 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut c_void,
 ) -> c_int {
-    let real =
-        pmpi!("PMPI_Waitany" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(count, requests, index, status);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!(
+            "PMPI_Waitany" as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int
+        );
+        if nothing_pending() {
+            return real(count, requests, index, status);
+        }
+        let tagged = tag_requests(count, requests);
+        let mut space: StatusSpace = [0; 8];
+        let status = tagged.status(Status::C(status), &mut space);
+        let ret = real(count, requests, index, status.as_ptr());
+        if ret == MPI_SUCCESS && !index.is_null() && *index >= 0 {
+            tagged.complete_one(*index as usize, status);
+        }
+        ret
     }
-    let tagged = tag_requests(count, requests);
-    let mut space: StatusSpace = [0; 8];
-    let status = tagged.status(Status::C(status), &mut space);
-    let ret = real(count, requests, index, status.as_ptr());
-    if ret == MPI_SUCCESS && !index.is_null() && *index >= 0 {
-        tagged.complete_one(*index as usize, status);
-    }
-    ret
 }
 
 #[no_mangle]
@@ -408,21 +463,24 @@ pub unsafe extern "C" fn MPI_Testany(
     flag: *mut c_int,
     status: *mut c_void,
 ) -> c_int {
-    let real = pmpi!(
-        "PMPI_Testany"
-            as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
-    );
-    if nothing_pending() {
-        return real(count, requests, index, flag, status);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!(
+            "PMPI_Testany"
+                as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
+        );
+        if nothing_pending() {
+            return real(count, requests, index, flag, status);
+        }
+        let tagged = tag_requests(count, requests);
+        let mut space: StatusSpace = [0; 8];
+        let status = tagged.status(Status::C(status), &mut space);
+        let ret = real(count, requests, index, flag, status.as_ptr());
+        if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 && !index.is_null() && *index >= 0 {
+            tagged.complete_one(*index as usize, status);
+        }
+        ret
     }
-    let tagged = tag_requests(count, requests);
-    let mut space: StatusSpace = [0; 8];
-    let status = tagged.status(Status::C(status), &mut space);
-    let ret = real(count, requests, index, flag, status.as_ptr());
-    if ret == MPI_SUCCESS && !flag.is_null() && *flag != 0 && !index.is_null() && *index >= 0 {
-        tagged.complete_one(*index as usize, status);
-    }
-    ret
 }
 
 macro_rules! some_hook {
@@ -435,21 +493,30 @@ macro_rules! some_hook {
             indices: *mut c_int,
             statuses: *mut c_void,
         ) -> c_int {
-            let real = pmpi!(
-                $real
-                    as unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_int, *mut c_void) -> c_int
-            );
-            if nothing_pending() {
-                return real(incount, requests, outcount, indices, statuses);
+            // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+            unsafe {
+                let real = pmpi!(
+                    $real
+                        as unsafe extern "C" fn(
+                            c_int,
+                            *mut c_void,
+                            *mut c_int,
+                            *mut c_int,
+                            *mut c_void,
+                        ) -> c_int
+                );
+                if nothing_pending() {
+                    return real(incount, requests, outcount, indices, statuses);
+                }
+                let tagged = tag_requests(incount, requests);
+                let mut space = StatusesSpace::new();
+                let statuses = tagged.statuses(incount, Statuses::C(statuses), &mut space);
+                let ret = real(incount, requests, outcount, indices, statuses.as_ptr());
+                if ret == MPI_SUCCESS {
+                    tagged.complete_some(outcount, indices, 0, statuses);
+                }
+                ret
             }
-            let tagged = tag_requests(incount, requests);
-            let mut space = StatusesSpace::new();
-            let statuses = tagged.statuses(incount, Statuses::C(statuses), &mut space);
-            let ret = real(incount, requests, outcount, indices, statuses.as_ptr());
-            if ret == MPI_SUCCESS {
-                tagged.complete_some(outcount, indices, 0, statuses);
-            }
-            ret
         }
     };
 }
@@ -460,14 +527,17 @@ some_hook!(MPI_Testsome, "PMPI_Testsome");
 /// free (it completes some time after, unobserved), rather than left out.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut c_void) -> c_int {
-    let real = pmpi!("PMPI_Request_free" as unsafe extern "C" fn(*mut c_void) -> c_int);
-    if nothing_pending() {
-        return real(request);
+    // SAFETY: a hook's contract (mpi/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        let real = pmpi!("PMPI_Request_free" as unsafe extern "C" fn(*mut c_void) -> c_int);
+        if nothing_pending() {
+            return real(request);
+        }
+        let key = request_at(request, 0);
+        let ret = real(request);
+        if ret == MPI_SUCCESS {
+            complete(key);
+        }
+        ret
     }
-    let key = request_at(request, 0);
-    let ret = real(request);
-    if ret == MPI_SUCCESS {
-        complete(key);
-    }
-    ret
 }

@@ -93,27 +93,36 @@ impl Posted {
     }
 
     unsafe fn completed(&self, end: u64) {
-        self.completed_moving(end, None);
+        // SAFETY: recording asks nothing of the caller.
+        unsafe {
+            self.completed_moving(end, None);
+        }
     }
 
     /// Completed at `end`, having moved `moved` bytes if told.
     unsafe fn completed_moving(&self, end: u64, moved: Option<u64>) {
-        emit(
-            self.op,
-            self.file,
-            self.offset,
-            self.bytes,
-            result_of(MPI_SUCCESS, self.bytes, moved),
-            self.start,
-            end,
-        );
+        // SAFETY: recording asks nothing of the caller.
+        unsafe {
+            emit(
+                self.op,
+                self.file,
+                self.offset,
+                self.bytes,
+                result_of(MPI_SUCCESS, self.bytes, moved),
+                self.start,
+                end,
+            );
+        }
     }
 }
 
 /// Records one MPI-IO event, unless the thread is inside another hook's recording.
 unsafe fn emit(op: IoOp, file: u32, offset: u64, bytes: u64, result: i64, start: u64, end: u64) {
-    if let Some(_g) = enter_guard() {
-        record(op, Layer::MpiIo, file, offset, bytes, result, start, end);
+    // SAFETY: inside the guard the event goes to this thread's buffer.
+    unsafe {
+        if let Some(_g) = enter_guard() {
+            record(op, Layer::MpiIo, file, offset, bytes, result, start, end);
+        }
     }
 }
 
@@ -125,12 +134,16 @@ fn file_of(fh: Handle) -> u32 {
 /// count × the datatype's size, in bytes (0 when the datatype is invalid). The count is an
 /// `int`, or an `MPI_Count` in the large-count (`_c`) forms of MPI 4.
 pub(crate) unsafe fn bytes_of(count: i64, datatype: Handle) -> u64 {
-    let type_size = pmpi!("PMPI_Type_size_x" as unsafe extern "C" fn(Handle, *mut i64) -> c_int);
-    let mut size: i64 = 0;
-    if count <= 0 || type_size(datatype, &mut size) != MPI_SUCCESS || size <= 0 {
-        return 0;
+    // SAFETY: PMPI_Type_size_x takes a datatype handle of the program's call and a local
+    // out-argument.
+    unsafe {
+        let type_size = pmpi!("PMPI_Type_size_x" as unsafe extern "C" fn(Handle, *mut i64) -> c_int);
+        let mut size: i64 = 0;
+        if count <= 0 || type_size(datatype, &mut size) != MPI_SUCCESS || size <= 0 {
+            return 0;
+        }
+        (count as u64).saturating_mul(size as u64)
     }
-    (count as u64).saturating_mul(size as u64)
 }
 
 /// Where a call reads or writes.
@@ -147,27 +160,30 @@ pub(crate) enum At {
 
 /// The absolute byte offset of the first byte a call at `at` touches, from the file's view.
 unsafe fn byte_offset(fh: Handle, at: At) -> u64 {
-    let get_position =
-        pmpi!("PMPI_File_get_position" as unsafe extern "C" fn(Handle, *mut MpiOffset) -> c_int);
-    let get_byte_offset = pmpi!(
-        "PMPI_File_get_byte_offset" as unsafe extern "C" fn(Handle, MpiOffset, *mut MpiOffset) -> c_int
-    );
-    let etypes = match at {
-        At::Explicit(offset) => offset,
-        At::Individual => {
-            let mut position: MpiOffset = 0;
-            if get_position(fh, &mut position) != MPI_SUCCESS {
-                return UNKNOWN_OFFSET;
+    // SAFETY: the PMPI calls take the program's file handle and local out-arguments.
+    unsafe {
+        let get_position =
+            pmpi!("PMPI_File_get_position" as unsafe extern "C" fn(Handle, *mut MpiOffset) -> c_int);
+        let get_byte_offset = pmpi!(
+            "PMPI_File_get_byte_offset" as unsafe extern "C" fn(Handle, MpiOffset, *mut MpiOffset) -> c_int
+        );
+        let etypes = match at {
+            At::Explicit(offset) => offset,
+            At::Individual => {
+                let mut position: MpiOffset = 0;
+                if get_position(fh, &mut position) != MPI_SUCCESS {
+                    return UNKNOWN_OFFSET;
+                }
+                position
             }
-            position
+            At::Shared => return UNKNOWN_OFFSET,
+        };
+        let mut bytes: MpiOffset = 0;
+        if etypes < 0 || get_byte_offset(fh, etypes, &mut bytes) != MPI_SUCCESS || bytes < 0 {
+            return UNKNOWN_OFFSET;
         }
-        At::Shared => return UNKNOWN_OFFSET,
-    };
-    let mut bytes: MpiOffset = 0;
-    if etypes < 0 || get_byte_offset(fh, etypes, &mut bytes) != MPI_SUCCESS || bytes < 0 {
-        return UNKNOWN_OFFSET;
+        bytes as u64
     }
-    bytes as u64
 }
 
 /// The result recorded for a call that returned `ret` asking for `bytes`.
@@ -189,17 +205,21 @@ pub(crate) unsafe fn blocking(
     status: Status,
     call: impl FnOnce(*mut c_void) -> c_int,
 ) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
-    let bytes = bytes_of(count, datatype);
-    let offset = byte_offset(fh, at);
-    let mut space: StatusSpace = [0; 8];
-    let status = status.for_read(|| op == IoOp::Read, &mut space);
-    let t0 = now_ns();
-    let ret = call(status.as_ptr());
-    let t1 = now_ns();
-    let moved = if op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
-    emit(op, file_of(fh), offset, bytes, result_of(ret, bytes, moved), t0, t1);
-    ret
+    // SAFETY: `call` is the program's call, given a status of the kind it takes (its own, or one of
+    // ours in `space`).
+    unsafe {
+        let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
+        let bytes = bytes_of(count, datatype);
+        let offset = byte_offset(fh, at);
+        let mut space: StatusSpace = [0; 8];
+        let status = status.for_read(|| op == IoOp::Read, &mut space);
+        let t0 = now_ns();
+        let ret = call(status.as_ptr());
+        let t1 = now_ns();
+        let moved = if op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
+        emit(op, file_of(fh), offset, bytes, result_of(ret, bytes, moved), t0, t1);
+        ret
+    }
 }
 
 /// A nonblocking read or write: its post time kept under its request (`request_key()`, read
@@ -213,28 +233,31 @@ pub(crate) unsafe fn posted(
     request_key: impl FnOnce() -> u64,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call() };
-    let bytes = bytes_of(count, datatype);
-    let offset = byte_offset(fh, at);
-    let file = file_of(fh);
-    let start = now_ns();
-    let ret = call();
-    if ret != MPI_SUCCESS {
-        emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
-        return ret;
+    // SAFETY: `call` is the program's call; `request_key` reads the request it set.
+    unsafe {
+        let Some(_nest) = MpiNest::enter() else { return call() };
+        let bytes = bytes_of(count, datatype);
+        let offset = byte_offset(fh, at);
+        let file = file_of(fh);
+        let start = now_ns();
+        let ret = call();
+        if ret != MPI_SUCCESS {
+            emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
+            return ret;
+        }
+        let posted = Posted { start, file, op, bytes, offset };
+        let key = request_key();
+        if let Some(stale) = PENDING.take(key) {
+            // The library reused the handle of a call whose completion we did not see (the program
+            // called `PMPI_Wait` itself): that call was done before this one was posted.
+            Posted::from_words(stale).completed(start);
+        }
+        if !PENDING.insert(key, posted.words()) {
+            // No room to wait for its completion: recorded now, over its post, so never lost.
+            posted.completed(now_ns());
+        }
+        ret
     }
-    let posted = Posted { start, file, op, bytes, offset };
-    let key = request_key();
-    if let Some(stale) = PENDING.take(key) {
-        // The library reused the handle of a call whose completion we did not see (the program
-        // called `PMPI_Wait` itself): that call was done before this one was posted.
-        Posted::from_words(stale).completed(start);
-    }
-    if !PENDING.insert(key, posted.words()) {
-        // No room to wait for its completion: recorded now, over its post, so never lost.
-        posted.completed(now_ns());
-    }
-    ret
 }
 
 /// Whether no nonblocking call waits for its completion (the common case, one relaxed load).
@@ -244,26 +267,37 @@ pub(crate) fn nothing_pending() -> bool {
 
 /// The nonblocking call behind `request` completed (now).
 pub(crate) unsafe fn complete(request: u64) {
-    if let Some(words) = PENDING.take(request) {
-        Posted::from_words(words).completed(now_ns());
+    // SAFETY: recording asks nothing of the caller.
+    unsafe {
+        if let Some(words) = PENDING.take(request) {
+            Posted::from_words(words).completed(now_ns());
+        }
     }
 }
 
 /// The status a completion call of the single request `request` is to be given
 /// ([`Status::for_read`]: the request is a read in flight).
 pub(crate) unsafe fn status_for(request: u64, status: Status, space: &mut StatusSpace) -> Status {
-    status.for_read(
-        || PENDING.get(request).is_some_and(|words| Posted::from_words(words).op == IoOp::Read),
-        space,
-    )
+    // SAFETY: `status` is the program's status argument, of the kind it says (the caller's
+    // promise).
+    unsafe {
+        status.for_read(
+            || PENDING.get(request).is_some_and(|words| Posted::from_words(words).op == IoOp::Read),
+            space,
+        )
+    }
 }
 
 /// The nonblocking call behind `request` completed (now), with `status`: what a read moved.
 pub(crate) unsafe fn complete_with_status(request: u64, status: Status) {
-    if let Some(words) = PENDING.take(request) {
-        let posted = Posted::from_words(words);
-        let moved = if posted.op == IoOp::Read { status.bytes() } else { None };
-        posted.completed_moving(now_ns(), moved);
+    // SAFETY: `status` is the status the completion call just filled, of the kind it says (the
+    // caller's promise).
+    unsafe {
+        if let Some(words) = PENDING.take(request) {
+            let posted = Posted::from_words(words);
+            let moved = if posted.op == IoOp::Read { status.bytes() } else { None };
+            posted.completed_moving(now_ns(), moved);
+        }
     }
 }
 
@@ -271,9 +305,12 @@ pub(crate) unsafe fn complete_with_status(request: u64, status: Status) {
 /// did not show us (it called `PMPI_Wait` itself, or a binding not hooked) are done by now, as
 /// MPI requires; recorded as ending here rather than lost (their time is then an upper bound).
 pub(crate) unsafe fn complete_unseen() {
-    for table in [&PENDING, &SPLIT] {
-        let end = now_ns();
-        table.drain(|words| Posted::from_words(words).completed(end));
+    // SAFETY: recording asks nothing of the caller.
+    unsafe {
+        for table in [&PENDING, &SPLIT] {
+            let end = now_ns();
+            table.drain(|words| Posted::from_words(words).completed(end));
+        }
     }
 }
 
@@ -289,7 +326,8 @@ pub(crate) struct Tagged {
 
 /// Tags the pending calls among `count` requests.
 pub(crate) unsafe fn tag_requests(count: c_int, requests: *const c_void) -> Tagged {
-    tag_keys(count, |i| request_at(requests, i))
+    // SAFETY: `requests` holds `count` requests (the caller's promise).
+    unsafe { tag_keys(count, |i| request_at(requests, i)) }
 }
 
 /// [`tag_requests`] of the requests `key_at(0..count)`.
@@ -312,7 +350,8 @@ impl Tagged {
     /// The status a call completing one of the requests (`…any`) is to be given
     /// ([`Status::for_read`]: a read is among them).
     pub(crate) unsafe fn status(self, status: Status, space: &mut StatusSpace) -> Status {
-        status.for_read(|| self.read, space)
+        // SAFETY: `status` is the program's status argument (the caller's promise).
+        unsafe { status.for_read(|| self.read, space) }
     }
 
     /// The statuses a call completing `count` requests (`…all`, `…some`) is to be given: the
@@ -324,17 +363,25 @@ impl Tagged {
         statuses: Statuses,
         space: &mut StatusesSpace,
     ) -> Statuses {
-        statuses.for_reads(self.read, count, space)
+        // SAFETY: `statuses` is the program's statuses argument for `count` requests (the caller's
+        // promise).
+        unsafe { statuses.for_reads(self.read, count, space) }
     }
 
     /// All the requests completed (`…all`): request `i`'s status is `statuses[i]`.
     pub(crate) unsafe fn complete_all(self, statuses: Statuses) {
-        complete_tagged(self.token, None, |i| statuses.at(i));
+        // SAFETY: `statuses` were just filled by the completion call (the caller's promise).
+        unsafe {
+            complete_tagged(self.token, None, |i| statuses.at(i));
+        }
     }
 
     /// The request at `position` completed (`…any`), with `status`.
     pub(crate) unsafe fn complete_one(self, position: usize, status: Status) {
-        complete_tagged(self.token, Some(position), |_| Some(status));
+        // SAFETY: `status` was just filled by the completion call (the caller's promise).
+        unsafe {
+            complete_tagged(self.token, Some(position), |_| Some(status));
+        }
     }
 
     /// The requests at the positions `indices[..outcount]`, counted from `first` (0 in C, 1 in
@@ -346,12 +393,16 @@ impl Tagged {
         first: c_int,
         statuses: Statuses,
     ) {
-        if self.token == 0 || outcount.is_null() || indices.is_null() || *outcount == MPI_UNDEFINED {
-            return;
-        }
-        for j in 0..(*outcount).max(0) as usize {
-            if let Some(i) = (*indices.add(j)).checked_sub(first).filter(|i| *i >= 0) {
-                complete_tagged(self.token, Some(i as usize), |_| statuses.at(j));
+        // SAFETY: `outcount`, `indices` and `statuses` were just filled by the completion call (the
+        // caller's promise): `indices` and `statuses` hold `*outcount` entries.
+        unsafe {
+            if self.token == 0 || outcount.is_null() || indices.is_null() || *outcount == MPI_UNDEFINED {
+                return;
+            }
+            for j in 0..(*outcount).max(0) as usize {
+                if let Some(i) = (*indices.add(j)).checked_sub(first).filter(|i| *i >= 0) {
+                    complete_tagged(self.token, Some(i as usize), |_| statuses.at(j));
+                }
             }
         }
     }
@@ -360,64 +411,80 @@ impl Tagged {
 /// Completes the pending calls tagged with `token` (at `position` only, if given), a read with
 /// what the status `status_at(its position)` says it moved.
 unsafe fn complete_tagged(token: u64, position: Option<usize>, status_at: impl Fn(usize) -> Option<Status>) {
-    if token == 0 {
-        return;
+    // SAFETY: each status `status_at` gives was filled by the completion call.
+    unsafe {
+        if token == 0 {
+            return;
+        }
+        let end = now_ns();
+        let looked_at = |words: &[u64; WORDS]| {
+            words[TOKEN] == token && position.is_none_or(|p| words[POSITION] as usize == p)
+        };
+        PENDING.drain_matching(looked_at, |words| {
+            let posted = Posted::from_words(words);
+            let at = words[POSITION] as usize;
+            let moved = if posted.op == IoOp::Read { status_at(at).and_then(|s| s.bytes()) } else { None };
+            posted.completed_moving(end, moved);
+        });
     }
-    let end = now_ns();
-    let looked_at = |words: &[u64; WORDS]| {
-        words[TOKEN] == token && position.is_none_or(|p| words[POSITION] as usize == p)
-    };
-    PENDING.drain_matching(looked_at, |words| {
-        let posted = Posted::from_words(words);
-        let at = words[POSITION] as usize;
-        let moved = if posted.op == IoOp::Read { status_at(at).and_then(|s| s.bytes()) } else { None };
-        posted.completed_moving(end, moved);
-    });
 }
 
 // ---- open, close, sync ----
 
 /// ROMIO accepts a file-system prefix (`ufs:`, `nfs:`, `lustre:`…) before the path.
 unsafe fn without_fs_prefix(name: *const c_char) -> *const c_char {
-    let colon = libc::strchr(name, b':' as c_int);
-    let slash = libc::strchr(name, b'/' as c_int);
-    if !colon.is_null() && colon.offset_from(name) >= 2 && (slash.is_null() || colon < slash) {
-        colon.add(1)
-    } else {
-        name
+    // SAFETY: `name` is NUL-terminated (the caller's promise); a colon found in it lies before its
+    // end.
+    unsafe {
+        let colon = libc::strchr(name, b':' as c_int);
+        let slash = libc::strchr(name, b'/' as c_int);
+        if !colon.is_null() && colon.offset_from(name) >= 2 && (slash.is_null() || colon < slash) {
+            colon.add(1)
+        } else {
+            name
+        }
     }
 }
 /// Records an open of `filename` (NUL-terminated) that returned `ret` and the handle `fh`.
 pub(crate) unsafe fn opened(filename: *const c_char, ret: c_int, fh: Handle, t0: u64, t1: u64) {
-    if filename.is_null() {
-        return;
-    }
-    if let Some(_g) = enter_guard() {
-        let id = define_path(without_fs_prefix(filename), libc::AT_FDCWD);
-        if ret == MPI_SUCCESS && !FILES.insert(fh as u64, [id as u64, 0, 0, 0, 0, 0]) {
-            // More files open at once than the table holds: their calls count under no path.
+    // SAFETY: `filename` is null or NUL-terminated (the caller's promise).
+    unsafe {
+        if filename.is_null() {
+            return;
         }
-        record(IoOp::Open, Layer::MpiIo, id, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+        if let Some(_g) = enter_guard() {
+            let id = define_path(without_fs_prefix(filename), libc::AT_FDCWD);
+            if ret == MPI_SUCCESS && !FILES.insert(fh as u64, [id as u64, 0, 0, 0, 0, 0]) {
+                // More files open at once than the table holds: their calls count under no path.
+            }
+            record(IoOp::Open, Layer::MpiIo, id, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+        }
     }
 }
 /// Closes the file `fh` by `call`, recording the close.
 pub(crate) unsafe fn closed(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
-    let t0 = now_ns();
-    let ret = call();
-    let t1 = now_ns();
-    let file = FILES.take(fh as u64).map_or(NO_FILE, |w| w[0] as u32);
-    if file != NO_FILE {
-        emit(IoOp::Close, file, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+    // SAFETY: `call` is the program's close; recording asks nothing of the caller.
+    unsafe {
+        let t0 = now_ns();
+        let ret = call();
+        let t1 = now_ns();
+        let file = FILES.take(fh as u64).map_or(NO_FILE, |w| w[0] as u32);
+        if file != NO_FILE {
+            emit(IoOp::Close, file, UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+        }
+        ret
     }
-    ret
 }
 /// Syncs the file `fh` by `call`, recording the sync.
 pub(crate) unsafe fn synced(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
-    let t0 = now_ns();
-    let ret = call();
-    let t1 = now_ns();
-    emit(IoOp::Fsync, file_of(fh), UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
-    ret
+    // SAFETY: `call` is the program's sync; recording asks nothing of the caller.
+    unsafe {
+        let t0 = now_ns();
+        let ret = call();
+        let t1 = now_ns();
+        emit(IoOp::Fsync, file_of(fh), UNKNOWN_OFFSET, 0, result_of(ret, 0, None), t0, t1);
+        ret
+    }
 }
 // ---- split collectives: from _begin to _end ----
 
@@ -429,47 +496,54 @@ pub(crate) unsafe fn split_begin(
     datatype: Handle,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call() };
-    let bytes = bytes_of(count, datatype);
-    let offset = byte_offset(fh, at);
-    let file = file_of(fh);
-    let start = now_ns();
-    let ret = call();
-    let begun = Posted { start, file, op, bytes, offset };
-    if ret != MPI_SUCCESS {
-        emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
-    } else if !SPLIT.insert(fh as u64, begun.words()) {
-        begun.completed(now_ns());
+    // SAFETY: `call` is the program's call; the PMPI calls take its file handle and datatype.
+    unsafe {
+        let Some(_nest) = MpiNest::enter() else { return call() };
+        let bytes = bytes_of(count, datatype);
+        let offset = byte_offset(fh, at);
+        let file = file_of(fh);
+        let start = now_ns();
+        let ret = call();
+        let begun = Posted { start, file, op, bytes, offset };
+        if ret != MPI_SUCCESS {
+            emit(op, file, offset, bytes, result_of(ret, bytes, None), start, now_ns());
+        } else if !SPLIT.insert(fh as u64, begun.words()) {
+            begun.completed(now_ns());
+        }
+        ret
     }
-    ret
 }
 
 /// Ends the split collective begun on `fh` by `call`, given the status to leave (the program's
 /// `status`, or one of ours when it ignores it and a read was begun: only the status tells what
 /// a read moved).
 pub(crate) unsafe fn split_end(fh: Handle, status: Status, call: impl FnOnce(*mut c_void) -> c_int) -> c_int {
-    let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
-    let mut space: StatusSpace = [0; 8];
-    let status = status.for_read(
-        || SPLIT.get(fh as u64).is_some_and(|words| Posted::from_words(words).op == IoOp::Read),
-        &mut space,
-    );
-    let ret = call(status.as_ptr());
-    if let Some(words) = SPLIT.take(fh as u64) {
-        let begun = Posted::from_words(words);
-        let end = now_ns();
-        let moved = if begun.op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
-        emit(
-            begun.op,
-            begun.file,
-            begun.offset,
-            begun.bytes,
-            result_of(ret, begun.bytes, moved),
-            begun.start,
-            end,
+    // SAFETY: `call` is the program's call, given a status of the kind it takes (its own, or one of
+    // ours in `space`).
+    unsafe {
+        let Some(_nest) = MpiNest::enter() else { return call(status.as_ptr()) };
+        let mut space: StatusSpace = [0; 8];
+        let status = status.for_read(
+            || SPLIT.get(fh as u64).is_some_and(|words| Posted::from_words(words).op == IoOp::Read),
+            &mut space,
         );
+        let ret = call(status.as_ptr());
+        if let Some(words) = SPLIT.take(fh as u64) {
+            let begun = Posted::from_words(words);
+            let end = now_ns();
+            let moved = if begun.op == IoOp::Read && ret == MPI_SUCCESS { status.bytes() } else { None };
+            emit(
+                begun.op,
+                begun.file,
+                begun.offset,
+                begun.bytes,
+                result_of(ret, begun.bytes, moved),
+                begun.start,
+                end,
+            );
+        }
+        ret
     }
-    ret
 }
 
 #[cfg(test)]

@@ -14,20 +14,27 @@ use std::sync::atomic::AtomicUsize;
 /// `mpi_f08` passing the same as `mpif.h`). `MPI_Status_f2c` of one is an error, which Open MPI
 /// hands to the error handler of `MPI_COMM_WORLD` (fatal by default).
 unsafe fn fortran_ignored(status: *const c_int, array: bool) -> bool {
-    static F: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
-    static F08: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
-    if status.is_null() {
-        return true;
+    // SAFETY: a non-null address `exported_pointer` gives is the library's pointer variable; only
+    // its value is compared.
+    unsafe {
+        static F: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
+        static F08: [AtomicUsize; 2] = [AtomicUsize::new(1), AtomicUsize::new(1)];
+        if status.is_null() {
+            return true;
+        }
+        let (f, f08) = if array {
+            (
+                exported_pointer(&F[1], c"MPI_F_STATUSES_IGNORE"),
+                exported_pointer(&F08[1], c"MPI_F08_STATUSES_IGNORE"),
+            )
+        } else {
+            (
+                exported_pointer(&F[0], c"MPI_F_STATUS_IGNORE"),
+                exported_pointer(&F08[0], c"MPI_F08_STATUS_IGNORE"),
+            )
+        };
+        status == f || status == f08
     }
-    let (f, f08) = if array {
-        (
-            exported_pointer(&F[1], c"MPI_F_STATUSES_IGNORE"),
-            exported_pointer(&F08[1], c"MPI_F08_STATUSES_IGNORE"),
-        )
-    } else {
-        (exported_pointer(&F[0], c"MPI_F_STATUS_IGNORE"), exported_pointer(&F08[0], c"MPI_F08_STATUS_IGNORE"))
-    };
-    status == f || status == f08
 }
 
 /// Whether `status` is `MPI_STATUS_IGNORE`, or an array of statuses `MPI_STATUSES_IGNORE`
@@ -55,9 +62,12 @@ pub(crate) type StatusSpace = [u64; 8];
 impl Status {
     /// Whether the program passed `MPI_STATUS_IGNORE`.
     unsafe fn ignored(self) -> bool {
-        match self {
-            Status::C(status) => status_ignored(status),
-            Status::Fortran(status) => fortran_ignored(status, false),
+        // SAFETY: the pointer is the program's status (or statuses) argument, compared, not read.
+        unsafe {
+            match self {
+                Status::C(status) => status_ignored(status),
+                Status::Fortran(status) => fortran_ignored(status, false),
+            }
         }
     }
 
@@ -65,12 +75,15 @@ impl Status {
     /// when the program ignores it and `read()` says the call is a read (only its status tells
     /// what a short read moved; the program never sees ours).
     pub(crate) unsafe fn for_read(self, read: impl FnOnce() -> bool, space: &mut StatusSpace) -> Status {
-        if !self.ignored() || !read() {
-            return self;
-        }
-        match self {
-            Status::C(_) => Status::C(space.as_mut_ptr().cast()),
-            Status::Fortran(_) => Status::Fortran(space.as_mut_ptr().cast()),
+        // SAFETY: `self` is the program's status argument (the caller's promise).
+        unsafe {
+            if !self.ignored() || !read() {
+                return self;
+            }
+            match self {
+                Status::C(_) => Status::C(space.as_mut_ptr().cast()),
+                Status::Fortran(_) => Status::Fortran(space.as_mut_ptr().cast()),
+            }
         }
     }
 
@@ -84,19 +97,23 @@ impl Status {
 
     /// Bytes the completed read moved (`None` when not told).
     pub(crate) unsafe fn bytes(self) -> Option<u64> {
-        if self.ignored() {
-            return None;
-        }
-        match self {
-            Status::C(status) => c_status_bytes(status),
-            Status::Fortran(status) => {
-                let f2c =
-                    pmpi!("PMPI_Status_f2c" as unsafe extern "C" fn(*const c_int, *mut c_void) -> c_int);
-                let mut c_status: StatusSpace = [0; 8];
-                if f2c(status, c_status.as_mut_ptr().cast()) != MPI_SUCCESS {
-                    return None;
+        // SAFETY: `self` is a status the library filled (the caller's promise): PMPI_Status_f2c
+        // converts a Fortran one into a local C status.
+        unsafe {
+            if self.ignored() {
+                return None;
+            }
+            match self {
+                Status::C(status) => c_status_bytes(status),
+                Status::Fortran(status) => {
+                    let f2c =
+                        pmpi!("PMPI_Status_f2c" as unsafe extern "C" fn(*const c_int, *mut c_void) -> c_int);
+                    let mut c_status: StatusSpace = [0; 8];
+                    if f2c(status, c_status.as_mut_ptr().cast()) != MPI_SUCCESS {
+                        return None;
+                    }
+                    c_status_bytes(c_status.as_mut_ptr().cast())
                 }
-                c_status_bytes(c_status.as_mut_ptr().cast())
             }
         }
     }
@@ -170,9 +187,12 @@ fn status_stride() -> usize {
 impl Statuses {
     /// Whether the program passed `MPI_STATUSES_IGNORE`.
     unsafe fn ignored(self) -> bool {
-        match self {
-            Statuses::C(statuses) => status_ignored(statuses),
-            Statuses::Fortran(statuses) => fortran_ignored(statuses, true),
+        // SAFETY: the pointer is the program's status (or statuses) argument, compared, not read.
+        unsafe {
+            match self {
+                Statuses::C(statuses) => status_ignored(statuses),
+                Statuses::Fortran(statuses) => fortran_ignored(statuses, true),
+            }
         }
     }
 
@@ -180,10 +200,13 @@ impl Statuses {
     /// ours in `space` when the program ignores them and `read` says a read is among the
     /// requests.
     pub(crate) unsafe fn for_reads(self, read: bool, count: c_int, space: &mut StatusesSpace) -> Statuses {
-        if read && count > 0 && self.ignored() {
-            self.in_space(count as usize, space)
-        } else {
-            self
+        // SAFETY: `self` is the program's statuses argument (the caller's promise).
+        unsafe {
+            if read && count > 0 && self.ignored() {
+                self.in_space(count as usize, space)
+            } else {
+                self
+            }
         }
     }
 
@@ -206,22 +229,31 @@ impl Statuses {
 
     /// The status at `position` (`None` when the statuses are ignored).
     pub(crate) unsafe fn at(self, position: usize) -> Option<Status> {
-        if self.ignored() {
-            return None;
+        // SAFETY: `self` is an array of statuses of the library's stride, `position` within it (the
+        // caller's promise).
+        unsafe {
+            if self.ignored() {
+                return None;
+            }
+            let offset = position * status_stride();
+            Some(match self {
+                Statuses::C(statuses) => Status::C(statuses.byte_add(offset)),
+                Statuses::Fortran(statuses) => Status::Fortran(statuses.byte_add(offset)),
+            })
         }
-        let offset = position * status_stride();
-        Some(match self {
-            Statuses::C(statuses) => Status::C(statuses.byte_add(offset)),
-            Statuses::Fortran(statuses) => Status::Fortran(statuses.byte_add(offset)),
-        })
     }
 }
 
 /// Bytes a completed read moved, from its C status (not `MPI_STATUS_IGNORE`).
 unsafe fn c_status_bytes(status: *mut c_void) -> Option<u64> {
-    let get_count = pmpi!("PMPI_Get_count" as unsafe extern "C" fn(*mut c_void, Handle, *mut c_int) -> c_int);
-    let mut n: c_int = 0;
-    (get_count(status, mpi_byte(), &mut n) == MPI_SUCCESS && n >= 0 && n != MPI_UNDEFINED).then_some(n as u64)
+    // SAFETY: `status` is a C status the library filled (the caller's promise).
+    unsafe {
+        let get_count =
+            pmpi!("PMPI_Get_count" as unsafe extern "C" fn(*mut c_void, Handle, *mut c_int) -> c_int);
+        let mut n: c_int = 0;
+        (get_count(status, mpi_byte(), &mut n) == MPI_SUCCESS && n >= 0 && n != MPI_UNDEFINED)
+            .then_some(n as u64)
+    }
 }
 
 #[cfg(test)]
