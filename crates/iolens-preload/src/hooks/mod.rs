@@ -22,4 +22,5 @@ pub(crate) mod native_aio;
 pub(crate) mod posix;
 pub(crate) mod process;
 pub(crate) mod stdio;
+pub(crate) mod stdio_by_position;
 pub(crate) mod syscall;
