@@ -1,5 +1,5 @@
 //! Descriptor duplication and the closes besides close(): dup, dup2, dup3, fcntl(F_DUPFD*),
-//! close_range, closefrom, closedir (and, through `raw_syscall`, the same calls made through
+//! close_range, closefrom, closedir (and, through the `syscall` hook, the same calls made through
 //! syscall()). A duplicate refers to the same file as its original, so it takes over the
 //! original's path id and position; a replaced or closed number forgets its file. A close no
 //! hook saw would leave its number naming the old file, and the next open no hook sees either
