@@ -1,6 +1,11 @@
 //! What the hook families share: naming the files descriptors refer to (path frames, and the
 //! descriptor table filled as files are opened or first met), the counts of calls left out,
 //! and the encoding of events into the thread's buffer.
+//!
+//! The functions that write into the thread's buffer (`record`, `push`, `count_left_out`, and
+//! those that call them) ask one thing of their caller besides valid pointers: the calling
+//! thread must be inside the hook guard (`stream::enter_guard`), so that no hook of its own, a
+//! signal handler's, writes to the buffer meanwhile.
 
 use std::sync::atomic::Ordering::*;
 
@@ -127,7 +132,8 @@ pub(crate) unsafe fn not_storage(fd: c_int) -> Option<Excluded> {
 
 /// Counts a read or write on `fd`, which is not a file, under its reason: `moved` bytes.
 pub(crate) unsafe fn count_excluded(fd: c_int, moved: i64) {
-    // SAFETY: counting asks nothing of the caller.
+    // SAFETY: called inside the hook guard (see the module doc), so the count goes to this
+    // thread's buffer with no hook of the thread writing to it meanwhile.
     unsafe {
         if !fd_table::tracked(fd) || fd == STREAM_FD.load(Relaxed) {
             return;
@@ -173,7 +179,7 @@ pub(crate) unsafe fn count_left_out(reason: Excluded, bytes: u64) {
 }
 
 pub(crate) unsafe fn record_flagged(op: IoOp, file: u32, flags: u16, t: u64) {
-    // SAFETY: recording asks nothing of the caller.
+    // SAFETY: called inside the hook guard (see the module doc).
     unsafe {
         push(&IoEvent { flags, ..event(op, Layer::Posix, file, UNKNOWN_OFFSET, 0, 0, t, t) });
     }
@@ -192,7 +198,8 @@ pub(crate) unsafe fn record(
     start: u64,
     end: u64,
 ) {
-    // SAFETY: `me()` is the calling thread's state.
+    // SAFETY: called inside the hook guard (see the module doc); `me()` is the calling thread's
+    // state.
     unsafe {
         record_as(me(), op, layer, file, offset, requested, result, start, end);
     }
@@ -250,7 +257,8 @@ pub(crate) fn event(
 /// Encodes `e` into the calling thread's buffer.
 #[inline]
 pub(crate) unsafe fn push(e: &IoEvent) {
-    // SAFETY: `me()` is the calling thread's state.
+    // SAFETY: called inside the hook guard (see the module doc); `me()` is the calling thread's
+    // state.
     unsafe {
         push_as(me(), e);
     }

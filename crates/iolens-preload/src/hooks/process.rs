@@ -122,7 +122,7 @@ pub(crate) fn on_image_end(note: unsafe fn()) {
 
 /// Notes that this process image ends now (exit, `_exit`, exec).
 unsafe fn image_ends() {
-    // SAFETY: the note is the root's `image_ends`, which asks nothing of its caller.
+    // SAFETY: the note is the root's `image_ends`, which enters the hook guard itself.
     unsafe {
         if let Some(note) = IMAGE_END.get() {
             note();

@@ -93,7 +93,7 @@ impl Posted {
     }
 
     unsafe fn completed(&self, end: u64) {
-        // SAFETY: recording asks nothing of the caller.
+        // SAFETY: `emit` records only inside the hook guard, which it enters itself.
         unsafe {
             self.completed_moving(end, None);
         }
@@ -101,7 +101,7 @@ impl Posted {
 
     /// Completed at `end`, having moved `moved` bytes if told.
     unsafe fn completed_moving(&self, end: u64, moved: Option<u64>) {
-        // SAFETY: recording asks nothing of the caller.
+        // SAFETY: `emit` records only inside the hook guard, which it enters itself.
         unsafe {
             emit(
                 self.op,
@@ -267,7 +267,7 @@ pub(crate) fn nothing_pending() -> bool {
 
 /// The nonblocking call behind `request` completed (now).
 pub(crate) unsafe fn complete(request: u64) {
-    // SAFETY: recording asks nothing of the caller.
+    // SAFETY: `emit` records only inside the hook guard, which it enters itself.
     unsafe {
         if let Some(words) = PENDING.take(request) {
             Posted::from_words(words).completed(now_ns());
@@ -305,7 +305,7 @@ pub(crate) unsafe fn complete_with_status(request: u64, status: Status) {
 /// did not show us (it called `PMPI_Wait` itself, or a binding not hooked) are done by now, as
 /// MPI requires; recorded as ending here rather than lost (their time is then an upper bound).
 pub(crate) unsafe fn complete_unseen() {
-    // SAFETY: recording asks nothing of the caller.
+    // SAFETY: `emit` records only inside the hook guard, which it enters itself.
     unsafe {
         for table in [&PENDING, &SPLIT] {
             let end = now_ns();
@@ -463,7 +463,7 @@ pub(crate) unsafe fn opened(filename: *const c_char, ret: c_int, fh: Handle, t0:
 }
 /// Closes the file `fh` by `call`, recording the close.
 pub(crate) unsafe fn closed(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
-    // SAFETY: `call` is the program's close; recording asks nothing of the caller.
+    // SAFETY: `call` is the program's close; `emit` enters the hook guard itself.
     unsafe {
         let t0 = now_ns();
         let ret = call();
@@ -477,7 +477,7 @@ pub(crate) unsafe fn closed(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
 }
 /// Syncs the file `fh` by `call`, recording the sync.
 pub(crate) unsafe fn synced(fh: Handle, call: impl FnOnce() -> c_int) -> c_int {
-    // SAFETY: `call` is the program's sync; recording asks nothing of the caller.
+    // SAFETY: `call` is the program's sync; `emit` enters the hook guard itself.
     unsafe {
         let t0 = now_ns();
         let ret = call();
