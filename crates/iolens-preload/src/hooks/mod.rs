@@ -1,8 +1,10 @@
 //! The hook families: the functions of libc (and libaio) a traced program calls, each
-//! forwarding to the real function and recording the call. Families use one another only where
-//! one hands a call to another (`syscall` passes its file calls to `posix`, `dup` and `copy`;
-//! `native_aio` records its requests as `aio` does), never in a cycle. What each does at a fork
-//! or at the end of the process image, `lib.rs` calls.
+//! forwarding to the real function and recording the call. The families stand on the layers
+//! below and not on one another, but for three hand-overs: `syscall` passes its file calls to
+//! `posix`, `dup` and `copy` (and its exits to `process`, its rings to `io_uring`),
+//! `native_aio` records its requests as `aio` does, and `stdio_by_position` wraps its calls as
+//! `stdio` does. What each family does at a fork or at the end of the process image, `lib.rs`
+//! calls.
 //!
 //! # A hook's contract
 //!
