@@ -19,59 +19,38 @@
 //!
 //! Only descriptors that refer to files (opened while traced, or found to be regular files
 //! through `/proc/self/fd`) are recorded; pipes, sockets and terminals are not.
+//!
+//! The modules are layered, each using only those below it (`tests/layering.rs` checks):
+//!
+//! 1. `base`: the guard and per-thread state, the recorder's own system calls, the clock, the
+//!    descriptor table, the handle table;
+//! 2. `stream`: the per-thread buffers and the stream file they are written to;
+//! 3. `record`: naming files and encoding events, what every hook family shares;
+//! 4. the hook families, `hooks::*` and `mpi::*`;
+//! 5. this file, the composition root: start-up, and what a fork or the end of the process
+//!    image means to each family.
+//!
+//! [`IoEvent`]: iolens_record::event::IoEvent
 
+#![deny(unsafe_op_in_unsafe_fn)]
 #![allow(clippy::missing_safety_doc)]
 
-use std::cell::Cell;
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::Ordering::*;
 
-use libc::{c_int, c_void, FILE};
+use iolens_record::event::{IoOp, FLAG_PROCESS_END, NO_FILE};
+use libc::c_int;
 
-use crate::io_uring::note_io_uring;
-use crate::process::{after_fork_in_child, note_process_end};
-use crate::stream::{flush_all, register_membarrier, stream_fd, thread_exit, THREAD_KEY, TRACE_DIR};
+use crate::base::clock::{self, now_ns};
+use crate::base::fd_table;
+use crate::base::guard::ENABLED;
+use crate::hooks::{aio, io_uring, native_aio, posix, process};
+use crate::record::record_flagged;
+use crate::stream::enter_guard;
 
-/// `dlsym(RTLD_NEXT)`: the next definition after ours, i.e. the real function.
-const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
-
-/// The real function `$name`, resolved once with dlsym(RTLD_NEXT) and cached.
-macro_rules! real {
-    ($name:literal as $ty:ty) => {{
-        static PTR: std::sync::atomic::AtomicPtr<libc::c_void> =
-            std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-        let mut p = PTR.load(std::sync::atomic::Ordering::Relaxed);
-        if p.is_null() {
-            p = libc::dlsym($crate::RTLD_NEXT, concat!($name, "\0").as_ptr().cast());
-            PTR.store(p, std::sync::atomic::Ordering::Relaxed);
-        }
-        std::mem::transmute::<*mut libc::c_void, $ty>(p)
-    }};
-}
-
-/// libc's `syscall`, past this library's own hook of that name (which hands file calls to the
-/// hooks): the recorder's own system calls must not be recorded, nor re-enter the hooks.
-#[inline]
-pub(crate) fn sys() -> unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long {
-    // SAFETY: dlsym(RTLD_NEXT, "syscall") is libc's syscall, of this type.
-    unsafe { real!("syscall" as unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long) }
-}
-
-mod clock;
-#[macro_use]
+mod base;
+mod hooks;
+mod mpi;
 mod record;
-mod aio;
-mod copy;
-mod dup;
-mod io_uring;
-mod mmap;
-mod mpi_clock;
-mod mpiio;
-mod mpiio_fortran;
-mod native_aio;
-mod posix;
-mod process;
-mod raw_syscall;
-mod stdio;
 mod stream;
 
 extern "C" {
@@ -80,179 +59,78 @@ extern "C" {
         parent: Option<unsafe extern "C" fn()>,
         child: Option<unsafe extern "C" fn()>,
     ) -> c_int;
-    fn fileno_unlocked(stream: *mut FILE) -> c_int;
     fn at_quick_exit(handler: unsafe extern "C" fn()) -> c_int;
 }
 
-// Process-wide state.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-static PID: AtomicU32 = AtomicU32::new(0);
-static START_NS: AtomicU64 = AtomicU64::new(0);
-
-/// The calling thread's recorder state (defined in thread_state.c, initial-exec TLS).
-#[repr(C)]
-pub(crate) struct ThreadState {
-    /// Non-zero inside a hook: nested hooks pass through.
-    in_hook: Cell<u32>,
-    /// Index of the thread's buffer in the pool, or `NO_SLOT`.
-    pub(crate) slot: Cell<u32>,
-    /// The thread's id, 0 until first asked.
-    pub(crate) tid: Cell<u32>,
-}
-
-extern "C" {
-    #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-    fn iolens_thread_state() -> *const ThreadState;
-    /// The thread-local block itself (thread_state.c), addressed by the x86-64 `me`.
-    #[cfg(target_arch = "x86_64")]
-    static iolens_state: ThreadState;
-}
-
-/// The calling thread's state.
-///
-/// On x86-64, the initial-exec access the C compiler would emit, inline: the block's offset
-/// from the thread pointer (a GOT entry the loader fills) added to `%fs:0`. Two instructions
-/// where a call into C costs a call through the GOT and a return on every hook.
-#[inline(always)]
-pub(crate) fn me() -> &'static ThreadState {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let state: *const ThreadState;
-        // SAFETY: reads the thread pointer and a GOT entry, writes one register. The address is
-        // this thread's TLS block, valid for as long as the thread runs, touched by no other
-        // thread.
-        unsafe {
-            std::arch::asm!(
-                "mov {state}, qword ptr fs:[0]",
-                "add {state}, qword ptr [rip + {block}@GOTTPOFF]",
-                state = out(reg) state,
-                block = sym iolens_state,
-                options(pure, readonly, nostack),
-            );
-            &*state
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the C side returns the address of this thread's TLS block, valid for as long as
-    // the thread runs, and touched by no other thread.
-    unsafe {
-        &*iolens_thread_state()
-    }
-}
-
-/// Marks the thread as inside a hook's recording; hooks reached meanwhile pass through.
-///
-/// The recorder itself calls no hook, so a hook reached inside the recording is a signal
-/// handler's, which interrupted it. The handler's call is recorded like any other unless the
-/// thread's buffer is half-written (or being claimed) at that moment: then it passes through,
-/// counted (see [`recording_interrupted`]).
-struct Guard {
-    state: &'static ThreadState,
-    /// The guard's value before: 1 in a signal handler's hook inside another's recording.
-    outer: u32,
-}
-
-impl Guard {
-    #[inline(always)]
-    fn enter() -> Option<Guard> {
-        if !ENABLED.load(Relaxed) {
-            return None;
-        }
-        let state = me();
-        let outer = state.in_hook.replace(1);
-        if outer != 0 && !stream::may_interrupt(state) {
-            return None;
-        }
-        Some(Guard { state, outer })
-    }
-}
-
-impl Guard {
-    /// The calling thread's state, looked up when the guard was entered.
-    #[inline(always)]
-    fn state(&self) -> &'static ThreadState {
-        self.state
-    }
-
-    /// Runs the real call with the guard lifted. What runs inside it on this thread is the
-    /// program's own I/O, to be recorded: a signal handler's, or a callback's (the functions of
-    /// a `fopencookie` stream). And a handler that leaves with `siglongjmp` leaves the thread
-    /// outside every hook, as it is; a guard still held would silence the thread for good.
-    #[inline(always)]
-    fn lifted<R>(&self, call: impl FnOnce() -> R) -> R {
-        self.state.in_hook.set(0);
-        // A signal handler on this thread must see the guard as it is in the program's order.
-        compiler_fence(SeqCst);
-        let ret = call();
-        compiler_fence(SeqCst);
-        self.state.in_hook.set(1);
-        ret
-    }
-}
-
-/// Whether a hook the calling thread reached without its guard comes from a signal handler
-/// that interrupted a recording (not from a disabled recorder).
-#[inline]
-fn recording_interrupted() -> bool {
-    ENABLED.load(Relaxed) && me().in_hook.get() != 0
-}
-
-impl Drop for Guard {
-    #[inline]
-    fn drop(&mut self) {
-        self.state.in_hook.set(self.outer);
-    }
-}
-
-#[inline]
-unsafe fn errno() -> c_int {
-    *libc::__errno_location()
-}
-
-#[inline]
-unsafe fn set_errno(e: c_int) {
-    *libc::__errno_location() = e;
-}
+/// Starts the recorder when the library is loaded, if `$IOLENS_TRACE_DIR` names a directory.
 unsafe extern "C" fn init() {
-    let dir = libc::getenv(c"IOLENS_TRACE_DIR".as_ptr());
-    if dir.is_null() {
-        return;
+    // SAFETY: run once by the loader, before any other code of the library and before the program's
+    // threads: getenv's result is null or NUL-terminated, and the handlers registered are this
+    // library's.
+    unsafe {
+        process::on_image_end(image_ends);
+        let dir = libc::getenv(c"IOLENS_TRACE_DIR".as_ptr());
+        if !stream::set_up(dir) {
+            return;
+        }
+        clock::calibrate();
+        stream::flush_at_thread_exit();
+        pthread_atfork(None, None, Some(after_fork_in_child));
+        // quick_exit runs neither exit handlers nor library destructors, only these, the earliest
+        // registered last: after the program's own, whose I/O is then written out too.
+        at_quick_exit(before_quick_exit);
+        stream::register_membarrier();
+        ENABLED.store(true, Release);
+        // Opened now, while the program has the rights it started with: it keeps the descriptor
+        // through a later setuid or umask.
+        stream::stream_fd();
     }
-    let len = libc::strlen(dir);
-    let buf = &mut *TRACE_DIR.0.get();
-    if len == 0 || len >= buf.len() - 1 {
-        return;
+}
+
+/// In a forked child: a stream of its own, and nothing of the parent's that names its files or
+/// waits for its requests.
+unsafe extern "C" fn after_fork_in_child() {
+    // SAFETY: run by pthread_atfork in the child, its only thread.
+    unsafe {
+        stream::after_fork();
+        fd_table::after_fork();
+        aio::after_fork();
+        native_aio::after_fork();
+        posix::after_fork();
+        // Its own stream, opened before the child can change its rights.
+        stream::stream_fd();
     }
-    std::ptr::copy_nonoverlapping(dir.cast::<u8>(), buf.as_mut_ptr(), len);
-    buf[len] = 0;
-    PID.store(libc::getpid() as u32, Relaxed);
-    START_NS.store(iolens_record::clock::now_ns(), Relaxed);
-    clock::calibrate();
-    let mut key: libc::pthread_key_t = 0;
-    if libc::pthread_key_create(&mut key, Some(thread_exit)) == 0 {
-        THREAD_KEY.store(key, Relaxed);
+}
+
+/// The process image ends now (exit, `_exit`, exec): the families note what they leave
+/// unfinished, and the end itself is recorded.
+unsafe fn image_ends() {
+    // SAFETY: inside the guard; the families' notes write into this thread's buffer.
+    unsafe {
+        if let Some(_g) = enter_guard() {
+            aio::at_image_end();
+            native_aio::at_image_end();
+            record_flagged(IoOp::Other, NO_FILE, FLAG_PROCESS_END, now_ns());
+        }
     }
-    pthread_atfork(None, None, Some(after_fork_in_child));
-    // quick_exit runs neither exit handlers nor library destructors, only these, the earliest
-    // registered last: after the program's own, whose I/O is then written out too.
-    at_quick_exit(before_quick_exit);
-    register_membarrier();
-    ENABLED.store(true, Release);
-    // Opened now, while the program has the rights it started with: it keeps the descriptor
-    // through a later setuid or umask.
-    stream_fd();
 }
 
 unsafe extern "C" fn before_quick_exit() {
-    crate::process::before_exit();
+    // SAFETY: run by quick_exit, on the exiting thread.
+    unsafe {
+        process::before_exit();
+    }
 }
 
 unsafe extern "C" fn fini() {
-    if let Some(_g) = Guard::enter() {
-        note_io_uring();
+    // SAFETY: run once by the loader at exit; `at_exit` is called inside the guard.
+    unsafe {
+        if let Some(_g) = enter_guard() {
+            io_uring::at_exit();
+        }
+        image_ends();
+        stream::flush_all();
     }
-    note_process_end();
-    flush_all();
 }
 
 #[used]

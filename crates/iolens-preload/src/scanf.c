@@ -9,7 +9,7 @@ extern FILE *stdin;
 
 typedef int wchar_type; /* wchar_t, which <stddef.h> would declare beside more renames */
 
-/* Implemented in Rust (stdio.rs). */
+/* Implemented in Rust (hooks/stdio_by_position.rs). */
 extern int iolens_hook_vfscanf(FILE *stream, const char *format, va_list ap, int c99);
 extern int iolens_hook_vfwscanf(FILE *stream, const wchar_type *format, va_list ap, int c99);
 

@@ -10,7 +10,7 @@ struct iolens_thread_state {
     uint32_t tid;     /* gettid(), 0 = not asked yet */
 };
 
-/* Global (hidden) so that the Rust side can reach it in one instruction on x86-64 (lib.rs, `me`);
+/* Global (hidden) so that the Rust side can reach it in one instruction on x86-64 (base/thread_state.rs, `me`);
  * other targets call iolens_thread_state. */
 __attribute__((visibility("hidden"))) __thread struct iolens_thread_state iolens_state
     __attribute__((tls_model("initial-exec"))) = {0, UINT32_MAX, 0};

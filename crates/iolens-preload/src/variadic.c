@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-/* Implemented in Rust (lib.rs). */
+/* Implemented in Rust (hooks/stdio.rs, hooks/stdio_by_position.rs, hooks/process.rs). */
 extern int iolens_hook_vfprintf(FILE *stream, const char *format, va_list ap);
 extern FILE *iolens_stdout(void);
 extern int iolens_hook_vdprintf(int fd, const char *format, va_list ap);

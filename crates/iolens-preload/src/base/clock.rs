@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
 use libc::c_int;
 
+use crate::base::raw_syscall::sys;
+
 static USE_TSC: AtomicBool = AtomicBool::new(false);
 static CAL_TSC: AtomicU64 = AtomicU64::new(0);
 static CAL_NS: AtomicU64 = AtomicU64::new(0);
@@ -25,16 +27,22 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 /// Whether the kernel's clock source is the TSC (so it is invariant and synchronized).
-unsafe fn kernel_uses_tsc() -> bool {
+fn kernel_uses_tsc() -> bool {
     let path = c"/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    let fd = crate::sys()(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC)
-        as c_int;
+    // SAFETY: a NUL-terminated path.
+    let fd =
+        unsafe { sys()(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+            as c_int;
     if fd < 0 {
         return false;
     }
     let mut buf = [0u8; 16];
-    let n = crate::sys()(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
-    crate::sys()(libc::SYS_close, fd);
+    // SAFETY: reads at most `buf.len()` bytes into `buf`, then closes the descriptor opened above.
+    let n = unsafe {
+        let n = sys()(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len());
+        sys()(libc::SYS_close, fd);
+        n
+    };
     n >= 3 && &buf[..4.min(n as usize)] == b"tsc\n"
 }
 
@@ -63,6 +71,7 @@ fn tsc_and_ns() -> (u64, u64) {
         // SAFETY: rdtsc has no preconditions.
         let a = unsafe { core::arch::x86_64::_rdtsc() };
         let ns = iolens_record::clock::now_ns();
+        // SAFETY: as above.
         let b = unsafe { core::arch::x86_64::_rdtsc() };
         (a / 2 + b / 2, ns)
     }
@@ -71,7 +80,7 @@ fn tsc_and_ns() -> (u64, u64) {
 }
 
 /// Chooses the clock at start-up, and takes the TSC's first calibration point.
-pub(crate) unsafe fn calibrate() {
+pub(crate) fn calibrate() {
     if cfg!(target_arch = "x86_64") && kernel_uses_tsc() {
         let (tsc, ns) = tsc_and_ns();
         CAL_TSC.store(tsc, Relaxed);

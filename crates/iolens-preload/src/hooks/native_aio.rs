@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 use iolens_record::event::{IoOp, FLAG_NATIVE_AIO};
 use libc::{c_int, c_long, c_void, iovec, timespec};
 
-use crate::aio::{collected, mark_requests, request_words};
-use crate::clock::now_ns;
-use crate::mpiio::{HandleTable, WORDS};
+use crate::base::clock::now_ns;
+use crate::base::handle_table::{HandleTable, WORDS};
+use crate::base::raw_syscall::real;
+use crate::hooks::aio::{collected, mark_requests, request_words};
 use crate::record::iov_total;
-use crate::Guard;
+use crate::stream::enter_guard;
 
 /// Requests submitted and not yet reaped: control block address → submission.
 static SUBMITTED: HandleTable = HandleTable::new();
@@ -84,57 +85,67 @@ unsafe fn requests(
     count: usize,
     iocbs: *mut *mut c_void,
 ) -> impl Iterator<Item = (u64, &'static Iocb, IoOp, u64)> {
-    (from..if iocbs.is_null() { 0 } else { count }).filter_map(move |i| {
-        let cb = (*iocbs.add(i)).cast::<Iocb>().as_ref()?;
-        let (op, bytes) = asked(cb)?;
-        Some((cb as *const Iocb as u64, cb, op, bytes))
-    })
+    // SAFETY: `iocbs` is null or holds `count` control block pointers, each null or valid (the
+    // caller's promise, libaio's contract).
+    unsafe {
+        (from..if iocbs.is_null() { 0 } else { count }).filter_map(move |i| {
+            let cb = (*iocbs.add(i)).cast::<Iocb>().as_ref()?;
+            let (op, bytes) = asked(cb)?;
+            Some((cb as *const Iocb as u64, cb, op, bytes))
+        })
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn io_submit(context: *mut c_void, count: c_long, iocbs: *mut *mut c_void) -> c_int {
-    type Submit = unsafe extern "C" fn(*mut c_void, c_long, *mut *mut c_void) -> c_int;
-    let real = real!("io_submit" as Option<Submit>);
-    // Without libaio loaded there is nothing to call; libaio returns -errno.
-    let Some(real) = real else { return -libc::ENOSYS };
-    let Some(guard) = Guard::enter() else { return real(context, count, iocbs) };
-    let count = count.max(0) as usize;
-    // Kept before the submission: another thread may reap a request before this call returns.
-    let start = now_ns();
-    for (key, cb, op, bytes) in requests(0, count, iocbs) {
-        let words = request_words(start, cb.fd as c_int, op, bytes, cb.offset as u64);
-        if let Some(earlier) = SUBMITTED.take(key) {
-            unseen(earlier);
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        type Submit = unsafe extern "C" fn(*mut c_void, c_long, *mut *mut c_void) -> c_int;
+        let real = real!("io_submit" as Option<Submit>);
+        // Without libaio loaded there is nothing to call; libaio returns -errno.
+        let Some(real) = real else { return -libc::ENOSYS };
+        let Some(guard) = enter_guard() else { return real(context, count, iocbs) };
+        let count = count.max(0) as usize;
+        // Kept before the submission: another thread may reap a request before this call returns.
+        let start = now_ns();
+        for (key, cb, op, bytes) in requests(0, count, iocbs) {
+            let words = request_words(start, cb.fd as c_int, op, bytes, cb.offset as u64);
+            if let Some(earlier) = SUBMITTED.take(key) {
+                unseen(earlier);
+            }
+            if !SUBMITTED.insert(key, words) {
+                // No room to wait for its completion: recorded now, over its submission.
+                collected(words, bytes as i64, start);
+            }
         }
-        if !SUBMITTED.insert(key, words) {
-            // No room to wait for its completion: recorded now, over its submission.
-            collected(words, bytes as i64, start);
+        let ret = guard.lifted(|| real(context, count as c_long, iocbs));
+        // The blocks after the first `ret` (all of them on failure) were not submitted: counted as
+        // blocks, polls and no-ops among them.
+        for (key, ..) in requests(ret.max(0) as usize, count, iocbs) {
+            SUBMITTED.take(key);
         }
+        ret
     }
-    let ret = guard.lifted(|| real(context, count as c_long, iocbs));
-    // The blocks after the first `ret` (all of them on failure) were not submitted: counted as
-    // blocks, polls and no-ops among them.
-    for (key, ..) in requests(ret.max(0) as usize, count, iocbs) {
-        SUBMITTED.take(key);
-    }
-    ret
 }
 
 /// Runs `reap` (a call that fills `events` and returns how many it filled) and records the
 /// requests among them, reaped when it returned.
 unsafe fn reaping(events: *const IoEventAio, reap: impl FnOnce() -> c_int) -> c_int {
-    let Some(guard) = Guard::enter() else { return reap() };
-    let n = guard.lifted(reap);
-    if n <= 0 || events.is_null() || SUBMITTED.is_empty() {
-        return n;
-    }
-    let end = now_ns();
-    for e in std::slice::from_raw_parts(events, n as usize) {
-        if let Some(words) = SUBMITTED.take(e.obj) {
-            collected(words, e.res as i64, end);
+    // SAFETY: `events` holds the `n` events `reap` just filled.
+    unsafe {
+        let Some(guard) = enter_guard() else { return reap() };
+        let n = guard.lifted(reap);
+        if n <= 0 || events.is_null() || SUBMITTED.is_empty() {
+            return n;
         }
+        let end = now_ns();
+        for e in std::slice::from_raw_parts(events, n as usize) {
+            if let Some(words) = SUBMITTED.take(e.obj) {
+                collected(words, e.res as i64, end);
+            }
+        }
+        n
     }
-    n
 }
 
 #[no_mangle]
@@ -145,9 +156,13 @@ pub unsafe extern "C" fn io_getevents(
     events: *mut IoEventAio,
     timeout: *mut timespec,
 ) -> c_int {
-    type Reap = unsafe extern "C" fn(*mut c_void, c_long, c_long, *mut IoEventAio, *mut timespec) -> c_int;
-    let Some(real) = real!("io_getevents" as Option<Reap>) else { return -libc::ENOSYS };
-    reaping(events, || real(context, min_nr, nr, events, timeout))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        type Reap =
+            unsafe extern "C" fn(*mut c_void, c_long, c_long, *mut IoEventAio, *mut timespec) -> c_int;
+        let Some(real) = real!("io_getevents" as Option<Reap>) else { return -libc::ENOSYS };
+        reaping(events, || real(context, min_nr, nr, events, timeout))
+    }
 }
 
 #[no_mangle]
@@ -159,27 +174,34 @@ pub unsafe extern "C" fn io_pgetevents(
     timeout: *mut timespec,
     sigmask: *mut libc::sigset_t,
 ) -> c_int {
-    type Reap = unsafe extern "C" fn(
-        *mut c_void,
-        c_long,
-        c_long,
-        *mut IoEventAio,
-        *mut timespec,
-        *mut libc::sigset_t,
-    ) -> c_int;
-    let Some(real) = real!("io_pgetevents" as Option<Reap>) else { return -libc::ENOSYS };
-    reaping(events, || real(context, min_nr, nr, events, timeout, sigmask))
+    // SAFETY: a hook's contract (hooks/mod.rs): the program's arguments, passed on unchanged.
+    unsafe {
+        type Reap = unsafe extern "C" fn(
+            *mut c_void,
+            c_long,
+            c_long,
+            *mut IoEventAio,
+            *mut timespec,
+            *mut libc::sigset_t,
+        ) -> c_int;
+        let Some(real) = real!("io_pgetevents" as Option<Reap>) else { return -libc::ENOSYS };
+        reaping(events, || real(context, min_nr, nr, events, timeout, sigmask))
+    }
 }
 
 /// At the end of the process image (exit, `_exit`, exec), inside the hook guard: marks the
 /// requests submitted and never seen reaped, their number and the bytes they asked for.
-pub(crate) unsafe fn note_submitted() {
-    SUBMITTED.drain(unseen);
-    mark_requests(FLAG_NATIVE_AIO, UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
+pub(crate) unsafe fn at_image_end() {
+    // SAFETY: called inside the hook guard (the caller's promise): the marker goes to this thread's
+    // buffer.
+    unsafe {
+        SUBMITTED.drain(unseen);
+        mark_requests(FLAG_NATIVE_AIO, UNSEEN[0].swap(0, Relaxed), UNSEEN[1].swap(0, Relaxed));
+    }
 }
 
 /// In a forked child: the requests in flight are the parent's to reap.
-pub(crate) fn forget_after_fork() {
+pub(crate) fn after_fork() {
     SUBMITTED.drain(|_| {});
     UNSEEN[0].store(0, Relaxed);
     UNSEEN[1].store(0, Relaxed);
