@@ -1,9 +1,8 @@
 //! `iolens run JOB.fio` and `iolens convert JOB.fio` end to end.
 
-mod common;
-
-use common::Env;
 use serde_json::Value;
+
+use crate::util::Env;
 
 const WRITE_THEN_READ: &str = "\
 [global]

@@ -1,17 +1,14 @@
 //! End-to-end tests of the run outputs for plotting and data frames: latency bins
 //! (`lat_ns.bins`), per-interval series (`--log-interval`) and Parquet files (`--parquet`).
 
-#[path = "support/schema_check.rs"]
-mod schema_check;
-
 use std::path::Path;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 
-mod common;
-use common::{iolens, read_json, run_ok};
+use crate::util::schema_check;
+use crate::util::{iolens, read_json, run_ok};
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))

@@ -1,12 +1,10 @@
 //! What an installed iolens needs without the source tree: `trace` with the preload library it
 //! carries, shell completions, the manual page, and a version that names its commit.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use common::Env;
+use crate::util::Env;
 
 fn text(out: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))

@@ -7,9 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
+use crate::util::require_tool;
 
 /// `tests/data/NAME.c` compiled into `dir`.
 fn compile(dir: &Path, name: &str) -> PathBuf {
@@ -100,8 +98,7 @@ fn traced(dir: &Path, exe: &Path, outputs: &[&str]) -> std::process::Output {
 
 #[test]
 fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move() {
-    if !have("gcc") || !have("strace") {
-        eprintln!("skipped: gcc or strace not installed");
+    if !require_tool("gcc") || !require_tool("strace") {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -146,8 +143,7 @@ fn aio_requests_are_recorded_with_the_bytes_strace_sees_the_helper_threads_move(
 /// are recorded as usual. Together they are every write strace saw the helper threads make.
 #[test]
 fn aio_requests_never_collected_are_counted_in_a_note() {
-    if !have("gcc") || !have("strace") {
-        eprintln!("skipped: gcc or strace not installed");
+    if !require_tool("gcc") || !require_tool("strace") {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();

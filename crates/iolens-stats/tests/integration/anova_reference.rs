@@ -1,13 +1,12 @@
 //! ANOVA, diagnostics, level means, recommendations and model reduction against the
 //! statsmodels / scipy / pandas references in tests/fixtures (see scripts/stats_fixtures.py).
 
-mod common;
-
-use common::{assert_close, read_dataset, read_json, AnovaFixture, ModelFixture, Worst};
 use iolens_stats::{
     anova, cell_means, level_means, recommend, reduce_model, residual_diagnostics, AnovaTable, Choice,
     Dataset, Goal, ModelSpec, ResponseScale, RESIDUAL,
 };
+
+use crate::util::{assert_close, read_dataset, read_json, AnovaFixture, ModelFixture, Worst};
 
 /// Sums of squares, F, R² and residuals: relative where values exceed 1, absolute below.
 /// The contract is 1e-6; the fits agree to about 1e-11 (run with `--nocapture` for the

@@ -2,15 +2,13 @@
 //! its schema in `schemas/`, starts with the one envelope, and uses one key per figure (no
 //! dotted keys, none of the retired unit variants). MPI-only commands (beff) are not run here.
 
-#[path = "support/floats_check.rs"]
-mod floats_check;
-#[path = "support/schema_check.rs"]
-mod schema_check;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+
+use crate::util::floats_check;
+use crate::util::schema_check;
 
 fn iolens() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iolens"))

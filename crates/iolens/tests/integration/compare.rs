@@ -1,12 +1,11 @@
 //! `iolens compare`: figure by figure, ratios, significance from repetitions, and the CI exit
 //! status, on hand-made result files and on one real pair of tiny runs.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::Env;
 use serde_json::{json, Value};
+
+use crate::util::Env;
 
 /// The exit status of a comparison that found a throughput drop beyond `--fail-if-slower`.
 const EXIT_SLOWER: i32 = 4;

@@ -9,12 +9,13 @@
 //! (`data/mpiio_fortran.f90`, `mpif.h`, and the same through `use mpi_f08`) is traced under
 //! both libraries. Programs reading past the end of their files (`data/*eof*`) check that each
 //! read records the bytes its status says it moved, however it completes.
-#![cfg(feature = "mpi")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use crate::util::{have, require};
 
 const RANKS: u64 = 4;
 /// What each rank of `mpiio_app.c` asks for: 4 collective writes of 64 KiB, 2 independent
@@ -67,17 +68,11 @@ impl Library {
 
     /// Whether the library is installed (MPICH is optional beside Open MPI).
     fn installed(self) -> bool {
-        let found = |tool: &str| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
         let launcher = match self {
             Library::OpenMpi | Library::OpenMpiOmpio => "mpirun",
             Library::Mpich => "mpirun.mpich",
         };
-        found(self.mpicc()) && found(launcher)
+        have(self.mpicc()) && have(launcher)
     }
 
     /// `mpirun -np 4 ARGS` of this library (Open MPI's with ROMIO as its MPI-IO component).
@@ -104,11 +99,7 @@ impl Library {
 /// Whether MPICH is missing (it is optional beside Open MPI): its tests then say they were
 /// skipped, and pass.
 fn mpich_missing() -> bool {
-    let missing = !Library::Mpich.installed();
-    if missing {
-        eprintln!("MPICH not installed (apt-get install mpich libmpich-dev): skipped");
-    }
-    missing
+    !require(Library::Mpich.installed(), "MPICH (apt-get install mpich libmpich-dev)")
 }
 
 fn bin() -> &'static str {

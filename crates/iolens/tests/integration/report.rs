@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::Env;
+use crate::util::Env;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -26,9 +25,9 @@ fn chromium() -> Option<PathBuf> {
             }
         }
     }
-    eprintln!(
-        "\n\n*** SKIPPED: chromium not found on PATH: the HTML reports were NOT checked in a browser ***\n\
-         *** install it (apt-get install chromium) to run this part; .ci/run does              ***\n"
+    crate::util::require(
+        false,
+        "chromium on PATH: the HTML reports were NOT checked in a browser (apt-get install chromium)",
     );
     None
 }

@@ -6,17 +6,12 @@
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{entries, s, user_data, wait_for, Env};
-
-impl Env {
-    fn run(&self, args: &[&str]) -> Output {
-        self.iolens().args(args).output().unwrap()
-    }
-}
+use crate::util::{
+    entries, holds_written_data, require, require_some, s, user_data, wait_for, wait_past_mtime, Env,
+};
 
 fn copy_xattr(from: &Path, to: &Path) -> bool {
     let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
@@ -81,7 +76,7 @@ fn copied_marks_and_files_changed_after_keep_are_not_iolens_files() {
     assert_eq!(std::fs::read(&victim).unwrap(), user_data(1 << 20, 1));
 
     // (2) The kept file, then filled with the user's data: no longer iolens's.
-    std::thread::sleep(Duration::from_millis(20));
+    wait_past_mtime(&ours, env.dir.path());
     std::fs::write(&ours, user_data(1 << 20, 2)).unwrap();
     let out = env.run(&[
         "run",
@@ -249,8 +244,9 @@ fn a_killed_run_leaves_files_that_clean_and_the_next_run_remove() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the run's file", || entries(&dir).len() == 2);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for("the run to write into its file", || {
+        entries(&dir).iter().any(|n| n != "foreign.dat" && holds_written_data(&dir.join(n)))
+    });
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     assert_eq!(entries(&dir).len(), 2);
@@ -286,8 +282,9 @@ fn an_alias_loop_device_of_a_mounted_image_is_never_written() {
     let env = Env::new();
     let image = env.path("fs.img");
     std::fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
-    let Some(first) = sh("losetup", &["-f", "--show", s(&image)]) else {
-        eprintln!("skipped: cannot attach a loop device here");
+    let Some(first) =
+        require_some(sh("losetup", &["-f", "--show", s(&image)]), "a loop device (root, losetup)")
+    else {
         return;
     };
     let mnt = env.mkdir("mnt");
@@ -300,13 +297,14 @@ fn an_alias_loop_device_of_a_mounted_image_is_never_written() {
     };
     if sh("mkfs.ext4", &["-q", &first]).is_none() || sh("mount", &[&first, s(&mnt)]).is_none() {
         cleanup(None);
-        eprintln!("skipped: cannot make or mount a file system here");
+        require(false, "an ext4 file system on a loop device (mkfs.ext4, mount)");
         return;
     }
     std::fs::write(mnt.join("precious"), user_data(8192, 5)).unwrap();
     let _ = sh("sync", &[]);
     let Some(second) = sh("losetup", &["-f", "--show", s(&image)]) else {
         cleanup(None);
+        require(false, "a second loop device (losetup)");
         return;
     };
     let before = std::fs::read(&image).unwrap();
@@ -355,14 +353,14 @@ fn a_kept_file_is_read_as_it_is_and_its_cache_kept_unless_asked() {
     let dir = env.mkdir("kept");
     let kept = kept_file(&env, &dir);
     let before = content_and_mtime(&kept);
-    std::thread::sleep(Duration::from_millis(20)); // a rewrite would show in the mtime
+    wait_past_mtime(&kept, env.dir.path()); // a rewrite would show in the mtime
 
     let json = env.path("read.json");
     let read = ["run", "--quiet", "--target", s(&dir), "--rw", "read", "--bs", "64k", "--size", "1m"];
     let out = env.run(&[&read[..], &["--json", s(&json)]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(content_and_mtime(&kept) == before, "the read run rewrote the kept file");
-    let v = common::read_json(&json);
+    let v = crate::util::read_json(&json);
     assert_eq!(v["aggregate"]["read_bytes"], 1 << 20, "the whole kept file was read");
     let t = target_entry(&v, &kept);
     assert_eq!(t["created"], false, "{t}");
@@ -391,7 +389,7 @@ fn a_kept_file_is_read_as_it_is_and_its_cache_kept_unless_asked() {
     // Asked for: the cache is dropped (advice only: the data stays as it is).
     let out = env.run(&[&read[..], &["--drop-cache", "--json", s(&json)]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v = common::read_json(&json);
+    let v = crate::util::read_json(&json);
     let t = target_entry(&v, &kept);
     assert_eq!(t["cache_dropped"], true, "{t}");
     assert_eq!(t["laid_out_bytes"], 0, "{t}");
@@ -413,7 +411,7 @@ fn a_kept_file_is_read_as_it_is_and_its_cache_kept_unless_asked() {
         s(&json),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v = common::read_json(&json);
+    let v = crate::util::read_json(&json);
     let codes: Vec<&str> =
         v["warnings"].as_array().unwrap().iter().filter_map(|w| w["code"].as_str()).collect();
     assert!(codes.contains(&"size_clamped"), "{codes:?}");
@@ -442,7 +440,7 @@ fn a_file_a_read_creates_is_laid_out_and_its_cache_dropped() {
         let names = entries(&dir);
         assert_eq!(names.len(), 1, "{names:?}");
         let file = dir.join(&names[0]);
-        let v = common::read_json(&json);
+        let v = crate::util::read_json(&json);
         let t = target_entry(&v, &file);
         assert_eq!(t["created"], true, "{t}");
         assert_eq!(t["laid_out_bytes"], 1 << 20, "{t}");
@@ -474,7 +472,7 @@ fn suites_read_a_kept_file_as_it_is() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let kept = dir.join(&entries(&dir)[0]);
     let before = content_and_mtime(&kept);
-    std::thread::sleep(Duration::from_millis(20));
+    wait_past_mtime(&kept, env.dir.path()); // a rewrite would show in the mtime
     let sweep =
         ["sweep", s(&kept), "--quiet", "--time", "50ms", "--size", "1m", "--threads", "1", "--buffered"];
     let out = env.run(&[&sweep[..], &["--min-bs", "64k", "--max-bs", "128k"]].concat());

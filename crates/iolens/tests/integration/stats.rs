@@ -46,10 +46,7 @@ fn an_interrupted_study_resumes_without_losing_or_repeating_runs() {
         .spawn()
         .unwrap();
     // Kill it hard once a few runs are on disk.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while rows(&csv).len() < 3 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::util::wait_for("three runs of the study on disk", || rows(&csv).len() >= 3);
     first.kill().unwrap();
     first.wait().unwrap();
     let before = rows(&csv);

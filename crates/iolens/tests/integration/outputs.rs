@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::util::{holds_written_data, require};
+
 fn iolens() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iolens"))
 }
@@ -204,16 +206,18 @@ fn a_planted_temporary_symlink_is_not_written_through() {
     assert!(std::fs::read_to_string(dir.path().join("o.csv")).unwrap().starts_with("row_kind,"));
 }
 
+/// Whether the preload library was built beside the binary (`cargo build --workspace`); the
+/// tracing tests skip without it.
 fn have_preload() -> bool {
     let exe = Path::new(env!("CARGO_BIN_EXE_iolens"));
     let dir = exe.parent().unwrap();
-    dir.join("libiolens_preload.so").exists() || dir.join("deps/libiolens_preload.so").exists()
+    let built = dir.join("libiolens_preload.so").exists() || dir.join("deps/libiolens_preload.so").exists();
+    require(built, "the preload library (build the workspace first)")
 }
 
 #[test]
 fn a_planted_trace_directory_is_neither_used_nor_emptied() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
@@ -238,7 +242,6 @@ fn a_planted_trace_directory_is_neither_used_nor_emptied() {
 #[test]
 fn the_trace_stream_directory_is_private() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
@@ -456,7 +459,6 @@ fn a_closed_stdout_pipe_fails_cleanly_and_still_writes_json() {
 #[test]
 fn a_full_stdout_keeps_the_traced_programs_exit_code() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
@@ -487,9 +489,12 @@ fn two_quick_ctrl_c_still_leave_json_and_no_files() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(wait_for(Duration::from_secs(20), || !entries(&data).is_empty()), "the run never started");
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_for(Duration::from_secs(120), || entries(&data).iter().any(|f| holds_written_data(f))),
+        "the run never wrote"
+    );
     signal(&child, libc::SIGINT);
+    // The scenario itself, not a wait: the second Ctrl-C comes while the first is handled.
     std::thread::sleep(Duration::from_millis(10));
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
@@ -543,7 +548,6 @@ fn traced_sleep(dir: &Path) -> (Child, u32) {
 #[test]
 fn the_traced_program_dies_with_a_killed_iolens() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
@@ -561,7 +565,6 @@ fn the_traced_program_dies_with_a_killed_iolens() {
 #[test]
 fn sigterm_reaches_the_traced_program() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();
@@ -588,7 +591,6 @@ fn sigterm_reaches_the_traced_program() {
 #[test]
 fn leftovers_of_a_killed_trace_are_removed_and_nothing_else() {
     if !have_preload() {
-        eprintln!("skipped: build the workspace first (the preload library)");
         return;
     }
     let dir = scratch();

@@ -7,26 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{bin, entries as names, s, user_data, wait_for, Env};
+use crate::util::{bin, entries as names, holds_written_data, require, root, s, user_data, wait_for, Env};
 
 const NOBODY: u32 = 65534;
 
 fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-/// Whether this test may go on without what it needs (root, namespaces); under
-/// `IOLENS_REQUIRE_TOOLS=1` (CI) it may not.
-fn lacking(what: &str) -> bool {
-    assert!(std::env::var("IOLENS_REQUIRE_TOOLS").as_deref() != Ok("1"), "required but missing: {what}");
-    eprintln!("skipped: {what}");
-    true
-}
-
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// A write run that goes on for a minute unless stopped.
@@ -55,7 +41,7 @@ fn on_another_node(env: &Env, args: &[&str]) -> Command {
 /// live run's files through `clean`, or through the quiet clean of any run.
 #[test]
 fn a_live_run_of_another_node_sharing_the_registry_is_never_touched() {
-    if !root() && lacking("root, for PID and mount namespaces") {
+    if !require(root(), "root, for PID and mount namespaces") {
         return;
     }
     let env = Env::new();
@@ -70,15 +56,15 @@ fn a_live_run_of_another_node_sharing_the_registry_is_never_touched() {
         if let Some(status) = node1.try_wait().unwrap() {
             let mut err = String::new();
             std::io::Read::read_to_string(node1.stderr.as_mut().unwrap(), &mut err).unwrap();
-            if lacking(&format!("unshare --pid --mount-proc: {status}: {err}")) {
+            if !require(false, &format!("unshare --pid --mount-proc: {status}: {err}")) {
                 return;
             }
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "node 1's run made no file");
+        assert!(started.elapsed() < Duration::from_secs(120), "node 1's run made no file");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(300));
     let live = data.join(&names(&data)[0]);
+    wait_for("node 1's run to write into its file", || holds_written_data(&live));
 
     // Node 2: `clean`, and a run (which cleans quietly first), in namespaces of its own.
     let clean = on_another_node(&env, &["clean"]).output().unwrap();
@@ -117,7 +103,7 @@ fn a_killed_runs_file_written_after_it_died_is_left_and_said() {
     let dir = env.mkdir("data");
     let mut child = write_run(&env, &dir);
     wait_for("the run's file", || names(&dir).len() == 1);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for("the run to write into its file", || holds_written_data(&dir.join(&names(&dir)[0])));
     child.kill().unwrap();
     child.wait().unwrap();
     let file = dir.join(&names(&dir)[0]);
@@ -181,7 +167,7 @@ fn hex(p: &Path) -> String {
 /// `run` removed both. Now the user's directory is refused as the registry's home (and said).
 #[test]
 fn root_never_removes_what_a_user_forged_into_a_registry_in_their_home() {
-    if !root() && lacking("root, to play root against a user") {
+    if !require(root(), "root, to play root against a user") {
         return;
     }
     let env = Env::new();
@@ -278,7 +264,7 @@ fn root_never_removes_what_a_user_forged_into_a_registry_in_their_home() {
 /// the library root loads lies where only root can change anything.
 #[test]
 fn root_never_loads_a_preload_library_from_a_directory_a_user_controls() {
-    if !root() && lacking("root, to play root against a user") {
+    if !require(root(), "root, to play root against a user") {
         return;
     }
     let env = Env::new();

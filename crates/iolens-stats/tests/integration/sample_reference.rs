@@ -1,11 +1,10 @@
 //! Summaries, correlation, Shapiro-Wilk and Brown-Forsythe on plain samples against scipy
 //! (tests/fixtures/samples.json, written by scripts/stats_fixtures.py).
 
-mod common;
-
-use common::{assert_close, read_json, Worst};
 use iolens_stats::{brown_forsythe, pearson_test, shapiro_wilk, summarize, HypothesisTest};
 use serde::Deserialize;
+
+use crate::util::{assert_close, read_json, Worst};
 
 /// Relative above 1, absolute below; the contract is 1e-6, the agreement about 1e-14.
 const TOLERANCE: f64 = 1e-9;

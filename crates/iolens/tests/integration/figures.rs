@@ -7,8 +7,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-mod common;
-use common::Env;
+use crate::util::Env;
 
 impl Env {
     fn run_ok(&self, args: &[&str]) -> (Value, String) {
@@ -42,10 +41,7 @@ fn warning<'a>(v: &'a Value, code: &str) -> Option<&'a str> {
 fn tmpfs_shm() -> Option<&'static Path> {
     let shm = Path::new("/dev/shm");
     let tmpfs = iolens_device::filesystem_type(shm).map(|f| f.name).ok() == Some("tmpfs");
-    if !tmpfs {
-        eprintln!("skipped: /dev/shm is not tmpfs here");
-    }
-    tmpfs.then_some(shm)
+    crate::util::require(tmpfs, "/dev/shm on tmpfs").then_some(shm)
 }
 
 fn s(p: &Path) -> &str {
@@ -196,7 +192,7 @@ fn device_window_excludes_the_ramp() {
     ]);
     if v["device"].is_null() {
         assert!(codes(&v).contains(&"device_counters_unavailable".to_string()));
-        eprintln!("skipped: no device counters here");
+        crate::util::require(false, "device counters (a block device under the target)");
         return;
     }
     let dev = &v["device"];

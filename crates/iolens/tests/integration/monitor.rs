@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use crate::util::{require, require_some};
+
 fn iolens() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iolens"))
 }
@@ -58,13 +60,14 @@ fn mean(values: &[f64]) -> f64 {
 #[test]
 fn agrees_with_iostat_on_the_same_interval() {
     let have_iostat = Command::new("iostat").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !have_iostat {
-        eprintln!("skipped: iostat (sysstat) not installed");
+    if !require(have_iostat, "iostat (sysstat)") {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let Some(device) = iolens_device::device_for_path(dir.path()).ok().flatten().map(|d| d.name) else {
-        eprintln!("skipped: no block device behind {}", dir.path().display());
+    let Some(device) = require_some(
+        iolens_device::device_for_path(dir.path()).ok().flatten().map(|d| d.name),
+        &format!("a block device behind {}", dir.path().display()),
+    ) else {
         return;
     };
     let mut load = iolens()
@@ -74,8 +77,9 @@ fn agrees_with_iostat_on_the_same_interval() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Past the layout and the first requests: the load is steady from here on.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Past the layout and into the requests: the rate-limited load is steady from here on.
+    let target = dir.path().join("load.dat");
+    crate::util::wait_for("the load to write", || crate::util::holds_written_data(&target));
     let json = dir.path().join("m.json");
     let iostat = Command::new("iostat")
         .args(["-x", "-d", "-y", "-o", "JSON", &device, "1", "3"])

@@ -7,18 +7,17 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::util::Env;
+
 const BS: u64 = 4096;
 const BLOCKS: u64 = 64;
 /// Exit code of a run whose verification found bad blocks.
 const EXIT_VERIFY: i32 = 3;
 
-mod common;
-use common::Env;
-
 impl Env {
     /// Runs `iolens run --quiet ARGS --json J` and returns the exit code, the JSON and the
     /// text output (stdout, then stderr).
-    fn run(&self, name: &str, args: &[&str]) -> (i32, Value, String) {
+    fn run_json(&self, name: &str, args: &[&str]) -> (i32, Value, String) {
         let json = self.path(&format!("{name}.json"));
         let out = self
             .iolens()
@@ -57,7 +56,7 @@ impl Env {
             args.extend(["--qd", "4"]);
         }
         args.extend(extra);
-        let (code, v, err) = self.run("write", &args);
+        let (code, v, err) = self.run_json("write", &args);
         assert_eq!(code, 0, "write failed: {err}");
         let verify = &v["verify"];
         assert_eq!(verify["failures_total"], 0, "{verify}");
@@ -87,7 +86,7 @@ impl Env {
             args.extend(["--qd", "4"]);
         }
         args.extend(extra);
-        self.run("read", &args)
+        self.run_json("read", &args)
     }
 }
 
@@ -97,17 +96,13 @@ fn failures(v: &Value) -> Vec<Value> {
 
 /// Skips io_uring where the sandbox forbids it (the engine then refuses with this message).
 fn uring_unavailable(err: &str) -> bool {
-    let missing = err.contains("io_uring is unavailable");
-    if missing {
-        eprintln!("skipping io_uring: {err}");
-    }
-    missing
+    !crate::util::require(!err.contains("io_uring is unavailable"), &format!("io_uring: {err}"))
 }
 
 /// Whether `engine` can run here (io_uring may be unavailable, e.g. in a sandbox): a small
 /// unverified write to `file`.
 fn engine_available(env: &Env, file: &Path, engine: &str) -> bool {
-    let (code, _, err) = env.run(
+    let (code, _, err) = env.run_json(
         "probe",
         &[
             "--target",
@@ -283,7 +278,7 @@ fn an_old_generation_left_behind_is_stale() {
 fn unverified_data_is_unwritten_and_bad_settings_are_refused() {
     let env = Env::new();
     let file = env.path("plain");
-    let (code, _, err) = env.run(
+    let (code, _, err) = env.run_json(
         "plain",
         &["--target", file.to_str().unwrap(), "--rw", "write", "--bs", "4k", "--size", "64k", "--keep"],
     );
@@ -305,7 +300,7 @@ fn unverified_data_is_unwritten_and_bad_settings_are_refused() {
     ] {
         let mut all = vec!["--target", t];
         all.extend(args.iter());
-        let (code, v, err) = env.run("bad", &all);
+        let (code, v, err) = env.run_json("bad", &all);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(v["error"]["message"].is_string(), "{v}");

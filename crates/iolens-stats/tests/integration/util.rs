@@ -1,8 +1,6 @@
 //! Reading the reference fixtures written by `scripts/stats_fixtures.py`, and comparing with
 //! a tolerance that reports what was compared.
 
-#![allow(dead_code)] // each test binary uses its own part of these helpers
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;

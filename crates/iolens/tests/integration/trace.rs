@@ -5,12 +5,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util::{have, require, require_tool, root};
+
 fn iolens() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iolens"))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -203,8 +201,7 @@ fn compare(cmd: &[&str], prepare: impl Fn(&Path)) -> serde_json::Value {
 
 /// [`compare`], file by file.
 fn compare_counts(cmd: &[&str], prepare: impl Fn(&Path), by_file: bool) -> serde_json::Value {
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    if !require_tool("strace") {
         return serde_json::Value::Null;
     }
     let (strace_dir, iolens_dir) = (scratch(), scratch());
@@ -272,8 +269,7 @@ impl XfsMount {
                 .arg(&mnt)
                 .status()
                 .is_ok_and(|s| s.success());
-        if !made {
-            eprintln!("skipped: cannot make and mount an XFS file system here");
+        if !require(made, "an XFS file system (root, mkfs.xfs, a loop device)") {
             return None;
         }
         Some(XfsMount { mnt, _dir: dir })
@@ -316,8 +312,7 @@ fn clones_count_the_bytes_shared_as_copied() {
     let notes = summary["notes"].to_string();
     assert!(notes.contains("1 clone") && notes.contains("1.0 MiB") && notes.contains("no data"), "{notes}");
 
-    if !have("xfs_io") {
-        eprintln!("skipped the ranges: xfs_io not installed");
+    if !require_tool("xfs_io") {
         return;
     }
     let a = dir.join("a.bin");
@@ -355,8 +350,7 @@ fn clones_count_the_bytes_shared_as_copied() {
 /// tracer counts on the same commands: calls, bytes asked and bytes moved, file by file.
 #[test]
 fn strace_output_analyzed_counts_what_the_tracer_counts() {
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    if !require_tool("strace") {
         return;
     }
     let script = "cp a.bin b.bin && cat a.bin > c.bin && dd if=a.bin of=d.bin bs=64k status=none && cat d.bin > /dev/null";
@@ -459,8 +453,7 @@ fn tar_czf_opens_through_the_fortified_open() {
 /// Compiles the C program `source` into `dir` (fortified, as distributions build); `None`, with
 /// a note, without gcc.
 fn compile_c(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
-    if !have("gcc") {
-        eprintln!("skipped: gcc not installed");
+    if !require_tool("gcc") {
         return None;
     }
     let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
@@ -509,8 +502,7 @@ int main(void) {
 fn stdio_calls_count_what_they_moved() {
     let build = scratch();
     let Some(prog) = compile_c(build.path(), "stdio", STDIO_PROGRAM) else { return };
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    if !require_tool("strace") {
         return;
     }
     let command = format!("{} > stdout.txt", prog.display());
@@ -561,8 +553,7 @@ fn under_strace_and_iolens(
 ) -> Option<(Counts, Vec<Op>, serde_json::Value, String)> {
     let build = scratch();
     let prog = compile_c(build.path(), name, source)?;
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    if !require_tool("strace") {
         return None;
     }
     let prog = prog.to_str().unwrap();
@@ -1199,8 +1190,7 @@ fn fio_libaio_reads(extra: &[&str]) -> ((u64, i64), (u64, u64)) {
 
 #[test]
 fn linux_native_aio_requests_are_recorded_when_reaped_and_noted_when_not() {
-    if !have("fio") || !fio_has_libaio() {
-        eprintln!("skipped: fio with its libaio engine not installed");
+    if !require(have("fio") && fio_has_libaio(), "fio with its libaio engine") {
         return;
     }
     // fio reads the 1 MiB file in 256 requests of 4 KiB, reaped by io_getevents.
@@ -1274,8 +1264,7 @@ int main(void) {
 
 #[test]
 fn native_aio_blocks_the_kernel_did_not_take_are_not_said_to_be_unreaped() {
-    if !Path::new("/usr/lib/x86_64-linux-gnu/libaio.so.1").exists() {
-        eprintln!("skipped: libaio not installed");
+    if !require(Path::new("/usr/lib/x86_64-linux-gnu/libaio.so.1").exists(), "libaio (libaio1)") {
         return;
     }
     let dir = scratch();
@@ -1399,8 +1388,7 @@ fn an_io_uring_ring_is_noted_with_its_registered_files() {
     let Some(prog) = compile_c(build.path(), "ring", IO_URING_PROGRAM) else { return };
     let dir = scratch();
     let run = Command::new(&prog).current_dir(dir.path()).status().unwrap();
-    if run.code() == Some(3) {
-        eprintln!("skipped: io_uring is disabled on this machine");
+    if !require(run.code() != Some(3), "io_uring (disabled on this machine)") {
         return;
     }
     let (ops, summary) = iolens_ops(&[prog.to_str().unwrap()], dir.path());
@@ -1414,8 +1402,7 @@ fn an_io_uring_ring_is_noted_with_its_registered_files() {
 
 #[test]
 fn calls_on_devices_and_pipes_are_counted_in_a_note() {
-    if !have("strace") {
-        eprintln!("skipped: strace not installed");
+    if !require_tool("strace") {
         return;
     }
     let cmd = ["sh", "-c", "dd if=/dev/zero bs=4k count=10 status=none | cat > out.bin"];
@@ -1441,8 +1428,7 @@ fn python_reads_via_buffered_io_and_pread() {
 
 #[test]
 fn sqlite_inserts_with_fsync() {
-    if !have("sqlite3") {
-        eprintln!("skipped: sqlite3 not installed");
+    if !require_tool("sqlite3") {
         return;
     }
     let sql = "create table t(a, b); begin; insert into t values (1, randomblob(5000)); commit; \
@@ -1483,17 +1469,16 @@ fn exit_status_and_output_of_the_program_are_kept() {
     );
 }
 
+/// A shared DXT sample (`../shared/data/dxt/NAME`, beside the checkout); `None` (the test
+/// skips) where the samples are not there.
 fn dxt(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/dxt").join(name);
-    p.exists().then_some(p)
+    require(p.exists(), "the shared DXT samples (../shared/data/dxt)").then_some(p)
 }
 
 #[test]
 fn analyze_darshan_dxt_sample() {
-    let Some(path) = dxt("mpi-io-test_32ranks.dxt.txt") else {
-        eprintln!("skipped: shared DXT samples not found");
-        return;
-    };
+    let Some(path) = dxt("mpi-io-test_32ranks.dxt.txt") else { return };
     let text = std::fs::read_to_string(&path).unwrap();
     let posix_segments = text.lines().filter(|l| l.trim_start().starts_with("X_POSIX")).count() as u64;
     let out = scratch();
@@ -1525,8 +1510,7 @@ fn analyze_binary_darshan_log() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "../../../shared/data/darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan",
     );
-    if !path.exists() {
-        eprintln!("skipped: shared Darshan logs not found");
+    if !require(path.exists(), "the shared Darshan logs (../shared/data/darshan)") {
         return;
     }
     let out = scratch();
@@ -1563,10 +1547,7 @@ fn analyze_json(path: &Path, extra: &[&str]) -> serde_json::Value {
 fn include_and_exclude_filters_split_the_trace_and_count_what_they_leave_out() {
     let darshan = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/data/darshan/nonmpi_dxt_anonymized.darshan");
-    let Some(text) = dxt("nonmpi_dxt_anonymized.dxt.txt") else {
-        eprintln!("skipped: shared DXT samples not found");
-        return;
-    };
+    let Some(text) = dxt("nonmpi_dxt_anonymized.dxt.txt") else { return };
     for path in [text, darshan] {
         let all = analyze_json(&path, &[]);
         assert!(all.get("filters").is_none(), "no filters, no filter report");
@@ -1858,8 +1839,7 @@ fn a_reused_out_directory_is_refused_not_summed() {
 /// `iolens`, run as nobody through setpriv when the tests run as root (with `dir` open to it);
 /// else as the current user.
 fn as_nobody_if_root(dir: &Path) -> Command {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
+    if !root() || !have("setpriv") {
         return iolens();
     }
     use std::os::unix::fs::PermissionsExt;
@@ -1893,18 +1873,16 @@ fn a_program_with_umask_777_is_traced_and_keeps_its_exit_status() {
 
 #[test]
 fn processes_that_give_up_root_are_traced_after_the_change() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root can change user");
+    if !require(root(), "root, to change user") {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
     let dd = "dd if=/dev/zero of=y.bin bs=4k count=10 2>/dev/null";
     let mut runs: Vec<Vec<&str>> = Vec::new();
-    if have("setpriv") {
+    if require_tool("setpriv") {
         runs.push(vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", dd]);
     }
-    if have("su") {
+    if require_tool("su") {
         // su forks, the child becomes nobody and runs a shell, which forks dd.
         runs.push(vec!["su", "nobody", "-s", "/bin/sh", "-c", dd]);
     }
@@ -1946,8 +1924,8 @@ fn a_statically_linked_program_run_by_a_traced_process_is_said_to_be_untraced() 
         .arg(dir.path().join("chain.c"))
         .output()
         .unwrap();
-    if !status.status.success() {
-        eprintln!("skipped: no static C library ({})", String::from_utf8_lossy(&status.stderr));
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    if !require(status.status.success(), &format!("a static C library (libc6-dev): {stderr}")) {
         return;
     }
     let json = dir.path().join("s.json");
@@ -1969,9 +1947,8 @@ fn a_statically_linked_program_run_by_a_traced_process_is_said_to_be_untraced() 
 
 #[test]
 fn a_set_user_id_program_is_said_to_be_untraced() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 || !have("setpriv") {
-        eprintln!("skipped: making a set-user-ID program of another user takes root");
+    if !require(root() && have("setpriv"), "root and setpriv, to make a set-user-ID program of another user")
+    {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -1999,9 +1976,7 @@ fn a_set_user_id_program_is_said_to_be_untraced() {
 
 #[test]
 fn events_lost_on_a_full_disk_are_counted_with_the_reason() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: mounting a small tmpfs takes root");
+    if !require(root(), "root, to mount a small tmpfs") {
         return;
     }
     let dir = scratch();
@@ -2010,8 +1985,7 @@ fn events_lost_on_a_full_disk_are_counted_with_the_reason() {
     // 64 KiB: the first 64 KiB buffer of events does not fit beside the stream's header (dd's
     // 50,000 writes take some 400 KiB of compact events).
     let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&out).status();
-    if !mounted.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: cannot mount a tmpfs here");
+    if !require(mounted.is_ok_and(|s| s.success()), "a tmpfs mount") {
         return;
     }
     struct Unmount<'a>(&'a Path);

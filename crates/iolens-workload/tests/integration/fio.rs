@@ -48,7 +48,8 @@ fn fio_resolves(path: &Path, env: &[(&str, &str)]) -> Vec<(String, BTreeMap<Stri
 }
 
 fn have_fio() -> bool {
-    Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success())
+    let runs = Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success());
+    crate::prerequisite::require(runs, "fio (the comparison with fio's own parse)")
 }
 
 fn no_includes(p: &Path) -> Result<String, String> {
@@ -168,7 +169,6 @@ fn a_fio_job_file_becomes_the_jobs_fio_resolves() {
     assert_eq!(m.start_delay, Duration::from_millis(250));
 
     if !have_fio() {
-        eprintln!("fio not installed: the comparison with fio's own parse is skipped");
         return;
     }
     let resolved = fio_resolves(&path, &env);

@@ -5,8 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
-use common::{iolens, read_json, run_ok};
+use crate::util::{holds_written_data, iolens, read_json, require, require_some, run_ok, wait_for};
 
 fn dir_entries(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
@@ -160,9 +159,10 @@ fn block_devices_need_the_flag_and_mounted_ones_are_refused_anyway() {
     }
     // The device holding the root file system is mounted: refused even with the flag. The
     // refusal happens before any descriptor is opened for writing.
-    let Some(root) = iolens_device::device_for_path(Path::new("/")).unwrap() else { return };
+    let device = iolens_device::device_for_path(Path::new("/")).unwrap();
+    let Some(root) = require_some(device, "a block device under /") else { return };
     let node = Path::new("/dev").join(&root.name);
-    if !node.exists() {
+    if !require(node.exists(), &format!("{} (the device under /)", node.display())) {
         return;
     }
     let out = iolens()
@@ -318,14 +318,8 @@ fn ctrl_c_keeps_results_and_removes_files() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the run is under way (its file exists), then interrupt it.
-    for _ in 0..200 {
-        if !dir_entries(&data).is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Wait until the run is under way (it has written into its file), then interrupt it.
+    wait_for("the run to write into its file", || dir_entries(&data).iter().any(|f| holds_written_data(f)));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -333,6 +327,7 @@ fn ctrl_c_keeps_results_and_removes_files() {
     let v = read_json(&json);
     assert_eq!(v["interrupted"], true);
     assert!(u(&v["aggregate"]["ops"]) > 0, "results so far are kept");
+    // Not a speed limit: the run was asked for 60 s, and ending well before is what SIGINT did.
     assert!(f(&v["aggregate"]["wall_s"]) < 30.0, "stopped early");
     assert_eq!(dir_entries(&data), Vec::<PathBuf>::new(), "created files removed on Ctrl-C");
 }
@@ -366,8 +361,7 @@ impl Drop for SmallFs {
 
 #[test]
 fn free_space_is_checked_and_enospc_mid_run_keeps_results() {
-    let Some(fs) = SmallFs::mount("8m") else {
-        eprintln!("skipped: cannot mount tmpfs here");
+    let Some(fs) = require_some(SmallFs::mount("8m"), "a tmpfs mount (root)") else {
         return;
     };
     let out_dir = scratch();
@@ -420,8 +414,7 @@ fn flag_errors_are_clear() {
 #[test]
 fn direct_io_refused_by_the_file_system_is_a_clear_error() {
     // ramfs has no O_DIRECT support.
-    let Some(fs) = SmallFs::mount_fs("ramfs", "mode=755") else {
-        eprintln!("skipped: cannot mount ramfs here");
+    let Some(fs) = require_some(SmallFs::mount_fs("ramfs", "mode=755"), "a ramfs mount (root)") else {
         return;
     };
     let out = iolens()
@@ -523,8 +516,7 @@ impl Drop for LoopDevice {
 
 #[test]
 fn block_device_reads_are_allowed_and_writes_need_the_flag() {
-    let Some(dev) = LoopDevice::attach(8 << 20) else {
-        eprintln!("skipped: cannot attach a loop device here");
+    let Some(dev) = require_some(LoopDevice::attach(8 << 20), "a loop device (root, losetup)") else {
         return;
     };
     let out_dir = scratch();
