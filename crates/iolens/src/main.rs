@@ -3,8 +3,6 @@
 
 #[macro_use]
 mod output;
-// The one skip helper of the workspace's tests: tests without the shared data sets skip, or fail
-// under IOLENS_REQUIRE_TOOLS=1.
 mod beff_cmd;
 #[cfg(feature = "mpi")]
 mod beff_io_cmd;
@@ -18,9 +16,6 @@ mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
 mod preload;
-#[cfg(test)]
-#[path = "../tests/integration/util/prerequisite.rs"]
-mod prerequisite;
 mod process_tree;
 mod quick;
 mod report_cmd;

@@ -125,6 +125,8 @@ pub struct RecommendFixture {
 pub struct PickFixture {
     pub factor: String,
     pub choice: String,
+    // What the reference printed beside the choice: read by `Debug` when a check fails only.
+    #[allow(dead_code)]
     pub p: Option<f64>,
 }
 
