@@ -4,7 +4,7 @@
     scripts/check-schemas.py                      # every schemas/*.schema.json is valid draft 2020-12
     scripts/check-schemas.py run r.json [...]     # and each file conforms to schemas/run.schema.json
 
-The Rust test (`cargo test -p iolens --test contract`) validates every command's output with a
+The Rust test (`cargo test -p iolens --test integration contract::`) validates every command's output with a
 small validator of its own; this script confirms the schemas mean the same to a full one.
 Exit status 0 when everything conforms, 1 otherwise, 2 without the jsonschema module.
 """

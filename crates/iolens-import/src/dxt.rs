@@ -633,9 +633,11 @@ mod tests {
         assert!(r.unwrap_err().to_string().contains(":9:"));
     }
 
+    /// A shared DXT sample (`../shared/data/dxt/NAME`, beside the checkout); `None` (the test
+    /// skips) where the samples are not there.
     fn sample(name: &str) -> Option<PathBuf> {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/dxt").join(name);
-        p.exists().then_some(p)
+        crate::prerequisite::require(p.exists(), "the shared DXT samples (../shared/data/dxt)").then_some(p)
     }
 
     /// Counts rows and bytes with plain text processing, independently of the parser.
@@ -659,10 +661,7 @@ mod tests {
             ("hdf5_diagonal_write_1_byte_dxt.dxt.txt", 440, 10),
             ("runtime_and_dxt_heatmaps_diagonal_write_only.dxt.txt", 32, 32),
         ] {
-            let Some(path) = sample(name) else {
-                eprintln!("skipped: shared DXT samples not found");
-                return;
-            };
+            let Some(path) = sample(name) else { return };
             let (rows, bytes, rank_set) = count(&path);
             let mut c = Collect::default();
             let r = import(&path, Format::Dxt, true, &mut c).unwrap();

@@ -725,6 +725,12 @@ mod tests {
     }
 }
 
+// The one skip helper of the workspace's tests: tests without the shared data sets skip, or
+// fail under IOLENS_REQUIRE_TOOLS=1.
+#[cfg(test)]
+#[path = "../../iolens/tests/integration/util/prerequisite.rs"]
+mod prerequisite;
+
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;

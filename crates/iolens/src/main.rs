@@ -26,6 +26,11 @@ mod signals;
 mod stats_cmd;
 mod suites;
 mod trace_cmd;
+// The one skip helper of the workspace's tests: tests without the shared data sets skip, or fail
+// under IOLENS_REQUIRE_TOOLS=1.
+#[cfg(test)]
+#[path = "../tests/integration/util/prerequisite.rs"]
+mod prerequisite;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -8,9 +8,11 @@ use iolens_record::event::{IoOp, Layer, UNKNOWN_OFFSET};
 use crate::testing::Collect;
 use crate::{detect_format, import, import_reader, Format, ImportError, ImportReport};
 
+/// A directory of the shared data sets (`../shared/data/DIR`, beside the checkout); `None` (the
+/// test skips) where they are not there.
 fn shared(dir: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(dir);
-    p.exists().then_some(p)
+    crate::prerequisite::require(p.exists(), &format!("the shared data sets ({})", p.display())).then_some(p)
 }
 
 fn read(path: &Path) -> (Collect, ImportReport) {
@@ -22,10 +24,7 @@ fn read(path: &Path) -> (Collect, ImportReport) {
 /// Every value `darshan-parser --total` (3.5.0) printed for every shared log, exactly.
 #[test]
 fn totals_match_darshan_parser() {
-    let Some(dir) = shared("darshan") else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let Some(dir) = shared("darshan") else { return };
     let expected: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("expected-totals.json")).unwrap()).unwrap();
     let logs = expected.as_object().unwrap();
@@ -59,10 +58,7 @@ fn totals_match_darshan_parser() {
 /// HDF5 counters and summed times, as darshan-util 3.5.0 (through PyDarshan) reads the same logs.
 #[test]
 fn hdf5_totals_and_time_sums_match_darshan_util() {
-    let Some(dir) = shared("darshan") else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let Some(dir) = shared("darshan") else { return };
     let (_, r) = read(&dir.join("hdf5_diagonal_write_1_byte_dxt.darshan"));
     let log = r.darshan.unwrap();
     for (name, total) in [
@@ -124,10 +120,7 @@ fn text_rows(path: &Path) -> Vec<Row> {
 /// rounds to 0.1 ms.
 #[test]
 fn segments_match_the_dxt_text_with_more_precision() {
-    let (Some(bin), Some(txt)) = (shared("darshan"), shared("dxt")) else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let (Some(bin), Some(txt)) = (shared("darshan"), shared("dxt")) else { return };
     let mut finer = false;
     for (log, text) in [
         ("hdf5_diagonal_write_1_byte_dxt.darshan", "hdf5_diagonal_write_1_byte_dxt.dxt.txt"),
@@ -164,10 +157,7 @@ fn segments_match_the_dxt_text_with_more_precision() {
 
 #[test]
 fn job_header_mounts_and_a_truncated_dxt_note() {
-    let Some(dir) = shared("darshan") else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let Some(dir) = shared("darshan") else { return };
     let (_, r) = read(&dir.join("treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"));
     let log = r.darshan.unwrap();
     let j = &log.job;
@@ -467,10 +457,7 @@ fn comparable(log: &super::DarshanLog) -> serde_json::Value {
 /// Lustre striping, notes, file names and DXT segments.
 #[test]
 fn bzip2_logs_read_exactly_as_their_zlib_originals() {
-    let Some(dir) = shared("darshan") else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let Some(dir) = shared("darshan") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let mut compared = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -612,10 +599,7 @@ fn corrupt_lustre_records_name_the_module_and_record() {
 /// reads it as: the shared file, 1 MiB stripes over one OST (id 1), pattern raid0, flags 0.
 #[test]
 fn lustre_records_of_real_logs_match_darshan_util() {
-    let Some(dir) = shared("darshan") else {
-        eprintln!("skipped: shared Darshan logs not found");
-        return;
-    };
+    let Some(dir) = shared("darshan") else { return };
     let (_, r) = read(&dir.join("mpi-io-test-x86_64-3.5.0.darshan"));
     let log = r.darshan.unwrap();
     assert_eq!(log.lustre.len(), 1);
