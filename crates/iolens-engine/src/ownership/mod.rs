@@ -1,7 +1,7 @@
 //! What iolens owns: the files and scratch directories it created, recorded so that it writes
 //! only into its own files and can remove what a killed run left behind — and nothing else.
 //!
-//! The model (README, "Safety"):
+//! The model (docs/safety.md, "Killed runs and `iolens clean`"):
 //! - **Where.** The registry lives in a *trusted* directory ([`trusted`]): `$IOLENS_STATE_DIR`,
 //!   else `$XDG_STATE_HOME/iolens`, else `~/.local/state/iolens`, reached from `/` through
 //!   descriptors with every component owned by this user or root and writable by no one else

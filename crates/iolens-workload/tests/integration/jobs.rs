@@ -372,8 +372,9 @@ fn more_value_errors() {
     assert_eq!((e.key.as_str(), e.message.as_str()), ("name", "expected a string, found an integer"));
 }
 
+/// The example job file of docs/guide.md ("Workloads").
 #[test]
-fn the_readme_example_parses() {
+fn the_guide_example_parses() {
     let j = job(r#"
 name = "mixed"
 block_unit = 512
