@@ -15,6 +15,8 @@
 //! benchmarks of the b_eff_io paper that run on it: [`beff_mpi`] (the network) and
 //! [`beff_io_mpi`] (MPI-IO, reusing the pattern loop of `iolens_suites::beff_io`).
 
+#[cfg(feature = "mpi")]
+pub mod across;
 pub mod beff;
 #[cfg(feature = "mpi")]
 pub mod beff_io_mpi;
@@ -22,6 +24,7 @@ pub mod beff_io_mpi;
 pub mod beff_mpi;
 pub mod clock;
 pub mod combine;
+pub mod fingerprint;
 pub mod launch;
 pub mod wire;
 #[cfg(feature = "mpi")]

@@ -11,6 +11,7 @@
 mod flags;
 mod jobfile;
 mod model;
+mod resolved;
 mod units;
 
 pub use flags::FlagWorkload;
@@ -22,4 +23,5 @@ pub use jobfile::{
     load_job_file, parse_job, parse_job_with_tables, suggest, ErrorSource, JobError, AGENT_KEYS,
 };
 pub use model::*;
+pub use resolved::resolved_job;
 pub use units::{format_bytes, parse_duration, parse_size, UnitError};

@@ -67,7 +67,7 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
         beff_io_mpi::die(&fatal, &e.to_string());
     }
     // The same b_eff_io on every rank, in the same directory: its MPI-IO files are shared.
-    let mut fingerprint = crate::same_job::of_suite(&a);
+    let mut fingerprint = iolens_mpi::fingerprint::of_suite(&a);
     fingerprint.push("dir", a.dir.display());
     world.same_job(&fingerprint).map_err(usage)?;
     if rank == 0 && !a.quiet {

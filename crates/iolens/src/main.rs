@@ -12,7 +12,6 @@ mod cli;
 mod compare_cmd;
 mod darshan_view;
 mod help_cmd;
-mod job_json;
 mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi_cmd;
@@ -197,22 +196,22 @@ fn under_mpi(
         cli::Command::Beff(a) => beff_cmd::run(a).err().unwrap_or(0),
         cli::Command::Sweep(a) => {
             let json = a.suite.json.clone();
-            let fp = same_job::of_suite(&a);
+            let fp = iolens_mpi::fingerprint::of_suite(&a);
             mpi_suite(json, command, &fp, |runner, command| suites::sweep(runner, a, stop, command))
         }
         cli::Command::Saturate(a) => {
             let json = a.suite.json.clone();
-            let fp = same_job::of_suite(&a);
+            let fp = iolens_mpi::fingerprint::of_suite(&a);
             mpi_suite(json, command, &fp, |runner, command| suites::saturate(runner, a, stop, command))
         }
         cli::Command::WriteModes(a) => {
             let json = a.json.clone();
-            let fp = same_job::of_suite(&a);
+            let fp = iolens_mpi::fingerprint::of_suite(&a);
             mpi_suite(json, command, &fp, |runner, command| suites::write_modes(runner, a, stop, command))
         }
         cli::Command::Quick(a) => {
             let json = a.output.json.clone();
-            let mut fp = same_job::of_suite(&a);
+            let mut fp = iolens_mpi::fingerprint::of_suite(&a);
             // Its b_eff_io part shares MPI-IO files in this directory: one for every rank.
             fp.push("dir", format!("{:?}", a.dir));
             mpi_suite(json, command, &fp, |runner, command| quick::quick(runner, a, stop, command))
@@ -240,7 +239,7 @@ fn mpi_suite(
     body: impl FnOnce(&dyn iolens_suites::PointRunner, String) -> Result<(), u8>,
 ) -> u8 {
     clean_cmd::remove_leftovers_quietly();
-    mpi_cmd::suite(json, fingerprint, |runner| body(runner, command)).err().unwrap_or(0)
+    iolens_mpi::across::suite(json.as_deref(), fingerprint, |runner| body(runner, command)).err().unwrap_or(0)
 }
 
 /// A command line clap rejected: its message, and the JSON error report when `--json` was given

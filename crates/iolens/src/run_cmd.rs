@@ -11,11 +11,11 @@ use serde::Serialize;
 use iolens_report::export::parquet::companion_path;
 
 use crate::cli::RunArgs;
-use crate::job_json::resolved_job;
 use crate::output::{
     check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
 };
 use iolens_output::console::output_failed;
+use iolens_workload::resolved_job;
 
 /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
 pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {

@@ -1,9 +1,10 @@
 //! The resolved job as the envelope's `job`: every setting the run used, defaults filled in,
 //! under the keys and units of the output contract (`*_bytes`, `*_s`).
 
-use iolens_workload::{AgentSpec, Arrival, Distribution, FsyncPolicy, Job, OpMix, Pattern, SizeSpec, Verify};
+use crate::{AgentSpec, Arrival, Distribution, FsyncPolicy, Job, OpMix, Pattern, SizeSpec, Verify};
 use serde_json::{json, Value};
 
+/// The resolved job as JSON (the envelope's `job` of a run).
 pub fn resolved_job(job: &Job) -> Value {
     json!({
         "name": job.name,
@@ -97,7 +98,7 @@ mod tests {
 
     #[test]
     fn every_agent_setting_is_in_the_resolved_job() {
-        let job = iolens_workload::FlagWorkload {
+        let job = crate::FlagWorkload {
             target: "/tmp/x".into(),
             rw: "randrw".into(),
             bs: "4k".into(),
