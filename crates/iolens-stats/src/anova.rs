@@ -1,6 +1,5 @@
 use std::collections::HashMap;
 
-use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, FisherSnedecor};
 
@@ -300,37 +299,37 @@ impl<'a> FitCache<'a> {
     /// enough" for orthogonality to working precision) and dropping a column when what is
     /// left of it is negligible next to its own length, i.e. it lies in the span of the
     /// columns before it. That is how missing cells lower the rank, as R's `lm` does with its
-    /// pivoted QR. nalgebra's SVD is not used here: on these exactly rank-deficient indicator
-    /// matrices it can return factors that do not reproduce the matrix.
+    /// pivoted QR. (An SVD is not used here: on these exactly rank-deficient indicator matrices
+    /// it can return factors that do not reproduce the matrix.)
     fn least_squares(&self, term_set: &[usize]) -> Fit {
         let cells = self.cells;
         let cell_count = cells.keys.len();
-        let weights = DVector::from_iterator(cell_count, cells.counts.iter().map(|n| n.sqrt()));
+        let weights: Vec<f64> = cells.counts.iter().map(|n| n.sqrt()).collect();
 
-        let mut basis: Vec<DVector<f64>> = Vec::new();
-        let mut add_column = |column: DVector<f64>| {
-            let length = column.norm();
+        let mut basis: Vec<Vec<f64>> = Vec::new();
+        let mut add_column = |column: Vec<f64>| {
+            let length = norm(&column);
             let mut remainder = column;
             for _ in 0..2 {
                 for direction in &basis {
-                    let along = direction.dot(&remainder);
-                    remainder.axpy(-along, direction, 1.0);
+                    let along = dot(direction, &remainder);
+                    axpy(&mut remainder, -along, direction);
                 }
             }
-            let left = remainder.norm();
+            let left = norm(&remainder);
             if left > DEPENDENT_COLUMN_TOLERANCE * length {
-                basis.push(remainder / left);
+                basis.push(remainder.iter().map(|v| v / left).collect());
             }
         };
         add_column(weights.clone());
         for &term in term_set {
             let positions = &self.key_positions[term];
             let mut column_of: HashMap<Vec<usize>, usize> = HashMap::new();
-            let mut columns: Vec<DVector<f64>> = Vec::new();
+            let mut columns: Vec<Vec<f64>> = Vec::new();
             for (cell, key) in cells.keys.iter().enumerate() {
                 let combination: Vec<usize> = positions.iter().map(|&p| key[p]).collect();
                 let column = *column_of.entry(combination).or_insert_with(|| {
-                    columns.push(DVector::zeros(cell_count));
+                    columns.push(vec![0.0; cell_count]);
                     columns.len() - 1
                 });
                 columns[column][cell] = weights[cell];
@@ -338,16 +337,30 @@ impl<'a> FitCache<'a> {
             columns.into_iter().for_each(&mut add_column);
         }
 
-        let target = DVector::from_iterator(
-            cell_count,
-            cells.means.iter().zip(weights.iter()).map(|(mean, w)| mean * w),
-        );
-        let mut projection = DVector::zeros(cell_count);
+        let target: Vec<f64> = cells.means.iter().zip(&weights).map(|(mean, w)| mean * w).collect();
+        let mut projection = vec![0.0; cell_count];
         for direction in &basis {
-            projection.axpy(direction.dot(&target), direction, 1.0);
+            axpy(&mut projection, dot(direction, &target), direction);
         }
-        let cell_fitted = projection.iter().zip(weights.iter()).map(|(value, w)| value / w).collect();
+        let cell_fitted = projection.iter().zip(&weights).map(|(value, w)| value / w).collect();
         Fit { cell_fitted, rank: basis.len() }
+    }
+}
+
+/// The inner product of two columns.
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The Euclidean length of a column.
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// `y += a·x`.
+fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
     }
 }
 
