@@ -17,8 +17,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload: a job file, or one agent described by flags (replicated by --threads).
     Run(Box<RunArgs>),
-    /// A short characterization of a directory's storage: sequential 1 MiB and random 4 KiB
-    /// reads and writes, sync and io_uring, buffered and direct.
+    /// A short characterization of a directory's storage: a block-size sweep of random reads
+    /// (4 KiB to 16 MiB), the saturation point of random reads and writes (up to 32 in flight),
+    /// the three write modes, and b_eff_io with a short T; direct I/O where the file system
+    /// takes it. One summary page; each part's full result as JSON in --results.
     Quick(QuickArgs),
     /// Block-size sweep (the iops program's experiment): IO/s, MiB/s, BPS and latency per size,
     /// with the knee of the IOPS curve and the size reaching 90% of peak bandwidth.
@@ -45,7 +47,7 @@ pub enum Command {
     /// LD_PRELOAD; children, threads, fork and exec followed).
     Trace(TraceArgs),
     /// Summarize a trace: iolens traces and event streams, `strace -f -ttt -T` output, blkparse
-    /// text, or Darshan DXT text.
+    /// text, binary Darshan logs (`.darshan`, versions 3.0 to 3.5) or Darshan DXT text.
     Analyze(AnalyzeArgs),
     /// Print the TOML job equivalent to a fio job file (each key noting the fio line it came
     /// from); `iolens run JOB.fio` runs the same job directly.
@@ -59,8 +61,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print a shell completion script: `iolens completions bash > /etc/bash_completion.d/iolens`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff): `iolens man > iolens.1; man ./iolens.1`.
-    Man(QuietOnly),
+    /// Print a manual page (roff): `iolens man > iolens.1; man ./iolens.1` for iolens(1), `iolens
+    /// man run` for iolens-run(1), one page per command; `--all DIR` writes every page there.
+    Man(ManArgs),
     /// Remove what killed runs left behind: files and scratch directories the ownership
     /// registry lists for processes that no longer exist (each checked to be the very object
     /// recorded before removal). Every command that writes files does this quietly first.
@@ -673,6 +676,18 @@ pub struct ReportArgs {
     pub html: PathBuf,
     #[command(flatten)]
     pub _quiet: QuietOnly,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, `trace`, ...); iolens(1) without one.
+    pub command: Option<String>,
+    /// Write every page (iolens.1 and iolens-COMMAND.1 for each command) into this directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub all: Option<std::path::PathBuf>,
+    /// No progress line (this command shows none).
+    #[arg(long = "quiet", short = 'q')]
+    pub _quiet: bool,
 }
 
 #[derive(Debug, Args)]

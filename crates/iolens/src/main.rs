@@ -132,7 +132,7 @@ fn main() -> ExitCode {
         cli::Command::Compare(a) => compare_cmd::compare(a),
         cli::Command::Report(a) => report_cmd::report(a),
         cli::Command::Completions(a) => help_cmd::completions(a.shell),
-        cli::Command::Man(_) => help_cmd::man(),
+        cli::Command::Man(a) => help_cmd::man(a),
         cli::Command::Clean(_) => clean_cmd::clean(),
     };
     let mut code = outcome.err().unwrap_or(0);

@@ -59,6 +59,31 @@ fn the_manual_page_is_roff() {
     assert!(page.contains("compare") && page.contains("trace"), "{page}");
 }
 
+/// One page per command, as git and fio users know them: `iolens man run` is iolens-run(1), and
+/// `--all DIR` writes every page; a mistyped command is refused with the nearest one.
+#[test]
+fn every_command_has_its_own_manual_page() {
+    let env = Env::new();
+    let out = env.iolens().args(["man", "run"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH iolens-run 1"), "{page}");
+    // Its own flags, which the page of iolens(1) does not list (roff writes `-` as `\-`).
+    assert!(page.contains("\\-\\-rw"), "{page}");
+    let out = env.iolens().args(["man", "rn"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("did you mean run?"), "{}", text(&out));
+    let dir = env.mkdir("man");
+    let out = env.iolens().args(["man", "--all"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for command in
+        ["iolens", "iolens-run", "iolens-trace", "iolens-analyze", "iolens-quick", "iolens-compare"]
+    {
+        let page = std::fs::read_to_string(dir.join(format!("{command}.1"))).unwrap();
+        assert!(page.contains(&format!(".TH {command} 1")), "{command}: {page}");
+    }
+}
+
 /// Installed alone (as `cargo install` does), iolens still traces: it writes the library it
 /// carries into a private cache directory on first use.
 #[test]
