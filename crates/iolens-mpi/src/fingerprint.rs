@@ -78,8 +78,19 @@ fn value(field: &str, v: &Value) -> String {
 }
 
 /// Fields of a suite's arguments that may differ per rank: output paths, its own directory.
-const SUITE_PER_RANK: &[&str] =
-    &["json", "csv", "parquet", "results", "quiet", "_quiet", "keep", "allow_overwrite", "target", "dir"];
+const SUITE_PER_RANK: &[&str] = &[
+    "json",
+    "csv",
+    "parquet",
+    "results",
+    "quiet",
+    "_quiet",
+    "keep",
+    "allow_overwrite",
+    "target",
+    "target_flag",
+    "dir",
+];
 
 /// A suite: every argument it was given, from their `{:#?}` (one field a line), as `--flag`
 /// value, but those of [`SUITE_PER_RANK`]; `command` is the suite itself.

@@ -303,8 +303,13 @@ pub struct MonitorArgs {
 /// Where a suite runs and what it may touch.
 #[derive(Debug, Args, Clone)]
 pub struct SuiteArgs {
-    /// A directory (the suite makes its own file in it), a file, or a block device.
-    pub target: PathBuf,
+    /// A directory (the suite makes its own file in it), a file, or a block device; or give it
+    /// as --target, as `run` takes it.
+    #[arg(value_name = "TARGET", required_unless_present = "target_flag", conflicts_with = "target_flag")]
+    pub target: Option<PathBuf>,
+    /// The target, as `run` takes it (the same as the positional TARGET).
+    #[arg(long = "target", value_name = "TARGET")]
+    pub target_flag: Option<PathBuf>,
     /// Duration of each point.
     #[arg(long, default_value = "2s")]
     pub time: String,
@@ -433,8 +438,13 @@ pub struct BeffArgs {
 
 #[derive(Debug, Args)]
 pub struct WriteModesArgs {
-    /// A directory (each mode writes fresh files in a scratch directory of its own), or a file.
-    pub target: PathBuf,
+    /// A directory (each mode writes fresh files in a scratch directory of its own), or a file;
+    /// or give it as --target, as `run` takes it.
+    #[arg(value_name = "TARGET", required_unless_present = "target_flag", conflicts_with = "target_flag")]
+    pub target: Option<PathBuf>,
+    /// The target, as `run` takes it (the same as the positional TARGET).
+    #[arg(long = "target", value_name = "TARGET")]
+    pub target_flag: Option<PathBuf>,
     #[arg(long, default_value = "4k")]
     pub bs: String,
     /// Bytes each mode writes (over all threads). Default: 2 × the kernel's dirty-page limit
@@ -784,4 +794,9 @@ mod tests {
             .collect();
         assert!(missing.is_empty(), "commands without -q/--quiet: {missing:?}");
     }
+}
+
+/// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
+pub fn suite_target(positional: &Option<PathBuf>, flag: &Option<PathBuf>) -> PathBuf {
+    positional.clone().or_else(|| flag.clone()).unwrap_or_default()
 }

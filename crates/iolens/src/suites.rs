@@ -119,8 +119,9 @@ pub fn sweep(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target(runner, "", &a.suite.target, SUITE_TARGET, &out)?;
-    let mut cfg = sweep::SweepConfig::new(a.suite.target.clone());
+    let suite_target = crate::cli::suite_target(&a.suite.target, &a.suite.target_flag);
+    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    let mut cfg = sweep::SweepConfig::new(suite_target.clone());
     cfg.rw = a.rw.clone();
     cfg.threads = a.threads.clone();
     cfg.direct = !a.buffered;
@@ -128,7 +129,7 @@ pub fn sweep(
     cfg.region = size("--size", &a.suite.size, &out)?;
     cfg.min_size = match &a.min_bs {
         Some(v) => size("--min-bs", v, &out)?,
-        None => logical_sector(&a.suite.target),
+        None => logical_sector(&suite_target),
     };
     cfg.max_size = size("--max-bs", &a.max_bs, &out)?;
     cfg.floor_iops = a.floor_iops;
@@ -155,8 +156,9 @@ pub fn saturate(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    target(runner, "", &a.suite.target, SUITE_TARGET, &out)?;
-    let mut cfg = saturate::SaturateConfig::new(a.suite.target.clone());
+    let suite_target = crate::cli::suite_target(&a.suite.target, &a.suite.target_flag);
+    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    let mut cfg = saturate::SaturateConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
     cfg.direct = !a.buffered;
     cfg.use_threads = a.threads;
@@ -188,8 +190,9 @@ pub fn write_modes(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target(runner, "", &a.target, SUITE_TARGET, &out)?;
-    let mut cfg = write_modes::WriteModesConfig::new(a.target.clone());
+    let suite_target = crate::cli::suite_target(&a.target, &a.target_flag);
+    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    let mut cfg = write_modes::WriteModesConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
     if a.threads == 0 {
         return Err(fail(&out, "--threads: give at least 1", false, EXIT_USAGE));

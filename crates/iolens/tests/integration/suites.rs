@@ -415,3 +415,24 @@ fn a_suite_target_that_does_not_exist_is_refused_and_nothing_is_created() {
         assert!(left.is_empty(), "{args:?}: nothing created: {left:?}");
     }
 }
+
+/// The suites take their target as `run` does, `--target PATH`, as well as positionally; the
+/// same point either way, and one of the two at a time.
+#[test]
+fn a_suite_takes_its_target_as_run_does() {
+    let dir = scratch();
+    let data = dir.path().join("d");
+    std::fs::create_dir(&data).unwrap();
+    let d = data.to_str().unwrap();
+    let point = ["--threads", "1", "--time", "100ms", "--size", "1m", "--min-bs", "4k", "--max-bs", "4k"];
+    let (positional, _) = run_json(&[&["sweep", d][..], &point].concat(), &dir);
+    let (flagged, _) = run_json(&[&["sweep", "--target", d][..], &point].concat(), &dir);
+    assert_eq!(positional["target"], flagged["target"], "{positional} vs {flagged}");
+    assert_eq!(positional["curves"][0]["points"][0]["bs"], flagged["curves"][0]["points"][0]["bs"]);
+    let (modes, _) = run_json(&["write-modes", "--target", d, "--bytes", "1m", "--time", "1s"], &dir);
+    assert!(modes["modes"].as_array().is_some_and(|m| !m.is_empty()), "{modes}");
+    for args in [vec!["sweep", d, "--target", d], vec!["saturate"], vec!["write-modes"]] {
+        let out = iolens().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
