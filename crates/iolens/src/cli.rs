@@ -765,6 +765,11 @@ pub fn unit_apart_from_its_number(argv: &[std::ffi::OsString]) -> Option<String>
     })
 }
 
+/// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
+pub fn suite_target(positional: &Option<PathBuf>, flag: &Option<PathBuf>) -> PathBuf {
+    positional.clone().or_else(|| flag.clone()).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -794,9 +799,4 @@ mod tests {
             .collect();
         assert!(missing.is_empty(), "commands without -q/--quiet: {missing:?}");
     }
-}
-
-/// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
-pub fn suite_target(positional: &Option<PathBuf>, flag: &Option<PathBuf>) -> PathBuf {
-    positional.clone().or_else(|| flag.clone()).unwrap_or_default()
 }
