@@ -5,6 +5,7 @@
 #![allow(dead_code)] // the MPI modules, built only with the `mpi` feature, use parts of it
 
 pub mod floats_check;
+pub mod loop_fs;
 pub mod prerequisite;
 pub mod schema_check;
 
