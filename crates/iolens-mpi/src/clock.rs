@@ -1,36 +1,13 @@
-//! Clock offsets between ranks, as NTP and Cristian's algorithm estimate them.
-//!
-//! Rank 0 sends a ping at `sent` (its clock), the rank answers with its clock reading `remote`,
-//! rank 0 receives the answer at `received`. If the reply was read halfway through the round
-//! trip, the rank's clock is ahead of rank 0's by `remote − (sent + received) / 2`; the reading
-//! lies somewhere inside the round trip, so the estimate is wrong by at most half of it
-//! (`rtt / 2`, the uncertainty). Of many rounds the one with the smallest round trip is kept:
-//! it had the least queueing, so its midpoint assumption is the tightest.
+//! Clock offsets between ranks: rank 0 pings each rank, and the estimator of
+//! [`iolens_record::clock_offset`] (the preload's too) turns the rounds into an offset whose
+//! uncertainty is half the round trip of the round kept.
 //!
 //! Offsets measured before and after the run give the drift (the two clocks' rate difference);
 //! a rank's timestamp `t` becomes rank 0's time as `t − offset(t)`, the offset interpolated
 //! linearly between the two estimates.
 
+pub use iolens_record::clock_offset::PingSample;
 use serde::Serialize;
-
-/// One ping-pong round: rank 0's send and receive times, and the rank's reading between them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PingSample {
-    pub sent: u64,
-    pub remote: u64,
-    pub received: u64,
-}
-
-impl PingSample {
-    pub fn rtt(&self) -> u64 {
-        self.received.saturating_sub(self.sent)
-    }
-    /// The rank's clock minus rank 0's, assuming the reading was taken mid-round-trip.
-    pub fn offset(&self) -> i64 {
-        let mid = (self.sent as i128 + self.received as i128) / 2;
-        (self.remote as i128 - mid) as i64
-    }
-}
 
 /// The estimate of one rank's offset at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -46,7 +23,7 @@ pub struct OffsetEstimate {
 
 /// The minimum-round-trip sample's estimate; `None` without samples.
 pub fn estimate(samples: &[PingSample]) -> Option<OffsetEstimate> {
-    let best = samples.iter().min_by_key(|s| s.rtt())?;
+    let best = iolens_record::clock_offset::best_sample(samples)?;
     Some(OffsetEstimate {
         offset_ns: best.offset(),
         uncertainty_ns: best.rtt().div_ceil(2),

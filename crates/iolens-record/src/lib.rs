@@ -13,6 +13,7 @@
 
 pub mod busy;
 pub mod clock;
+pub mod clock_offset;
 pub mod event;
 pub mod program;
 pub mod trace;

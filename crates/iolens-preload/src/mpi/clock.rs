@@ -23,6 +23,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 
+use iolens_record::clock_offset::{best_sample, PingSample};
 use iolens_record::event::{IoEvent, IoOp, Layer, FLAG_MPI_RANK, NO_FILE};
 use libc::{c_char, c_int, c_void};
 
@@ -79,19 +80,19 @@ unsafe fn measure(comm: Handle, rank: u32, size: u32) -> (u64, i64) {
             }
             return (now(), 0);
         }
-        let mut best = (u64::MAX, 0u64, 0i64);
-        for _ in 0..ROUNDS {
-            let t0 = now();
-            send((&t0 as *const u64).cast(), 8, byte, 0, TAG, comm);
-            let mut theirs = 0u64;
-            recv((&mut theirs as *mut u64).cast(), 8, byte, 0, TAG, comm, status.as_mut_ptr().cast());
-            let t1 = now();
-            let middle = t0 / 2 + t1 / 2;
-            if t1.saturating_sub(t0) < best.0 {
-                best = (t1.saturating_sub(t0), middle, (theirs as i128 - middle as i128) as i64);
-            }
+        let mut samples = [PingSample { sent: 0, remote: 0, received: 0 }; ROUNDS];
+        for sample in &mut samples {
+            let sent = now();
+            send((&sent as *const u64).cast(), 8, byte, 0, TAG, comm);
+            let mut remote = 0u64;
+            recv((&mut remote as *mut u64).cast(), 8, byte, 0, TAG, comm, status.as_mut_ptr().cast());
+            *sample = PingSample { sent, remote, received: now() };
         }
-        (best.1, best.2)
+        // Rank 0's clock minus this rank's, at this rank's midpoint of the best round.
+        match best_sample(&samples) {
+            Some(best) => (best.midpoint(), best.offset()),
+            None => (now(), 0), // no rounds: ROUNDS is not 0, so never
+        }
     }
 }
 
