@@ -2,7 +2,17 @@
 //! owner, token, size, change time) on its descriptor before it goes, and left in place — with
 //! why — when it cannot be.
 
-use super::*;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+
+use super::fs_at::{self, euid, names_in, open_dir_at, open_file_at, open_parent, stat_at, unlink_at};
+use super::{
+    format_document, host_dir, marker_token, read_document, read_token, scratch, token_agrees, with_kept,
+    Document, Entry, EntryKind, HostDir, Identity, TokenPlace, GRACE_NS, RUN_HEADER,
+};
 
 /// What became of one recorded object.
 #[derive(Debug)]

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use fs_at::{euid, names_in, open_at, open_dir_at, open_file_at, open_parent, stat_at, unlink_at};
+use fs_at::{euid, open_at, open_dir_at, open_file_at, open_parent, stat_at, unlink_at};
 
 const OWNER_XATTR: &str = "user.iolens";
 /// Name of the marker holding a directory's token where user attributes are not kept.

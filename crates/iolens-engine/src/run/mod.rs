@@ -4,26 +4,19 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, AgentSeries, BlockFields, DeviceReport, RateCheck,
-    RunFacts, RunResult, RunSeries, SeriesRaw, VerifyFailure, VerifyReport, Warning, WarningCode,
-};
-use iolens_record::busy::PeriodLogWriter;
+use iolens_metrics::{evaluate_warnings, AgentRaw, RunResult, Warning, WarningCode};
 use iolens_record::clock::now_ns;
-use iolens_record::trace::TraceWriter;
-use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
+use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, SizeSpec};
 
-use crate::agent::{
-    run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup, PhaseGate, SeriesSetup,
-};
-use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
+use crate::agent::{run_agent, AgentOutcome, AgentProgress, AgentSetup, PhaseGate, SeriesSetup};
+use crate::backend::{BackendTarget, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceTimeline, DeviceWatch};
 use crate::placement::Placement;
 use crate::target::{
     attach_shared, open_for_agent, prepare_targets_placed, shared_identity, TargetKind, TargetPolicy, Targets,
 };
-use crate::verify::{read_back, AgentVerify, Expect, Fields};
+use crate::verify::{read_back, AgentVerify, Expect};
 use crate::{EngineError, PhaseBarrier};
 
 mod results;

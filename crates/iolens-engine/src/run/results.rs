@@ -2,9 +2,26 @@
 //! and failure, verification merged, the device counters over the measurement window, and the
 //! facts the warnings are judged from. Also the logs a run writes beside its result.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use iolens_device::DiskStats;
-use iolens_metrics::{DeviceSample, Figures};
+use iolens_metrics::{
+    AgentInfo, AgentRaw, AgentResult, AgentSeries, BlockFields, DeviceReport, DeviceSample, Figures,
+    RateCheck, RunFacts, RunSeries, SeriesRaw, VerifyFailure, VerifyReport, Warning, WarningCode,
+};
+use iolens_record::busy::PeriodLogWriter;
+use iolens_record::clock::now_ns;
+use iolens_record::trace::TraceWriter;
+use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
+
+use super::{Progress, RunObserver, RunOptions};
+use crate::agent::{AgentFailure, AgentOutcome, AgentProgress};
+use crate::backend::Direction;
+use crate::collector::DeviceWatch;
+use crate::target::{TargetKind, Targets};
+use crate::verify::{AgentVerify, Fields};
+use crate::EngineError;
 
 /// Creates the trace and busy-period log files the options ask for, before any agent starts.
 pub(super) fn create_logs(

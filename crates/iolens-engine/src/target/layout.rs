@@ -2,7 +2,21 @@
 //! with incompressible data (or sized sparse), the holes a read target has, and the page cache
 //! dropped so a run starts cold.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use iolens_metrics::{Warning, WarningCode};
+use iolens_workload::format_bytes;
+
+use super::{io_err, Target, TargetKind, Targets, Use, LAYOUT_CHUNK};
+use crate::buffers::fill_random;
+use crate::ownership;
+use crate::EngineError;
 
 pub(super) fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
     // Group new bytes by the file system (device) they land on.

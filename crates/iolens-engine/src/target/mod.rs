@@ -22,12 +22,11 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use iolens_metrics::{TargetReport, Warning, WarningCode};
 use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
-use crate::buffers::fill_random;
 use crate::ownership::{self, Identity};
 use crate::placement::{Layout, OffsetMap, Placement};
 use crate::EngineError;

@@ -2,7 +2,15 @@
 //! process, or one shared file), the checks a shared-file job must pass, and how the other
 //! ranks attach to the shared file rank 0 prepared.
 
-use super::*;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+use iolens_workload::{AgentSpec, Job};
+
+use super::{io_err, rank_file_in_dir, resolve_path, shared_file_in_dir, Target, TargetKind, Targets};
+use crate::placement::{Layout, Placement};
+use crate::EngineError;
 
 /// A shared file needs one target for every agent, and strided blocks of one request size.
 pub(super) fn check_shared_job(job: &Job, p: &Placement) -> Result<(), EngineError> {

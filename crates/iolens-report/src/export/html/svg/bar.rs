@@ -1,6 +1,11 @@
 //! Horizontal bar charts: one row per category, groups of bars side by side or stacked.
 
-use super::*;
+use std::fmt::Write;
+
+use super::{
+    close_svg, colour, escape, format_value, frame_with_x_grid, legend, legend_extra, no_data, open_svg,
+    Axis, Entry, Frame, Scale, LEFT, RIGHT, TOP, WIDTH,
+};
 
 /// One colour of bars: a value per category.
 #[derive(Debug, Clone)]

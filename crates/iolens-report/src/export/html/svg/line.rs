@@ -1,7 +1,12 @@
 //! Line charts: one or more series over a linear, log10, log2 or categorical x axis, with
 //! marked points (the knee, the saturation point).
 
-use super::*;
+use std::fmt::Write;
+
+use super::{
+    close_svg, colour, escape, format_value, frame_with_x_grid, legend, legend_extra, no_data, open_svg,
+    Axis, Entry, Frame, Mark, Series, LEFT, RIGHT, TOP, WIDTH,
+};
 
 #[derive(Debug, Clone)]
 pub struct LineChart {

@@ -1,6 +1,11 @@
 //! Timelines: rows (processes, ranks) with spans of time on a shared seconds axis.
 
-use super::*;
+use std::fmt::Write;
+
+use super::{
+    close_svg, colour, escape, frame_with_x_grid, legend, legend_extra, no_data, open_svg, Axis, Entry,
+    Frame, Scale, Unit, LEFT, RIGHT, TOP, WIDTH,
+};
 
 /// A span of time on one row of a [`Timeline`].
 #[derive(Debug, Clone)]
