@@ -36,6 +36,15 @@ pub struct AgentProgress {
     pub bytes: AtomicU64,
 }
 
+impl AgentProgress {
+    /// Publishes the operations completed and the bytes issued so far.
+    #[inline]
+    fn publish(&self, ops: u64, bytes: u64) {
+        self.ops.store(ops, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
+    }
+}
+
 /// What an agent thread needs besides its backend.
 pub(crate) struct AgentSetup<'a> {
     pub index: u16,
@@ -80,6 +89,17 @@ pub(crate) enum AgentFailure {
     Backend(std::io::Error),
 }
 
+impl AgentFailure {
+    /// The failure of a request that completed with `-errno`.
+    fn of_op(result: i64, op: &InFlight) -> AgentFailure {
+        AgentFailure::Op {
+            errno: (-result) as i32,
+            offset: op.offset,
+            dir: if op.write { Direction::Write } else { Direction::Read },
+        }
+    }
+}
+
 pub(crate) struct AgentOutcome {
     pub raw: AgentRaw,
     pub failure: Option<AgentFailure>,
@@ -96,6 +116,13 @@ struct InFlight {
     app_bytes: u32,
     write: bool,
     measured: bool,
+}
+
+impl InFlight {
+    #[inline]
+    fn new(start: u64, offset: u64, len: u32, app_bytes: u32, write: bool, measured: bool) -> InFlight {
+        InFlight { start, offset, len, app_bytes, write, measured }
+    }
 }
 
 fn thread_cpu() -> CpuTime {
@@ -218,42 +245,28 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut free_slots: Vec<u16> = (0..depth as u16).rev().collect();
     let mut slots = vec![InFlight::default(); depth];
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
-    let mut trace = setup.trace;
-    let mut sink = PeriodSink { ring: setup.periods, own: UnionSweep::new(), last_mark: 0, stalls: 0 };
-    let mut tracker = InFlightTracker::new(SPLIT_PERIOD_NS);
-    let mut raw = AgentRaw::default();
-    if spec.op.reads() && spec.op.writes() {
-        raw.split_directions(); // allocated here, not per operation
-    }
+    let mut rec = Recorders::new(spec, setup.periods, setup.trace, setup.index);
     let mut failure = None;
     let mut verify = setup.verify;
 
     if let Err(e) = backend.start() {
         failure = Some(AgentFailure::Backend(e));
     }
-    setup.start.wait();
-    // After the barrier: the main thread stored the origin before reaching it.
-    let mut series = setup
-        .series
-        .map(|s| IntervalRecorder::new(s.origin_ns.load(Ordering::Relaxed), s.interval_ns, s.expected));
-    wait_idle(&mut sink, setup.stop, |_| setup.gate.open_for(setup.index as usize));
-    if !spec.start_delay.is_zero() {
-        let due = now_ns() + spec.start_delay.as_nanos() as u64;
-        wait_idle(&mut sink, setup.stop, |now| now >= due);
-    }
+    rec.series = wait_for_start(
+        &mut rec.sink,
+        setup.start,
+        setup.series,
+        setup.stop,
+        || setup.gate.open_for(setup.index as usize),
+        spec.start_delay,
+    );
     let t_start = now_ns();
-    let ramp_end = t_start + spec.ramp.as_nanos() as u64;
-    let deadline = spec.termination.time.map_or(u64::MAX, |d| ramp_end + d.as_nanos() as u64);
-    let byte_limit = match spec.termination {
-        iolens_workload::Termination { bytes: Some(b), .. } => b,
-        iolens_workload::Termination { time: Some(_), .. } => u64::MAX,
-        _ => setup.region,
-    };
+    let Limits { ramp_end, deadline, byte_limit } = Limits::new(spec, setup.region, t_start);
     let mut pacer = Pacer::new(&spec.rate, t_start);
     let mut measuring = spec.ramp.is_zero();
     let mut cpu_start = if measuring { thread_cpu() } else { CpuTime::default() };
-    raw.window_start_ns = ramp_end;
-    sink.publish(Interval::new(t_start, t_start));
+    rec.raw.window_start_ns = ramp_end;
+    rec.sink.publish(Interval::new(t_start, t_start));
 
     let mut issuing = failure.is_none();
     let mut in_flight = 0usize;
@@ -261,23 +274,15 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
     let mut completed_ops = 0u64;
     let mut writes_since_fsync = 0u64;
     let mut wrote = false;
-    let (fsync_every, data_only) = match spec.fsync {
-        FsyncPolicy::EveryN(n) => (n, false),
-        FsyncPolicy::DataEveryN(n) => (n, true),
-        _ => (0, false),
-    };
+    let (fsync_every, data_only) = periodic_fsync(spec.fsync);
 
     loop {
         while issuing && in_flight < depth {
             if let Some(p) = &pacer {
-                let now = now_ns();
-                if now < p.due() {
-                    if in_flight > 0 {
-                        break;
-                    }
-                    sink.idle_mark(now);
-                    sleep_until(p.due().min(deadline), setup.stop);
-                    if now_ns() >= deadline || setup.stop.load(Ordering::Relaxed) {
+                match pace(p, in_flight, &mut rec.sink, deadline, setup.stop) {
+                    Pace::Go => {}
+                    Pace::Later => break,
+                    Pace::Stop => {
                         issuing = false;
                         break;
                     }
@@ -289,10 +294,7 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             let slot = free_slots.pop().expect("a free slot while below depth");
             let dir = if write { Direction::Write } else { Direction::Read };
             if let (Some(v), true) = (&mut verify, write) {
-                // Before the submission timestamp: filling is not I/O time.
-                let t0 = now_ns();
-                v.fill(&mut backend.buffer(slot)[..len as usize], offset);
-                v.counts.cost_ns += now_ns() - t0;
+                verify_fill(v, backend.buffer(slot), len, offset);
             }
             let t = now_ns();
             if let Err(e) = backend.submit(Request { dir, offset, len: len as u32, slot }) {
@@ -302,17 +304,11 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
                 break;
             }
             let measured = t >= ramp_end;
-            slots[slot as usize] = InFlight {
-                start: t,
-                offset,
-                len: len as u32,
-                app_bytes: call.app_bytes as u32,
-                write,
-                measured,
-            };
+            slots[slot as usize] =
+                InFlight::new(t, offset, len as u32, call.app_bytes as u32, write, measured);
             in_flight += 1;
             if measured {
-                sink.publish_opt(tracker.submit(t));
+                rec.sink.publish_opt(rec.tracker.submit(t));
                 issued_bytes += call.app_bytes;
                 if issued_bytes >= byte_limit {
                     issuing = false;
@@ -339,65 +335,15 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
             let op = slots[c.slot as usize];
             free_slots.push(c.slot);
             in_flight -= 1;
-            let status = if c.result < 0 {
-                OpStatus::Error
-            } else if (c.result as u64) < op.len as u64 {
-                OpStatus::Short
-            } else {
-                OpStatus::Complete
-            };
+            let status = op_status(c.result, op.len);
             if op.measured {
-                let lat = t - op.start;
-                raw.record_latency(op.write, lat);
-                let ctr = &mut raw.counters;
-                ctr.latency_sum_ns += lat;
-                ctr.moved_bytes += op.len as u64;
-                if op.write {
-                    ctr.write_ops += 1;
-                    ctr.write_bytes += op.app_bytes as u64;
-                } else {
-                    ctr.read_ops += 1;
-                    ctr.read_bytes += op.app_bytes as u64;
-                }
-                match status {
-                    OpStatus::Complete => {}
-                    OpStatus::Short => ctr.short_ops += 1,
-                    OpStatus::Error => ctr.errors += 1,
-                }
-                sink.publish_opt(tracker.complete(t));
-                if let Some(s) = &mut series {
-                    s.record(t, op.app_bytes as u64, lat);
-                }
-                if let Some(tb) = &mut trace {
-                    tb.push(&OpRecord {
-                        start_ns: op.start,
-                        end_ns: t,
-                        offset: op.offset,
-                        bytes: op.len,
-                        stream: setup.index,
-                        kind: if op.write { OpKind::Write } else { OpKind::Read },
-                        status,
-                    });
-                }
+                rec.record(&op, t, status);
             }
             if let Some(v) = &mut verify {
-                // After the completion timestamp: checking is not I/O time.
-                if op.write && status == OpStatus::Complete {
-                    v.wrote(op.offset);
-                } else if !op.write && c.result >= 0 {
-                    let t0 = now_ns();
-                    let buf = backend.buffer(c.slot);
-                    let n = (c.result as usize).min(op.len as usize).min(buf.len());
-                    v.check(&buf[..n], op.offset, false);
-                    v.counts.cost_ns += now_ns() - t0;
-                }
+                verify_completion(v, &mut backend, &op, c, status);
             }
             if status == OpStatus::Error && failure.is_none() {
-                failure = Some(AgentFailure::Op {
-                    errno: (-c.result) as i32,
-                    offset: op.offset,
-                    dir: if op.write { Direction::Write } else { Direction::Read },
-                });
+                failure = Some(AgentFailure::of_op(c.result, &op));
                 issuing = false;
             }
             if op.write {
@@ -407,21 +353,11 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         }
         completed_ops += done.len() as u64;
         if completed_ops % PROGRESS_EVERY < done.len() as u64 {
-            setup.progress.ops.store(completed_ops, Ordering::Relaxed);
-            setup.progress.bytes.store(issued_bytes, Ordering::Relaxed);
+            setup.progress.publish(completed_ops, issued_bytes);
         }
         if fsync_every > 0 && writes_since_fsync >= fsync_every {
             writes_since_fsync = 0;
-            if let Err(e) = timed_fsync(
-                &mut backend,
-                data_only,
-                &mut tracker,
-                &mut sink,
-                &mut raw,
-                ramp_end,
-                &mut trace,
-                setup.index,
-            ) {
+            if let Err(e) = rec.timed_fsync(&mut backend, data_only, ramp_end) {
                 failure.get_or_insert(AgentFailure::Fsync(e));
                 issuing = false;
             }
@@ -433,118 +369,312 @@ pub(crate) fn run_agent<B: IoBackend>(mut backend: B, setup: AgentSetup) -> Agen
         if t >= deadline || setup.stop.load(Ordering::Relaxed) {
             issuing = false;
         }
-        if tracker.in_flight() == 0 {
-            sink.idle_mark(t);
+        if rec.tracker.in_flight() == 0 {
+            rec.sink.idle_mark(t);
         }
     }
 
-    if spec.fsync == FsyncPolicy::AtEnd && wrote && failure.is_none() {
-        if let Err(e) = timed_fsync(
-            &mut backend,
-            false,
-            &mut tracker,
-            &mut sink,
-            &mut raw,
-            ramp_end,
-            &mut trace,
-            setup.index,
-        ) {
-            failure = Some(AgentFailure::Fsync(e));
-        }
-    }
-    if let Err(e) =
-        timed_close(&mut backend, &mut tracker, &mut sink, &mut raw, ramp_end, &mut trace, setup.index)
-    {
-        failure.get_or_insert(AgentFailure::Close(e));
-    }
-    let t_end = now_ns();
-    raw.window_end_ns = t_end.max(ramp_end);
+    rec.close_target(&mut backend, spec.fsync == FsyncPolicy::AtEnd && wrote, &mut failure, ramp_end);
+    rec.raw.window_end_ns = now_ns().max(ramp_end);
     if measuring {
-        let cpu_end = thread_cpu();
-        raw.cpu =
-            CpuTime { user_s: cpu_end.user_s - cpu_start.user_s, sys_s: cpu_end.sys_s - cpu_start.sys_s };
+        rec.raw.cpu = cpu_since(cpu_start);
     }
-    setup.progress.ops.store(completed_ops, Ordering::Relaxed);
-    setup.progress.bytes.store(issued_bytes, Ordering::Relaxed);
-    if let Some(tb) = trace {
-        // A failed trace write is counted by the writer and reported as a warning.
-        let _ = tb.finish();
-    }
-    raw.busy = sink.own.finish();
-    let series = series.map(|s| s.finish(raw.window_end_ns));
-    AgentOutcome { raw, failure, ring_stalls: sink.stalls, verify, series }
+    setup.progress.publish(completed_ops, issued_bytes);
+    rec.into_outcome(failure, verify)
 }
 
-/// The close of the target, timed: it ends the phase.
-fn timed_close<B: IoBackend>(
-    backend: &mut B,
-    tracker: &mut InFlightTracker,
+/// Waits for the run's start (the barrier), then until `may_start` (the agent's phase is due)
+/// and its start delay, telling the collector meanwhile that nothing of this agent is in
+/// flight. Returns the agent's series recorder, whose origin the barrier publishes.
+fn wait_for_start(
     sink: &mut PeriodSink,
-    raw: &mut AgentRaw,
-    ramp_end: u64,
-    trace: &mut Option<TraceBuffer>,
-    stream: u16,
-) -> std::io::Result<()> {
-    let t0 = now_ns();
-    let measured = t0 >= ramp_end;
-    if measured {
-        sink.publish_opt(tracker.submit(t0));
+    start: &Barrier,
+    series: Option<SeriesSetup>,
+    stop: &AtomicBool,
+    mut may_start: impl FnMut() -> bool,
+    start_delay: Duration,
+) -> Option<IntervalRecorder> {
+    start.wait();
+    // After the barrier: the main thread stored the origin before reaching it.
+    let series =
+        series.map(|s| IntervalRecorder::new(s.origin_ns.load(Ordering::Relaxed), s.interval_ns, s.expected));
+    wait_idle(sink, stop, |_| may_start());
+    if !start_delay.is_zero() {
+        let due = now_ns() + start_delay.as_nanos() as u64;
+        wait_idle(sink, stop, |now| now >= due);
     }
-    let result = backend.close();
-    let t1 = now_ns();
-    if measured {
-        sink.publish_opt(tracker.complete(t1));
-        raw.counters.close_ns += t1 - t0;
-        if let Some(tb) = trace {
+    series
+}
+
+/// Writes between periodic syncs (0: none) and whether they are fdatasync.
+fn periodic_fsync(policy: FsyncPolicy) -> (u64, bool) {
+    match policy {
+        FsyncPolicy::EveryN(n) => (n, false),
+        FsyncPolicy::DataEveryN(n) => (n, true),
+        _ => (0, false),
+    }
+}
+
+/// The thread's CPU time since `start`.
+fn cpu_since(start: CpuTime) -> CpuTime {
+    let end = thread_cpu();
+    CpuTime { user_s: end.user_s - start.user_s, sys_s: end.sys_s - start.sys_s }
+}
+
+/// When an agent's measurement starts and what ends it, from its start time.
+struct Limits {
+    /// The end of the ramp: operations submitted from here on are measured.
+    ramp_end: u64,
+    /// When a time-driven agent stops issuing (`u64::MAX` without a time limit).
+    deadline: u64,
+    /// Measured application bytes after which the agent stops issuing.
+    byte_limit: u64,
+}
+
+impl Limits {
+    fn new(spec: &AgentSpec, region: u64, t_start: u64) -> Limits {
+        let ramp_end = t_start + spec.ramp.as_nanos() as u64;
+        let deadline = spec.termination.time.map_or(u64::MAX, |d| ramp_end + d.as_nanos() as u64);
+        let byte_limit = match spec.termination {
+            iolens_workload::Termination { bytes: Some(b), .. } => b,
+            iolens_workload::Termination { time: Some(_), .. } => u64::MAX,
+            _ => region,
+        };
+        Limits { ramp_end, deadline, byte_limit }
+    }
+}
+
+/// How a request ended: an error, fewer bytes than asked, or complete.
+#[inline]
+fn op_status(result: i64, len: u32) -> OpStatus {
+    if result < 0 {
+        OpStatus::Error
+    } else if (result as u64) < len as u64 {
+        OpStatus::Short
+    } else {
+        OpStatus::Complete
+    }
+}
+
+/// What the pacer says before the next request.
+enum Pace {
+    /// Issue it now.
+    Go,
+    /// Not yet: complete what is in flight first.
+    Later,
+    /// The deadline or a stop came while waiting: issue nothing more.
+    Stop,
+}
+
+/// Holds the next request until the pacer's due time: with requests in flight the agent
+/// completes them meanwhile; idle, it sleeps (telling the collector it is idle).
+#[inline]
+fn pace(p: &Pacer, in_flight: usize, sink: &mut PeriodSink, deadline: u64, stop: &AtomicBool) -> Pace {
+    let now = now_ns();
+    if now < p.due() {
+        if in_flight > 0 {
+            return Pace::Later;
+        }
+        sink.idle_mark(now);
+        sleep_until(p.due().min(deadline), stop);
+        if now_ns() >= deadline || stop.load(Ordering::Relaxed) {
+            return Pace::Stop;
+        }
+    }
+    Pace::Go
+}
+
+/// Fills a block about to be written with what verification will expect of it.
+#[inline]
+fn verify_fill(v: &mut AgentVerify, buffer: &mut [u8], len: u64, offset: u64) {
+    // Before the submission timestamp: filling is not I/O time.
+    let t0 = now_ns();
+    v.fill(&mut buffer[..len as usize], offset);
+    v.counts.cost_ns += now_ns() - t0;
+}
+
+/// Verification of one completed request: a written block is noted, a read one checked.
+#[inline]
+fn verify_completion<B: IoBackend>(
+    v: &mut AgentVerify,
+    backend: &mut B,
+    op: &InFlight,
+    c: &Completion,
+    status: OpStatus,
+) {
+    // After the completion timestamp: checking is not I/O time.
+    if op.write && status == OpStatus::Complete {
+        v.wrote(op.offset);
+    } else if !op.write && c.result >= 0 {
+        let t0 = now_ns();
+        let buf = backend.buffer(c.slot);
+        let n = (c.result as usize).min(op.len as usize).min(buf.len());
+        v.check(&buf[..n], op.offset, false);
+        v.counts.cost_ns += now_ns() - t0;
+    }
+}
+
+/// What an agent records about its measured operations: its figures, its busy periods (its
+/// own union and the ring to the collector), the in-flight tracker that makes them, and the
+/// optional time series and trace.
+struct Recorders {
+    raw: AgentRaw,
+    sink: PeriodSink,
+    tracker: InFlightTracker,
+    series: Option<IntervalRecorder>,
+    trace: Option<TraceBuffer>,
+    /// The agent's index: its stream in the trace.
+    stream: u16,
+}
+
+impl Recorders {
+    fn new(
+        spec: &AgentSpec,
+        periods: rtrb::Producer<Interval>,
+        trace: Option<TraceBuffer>,
+        stream: u16,
+    ) -> Recorders {
+        let mut raw = AgentRaw::default();
+        if spec.op.reads() && spec.op.writes() {
+            raw.split_directions(); // allocated here, not per operation
+        }
+        Recorders {
+            raw,
+            sink: PeriodSink { ring: periods, own: UnionSweep::new(), last_mark: 0, stalls: 0 },
+            tracker: InFlightTracker::new(SPLIT_PERIOD_NS),
+            series: None,
+            trace,
+            stream,
+        }
+    }
+
+    /// Records one measured request completed at `t`.
+    #[inline]
+    fn record(&mut self, op: &InFlight, t: u64, status: OpStatus) {
+        let lat = t - op.start;
+        self.raw.record_latency(op.write, lat);
+        let ctr = &mut self.raw.counters;
+        ctr.latency_sum_ns += lat;
+        ctr.moved_bytes += op.len as u64;
+        if op.write {
+            ctr.write_ops += 1;
+            ctr.write_bytes += op.app_bytes as u64;
+        } else {
+            ctr.read_ops += 1;
+            ctr.read_bytes += op.app_bytes as u64;
+        }
+        match status {
+            OpStatus::Complete => {}
+            OpStatus::Short => ctr.short_ops += 1,
+            OpStatus::Error => ctr.errors += 1,
+        }
+        self.sink.publish_opt(self.tracker.complete(t));
+        if let Some(s) = &mut self.series {
+            s.record(t, op.app_bytes as u64, lat);
+        }
+        if let Some(tb) = &mut self.trace {
             tb.push(&OpRecord {
-                start_ns: t0,
-                end_ns: t1,
-                offset: 0,
-                bytes: 0,
-                stream,
-                kind: OpKind::Close,
-                status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
+                start_ns: op.start,
+                end_ns: t,
+                offset: op.offset,
+                bytes: op.len,
+                stream: self.stream,
+                kind: if op.write { OpKind::Write } else { OpKind::Read },
+                status,
             });
         }
     }
-    result
-}
 
-/// An fsync (or fdatasync) timed like any operation: it occupies the agent, so it counts in
-/// busy time.
-#[allow(clippy::too_many_arguments)]
-fn timed_fsync<B: IoBackend>(
-    backend: &mut B,
-    data_only: bool,
-    tracker: &mut InFlightTracker,
-    sink: &mut PeriodSink,
-    raw: &mut AgentRaw,
-    ramp_end: u64,
-    trace: &mut Option<TraceBuffer>,
-    stream: u16,
-) -> std::io::Result<()> {
-    let t0 = now_ns();
-    let measured = t0 >= ramp_end;
-    if measured {
-        sink.publish_opt(tracker.submit(t0));
-    }
-    let result = backend.fsync(data_only);
-    let t1 = now_ns();
-    if measured {
-        sink.publish_opt(tracker.complete(t1));
-        raw.counters.fsyncs += 1;
-        raw.counters.fsync_ns += t1 - t0;
-        if let Some(tb) = trace {
-            tb.push(&OpRecord {
-                start_ns: t0,
-                end_ns: t1,
-                offset: 0,
-                bytes: 0,
-                stream,
-                kind: OpKind::Fsync,
-                status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
-            });
+    /// Ends the agent's writing: the sync at the end (`fsync_at_end`, unless it already failed)
+    /// and the close, both timed; their failures join `failure` (the close's only if first).
+    fn close_target<B: IoBackend>(
+        &mut self,
+        backend: &mut B,
+        fsync_at_end: bool,
+        failure: &mut Option<AgentFailure>,
+        ramp_end: u64,
+    ) {
+        if fsync_at_end && failure.is_none() {
+            if let Err(e) = self.timed_fsync(backend, false, ramp_end) {
+                *failure = Some(AgentFailure::Fsync(e));
+            }
+        }
+        if let Err(e) = self.timed_close(backend, ramp_end) {
+            failure.get_or_insert(AgentFailure::Close(e));
         }
     }
-    result
+
+    /// The agent's outcome once it is done: the trace buffer handed back, the busy union and
+    /// the series closed.
+    fn into_outcome(self, failure: Option<AgentFailure>, verify: Option<AgentVerify>) -> AgentOutcome {
+        let mut raw = self.raw;
+        if let Some(tb) = self.trace {
+            // A failed trace write is counted by the writer and reported as a warning.
+            let _ = tb.finish();
+        }
+        raw.busy = self.sink.own.finish();
+        let series = self.series.map(|s| s.finish(raw.window_end_ns));
+        AgentOutcome { raw, failure, ring_stalls: self.sink.stalls, verify, series }
+    }
+
+    /// The close of the target, timed: it ends the phase.
+    fn timed_close<B: IoBackend>(&mut self, backend: &mut B, ramp_end: u64) -> std::io::Result<()> {
+        let t0 = now_ns();
+        let measured = t0 >= ramp_end;
+        if measured {
+            self.sink.publish_opt(self.tracker.submit(t0));
+        }
+        let result = backend.close();
+        let t1 = now_ns();
+        if measured {
+            self.sink.publish_opt(self.tracker.complete(t1));
+            self.raw.counters.close_ns += t1 - t0;
+            if let Some(tb) = &mut self.trace {
+                tb.push(&OpRecord {
+                    start_ns: t0,
+                    end_ns: t1,
+                    offset: 0,
+                    bytes: 0,
+                    stream: self.stream,
+                    kind: OpKind::Close,
+                    status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
+                });
+            }
+        }
+        result
+    }
+
+    /// An fsync (or fdatasync) timed like any operation: it occupies the agent, so it counts in
+    /// busy time.
+    fn timed_fsync<B: IoBackend>(
+        &mut self,
+        backend: &mut B,
+        data_only: bool,
+        ramp_end: u64,
+    ) -> std::io::Result<()> {
+        let t0 = now_ns();
+        let measured = t0 >= ramp_end;
+        if measured {
+            self.sink.publish_opt(self.tracker.submit(t0));
+        }
+        let result = backend.fsync(data_only);
+        let t1 = now_ns();
+        if measured {
+            self.sink.publish_opt(self.tracker.complete(t1));
+            self.raw.counters.fsyncs += 1;
+            self.raw.counters.fsync_ns += t1 - t0;
+            if let Some(tb) = &mut self.trace {
+                tb.push(&OpRecord {
+                    start_ns: t0,
+                    end_ns: t1,
+                    offset: 0,
+                    bytes: 0,
+                    stream: self.stream,
+                    kind: OpKind::Fsync,
+                    status: if result.is_ok() { OpStatus::Complete } else { OpStatus::Error },
+                });
+            }
+        }
+        result
+    }
 }

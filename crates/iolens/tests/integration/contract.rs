@@ -188,8 +188,39 @@ fn every_command_writes_its_schema() {
     let repeat = env.json("repeat", &[&["run", "--target", &d, "--repeat", "2"][..], &small[..]].concat(), 0);
     conforms("run.schema.json", &repeat, &["--repeat", "2"]);
 
+    suites_write_their_schemas(&env, &d, &small);
+
+    let metrics = env.path("m.csv");
+    std::fs::write(&metrics, "time_s,iops,bw,arpt\n10,100,5,1.0\n8,120,6,0.8\n6,150,9,0.7\n4,190,8,0.5\n")
+        .unwrap();
+    let correlate = env.json("correlate", &["correlate", metrics.to_str().unwrap(), "--time", "time_s"], 0);
+    conforms("correlate.schema.json", &correlate, &["correlate"]);
+
+    doe_writes_its_schema(&env, &d);
+
+    analyze_writes_its_schema(&env);
+
+    let first = env.path("run.json");
+    let compare = env.json("compare", &["compare", first.to_str().unwrap(), first.to_str().unwrap()], 0);
+    conforms("compare.schema.json", &compare, &["compare"]);
+
+    let monitor = env.json("monitor", &["monitor", "--count", "1", "--interval", "100ms"], 0);
+    conforms("monitor.schema.json", &monitor, &["monitor"]);
+
+    quick_writes_its_schema(&env, &d);
+
+    let error = env.json("error", &["run", "--no-such-flag"], 2);
+    conforms("error.schema.json", &error, &["--no-such-flag"]);
+    assert_eq!(error["error"]["code"], "bad_input");
+    let failed = env.json("failed", &["run", "--target", &d, "--rw", "sideways", "-q"], 2);
+    conforms("error.schema.json", &failed, &["sideways", "-q"]);
+}
+
+/// The suites' documents (sweep, saturate, write-modes, beff-io, validate), with the points'
+/// warnings and the suite's job in the envelope.
+fn suites_write_their_schemas(env: &Env, d: &str, small: &[&str]) {
     let sweep =
-        env.json("sweep", &[&["sweep", &d, "--min-bs", "4k", "--max-bs", "8k"][..], &small[..]].concat(), 0);
+        env.json("sweep", &[&["sweep", d, "--min-bs", "4k", "--max-bs", "8k"][..], small].concat(), 0);
     conforms("sweep.schema.json", &sweep, &["sweep"]);
     let codes = warning_codes(&sweep);
     assert!(codes.contains(&"short_run"), "the points' warnings reach the envelope: {codes:?}");
@@ -201,32 +232,28 @@ fn every_command_writes_its_schema() {
     assert_eq!(sweep["job"]["suite"], "sweep");
     assert_eq!(sweep["job"]["min_bs_bytes"], 4096, "the suite's job is in the envelope");
     assert_eq!(sweep["job"]["time_per_point_s"], 0.1);
-    let saturate =
-        env.json("saturate", &[&["saturate", &d, "--max-concurrency", "2"][..], &small[..]].concat(), 0);
+    let saturate = env.json("saturate", &[&["saturate", d, "--max-concurrency", "2"][..], small].concat(), 0);
     conforms("saturate.schema.json", &saturate, &["saturate"]);
     assert!(warning_codes(&saturate).contains(&"short_run"), "{:?}", warning_codes(&saturate));
     assert_eq!(saturate["job"]["max_concurrency"], 2);
-    let modes = env.json("write-modes", &["write-modes", &d, "--bytes", "1m", "--threads", "1", "-q"], 0);
+    let modes = env.json("write-modes", &["write-modes", d, "--bytes", "1m", "--threads", "1", "-q"], 0);
     conforms("write-modes.schema.json", &modes, &["write-modes"]);
     assert_eq!(modes["job"]["bytes_per_mode"], 1 << 20);
     let beff_io = env.json(
         "beff-io",
-        &["beff-io", &d, "--time", "200ms", "--mpart", "1m", "--ranks", "1", "--memory", "16m", "-q"],
+        &["beff-io", d, "--time", "200ms", "--mpart", "1m", "--ranks", "1", "--memory", "16m", "-q"],
         0,
     );
     conforms("beff-io.schema.json", &beff_io, &["beff-io"]);
     assert_eq!(beff_io["job"]["mpart_bytes"], 1 << 20);
-    let validate = env.json("validate", &["validate", &d, "--volume", "1m", "--repeat", "2", "-q"], 0);
+    let validate = env.json("validate", &["validate", d, "--volume", "1m", "--repeat", "2", "-q"], 0);
     conforms("validate.schema.json", &validate, &["validate"]);
     assert!(warning_codes(&validate).contains(&"short_run"), "{:?}", warning_codes(&validate));
     assert_eq!(validate["job"]["volume_bytes"], 1 << 20);
+}
 
-    let metrics = env.path("m.csv");
-    std::fs::write(&metrics, "time_s,iops,bw,arpt\n10,100,5,1.0\n8,120,6,0.8\n6,150,9,0.7\n4,190,8,0.5\n")
-        .unwrap();
-    let correlate = env.json("correlate", &["correlate", metrics.to_str().unwrap(), "--time", "time_s"], 0);
-    conforms("correlate.schema.json", &correlate, &["correlate"]);
-
+/// `doe` runs a plan and `doe analyze` reads its data back: the analysis and the data CSV.
+fn doe_writes_its_schema(env: &Env, d: &str) {
     let plan = env.path("plan.toml");
     std::fs::write(
         &plan,
@@ -259,7 +286,10 @@ fn every_command_writes_its_schema() {
         ],
     );
     assert_eq!(doe["job"]["factors"], serde_json::json!(["bs", "threads"]));
+}
 
+/// `analyze` of the trace the run of [`every_command_writes_its_schema`] wrote, and its CSV.
+fn analyze_writes_its_schema(env: &Env) {
     let analyze = env.json("analyze", &["analyze", env.path("t.trace").to_str().unwrap()], 0);
     conforms("analyze.schema.json", &analyze, &["analyze"]);
     refused("analyze.schema.json", &analyze, "/processes/0/busy_periods_s", serde_json::json!("0-1"));
@@ -282,18 +312,14 @@ fn every_command_writes_its_schema() {
             ("duration_ns", Cell::Whole),
         ],
     );
+}
 
-    let first = env.path("run.json");
-    let compare = env.json("compare", &["compare", first.to_str().unwrap(), first.to_str().unwrap()], 0);
-    conforms("compare.schema.json", &compare, &["compare"]);
-
-    let monitor = env.json("monitor", &["monitor", "--count", "1", "--interval", "100ms"], 0);
-    conforms("monitor.schema.json", &monitor, &["monitor"]);
-
+/// `quick` and each of its parts' documents; `--csv` is refused.
+fn quick_writes_its_schema(env: &Env, d: &str) {
     let results = env.path("results");
     let quick = env.json(
         "quick",
-        &["quick", &d, "--time", "100ms", "--size", "4m", "-q", "--results", results.to_str().unwrap()],
+        &["quick", d, "--time", "100ms", "--size", "4m", "-q", "--results", results.to_str().unwrap()],
         0,
     );
     conforms("quick.schema.json", &quick, &["quick"]);
@@ -312,16 +338,10 @@ fn every_command_writes_its_schema() {
         conforms(&format!("{schema}.schema.json"), &v, &["quick"]);
     }
 
-    let no_csv = env.json("no-csv", &["quick", &d, "--csv", env.path("q.csv").to_str().unwrap()], 2);
+    let no_csv = env.json("no-csv", &["quick", d, "--csv", env.path("q.csv").to_str().unwrap()], 2);
     assert!(
         no_csv["error"]["message"].as_str().unwrap().starts_with("--csv: quick writes no CSV"),
         "{no_csv}"
     );
     assert!(!env.path("q.csv").exists());
-
-    let error = env.json("error", &["run", "--no-such-flag"], 2);
-    conforms("error.schema.json", &error, &["--no-such-flag"]);
-    assert_eq!(error["error"]["code"], "bad_input");
-    let failed = env.json("failed", &["run", "--target", &d, "--rw", "sideways", "-q"], 2);
-    conforms("error.schema.json", &failed, &["sideways", "-q"]);
 }

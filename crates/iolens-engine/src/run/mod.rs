@@ -4,27 +4,27 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
-use iolens_metrics::{
-    evaluate_warnings, AgentInfo, AgentRaw, AgentResult, AgentSeries, BlockFields, DeviceReport, RateCheck,
-    RunFacts, RunResult, RunSeries, SeriesRaw, VerifyFailure, VerifyReport, Warning, WarningCode,
-};
-use iolens_record::busy::PeriodLogWriter;
+use iolens_metrics::{evaluate_warnings, AgentRaw, RunResult, Warning, WarningCode};
 use iolens_record::clock::now_ns;
-use iolens_record::trace::TraceWriter;
-use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, Pattern, SizeSpec};
+use iolens_workload::{format_bytes, AgentSpec, EngineKind, Job, OpMix, SizeSpec};
 
-use crate::agent::{
-    run_agent, AgentFailure, AgentOutcome, AgentProgress, AgentSetup, PhaseGate, SeriesSetup,
-};
-use crate::backend::{BackendTarget, Direction, NullBackend, SyncBackend, UringBackend};
+use crate::agent::{run_agent, AgentOutcome, AgentProgress, AgentSetup, PhaseGate, SeriesSetup};
+use crate::backend::{BackendTarget, NullBackend, SyncBackend, UringBackend};
 use crate::buffers::AlignedBuffers;
 use crate::collector::{collect, DeviceTimeline, DeviceWatch};
 use crate::placement::Placement;
 use crate::target::{
     attach_shared, open_for_agent, prepare_targets_placed, shared_identity, TargetKind, TargetPolicy, Targets,
 };
-use crate::verify::{read_back, AgentVerify, Expect, Fields};
+use crate::verify::{read_back, AgentVerify, Expect};
 use crate::{EngineError, PhaseBarrier};
+
+mod results;
+
+use results::{
+    create_logs, device_report, finish_trace, report_progress, run_facts, run_series, stop_and_log_warnings,
+    summarize_agents, AgentSummary, RunFlags,
+};
 
 /// Capacity of each agent's busy-period ring (16 bytes an entry).
 const RING_CAPACITY: usize = 1 << 16;
@@ -99,48 +99,6 @@ enum AnyBackend {
     Null(NullBackend),
 }
 
-fn rw_label(spec: &AgentSpec) -> String {
-    let prefix = match spec.pattern {
-        Pattern::Sequential => "",
-        Pattern::Strided { .. } => "strided-",
-        Pattern::Noncontiguous(n) if n.sieve_buffer.is_some() => "noncontig-sieved-",
-        Pattern::Noncontiguous(_) => "noncontig-",
-        Pattern::Random(_) => "rand",
-    };
-    match spec.op {
-        OpMix::Read => format!("{prefix}read"),
-        OpMix::Write => format!("{prefix}write"),
-        OpMix::Mixed { read_pct } => format!("{prefix}rw {read_pct}% read"),
-    }
-}
-
-fn bs_label(sizes: &SizeSpec) -> String {
-    match sizes {
-        SizeSpec::Fixed(s) => format_bytes(*s),
-        SizeSpec::Weighted(list) => {
-            list.iter().map(|(s, w)| format!("{}:{w}", format_bytes(*s))).collect::<Vec<_>>().join(",")
-        }
-    }
-}
-
-fn agent_info(spec: &AgentSpec, target: &std::path::Path) -> AgentInfo {
-    AgentInfo {
-        name: spec.name.clone(),
-        target: target.display().to_string(),
-        rw: rw_label(spec),
-        bs: bs_label(&spec.sizes),
-        bs_bytes: match spec.sizes {
-            iolens_workload::SizeSpec::Fixed(size) => Some(size),
-            iolens_workload::SizeSpec::Weighted(_) => None,
-        },
-        engine: spec.engine.name().to_string(),
-        qd: if spec.engine == EngineKind::IoUring { spec.queue_depth } else { 1 },
-        direct: spec.direct,
-        random_map: spec.random_map,
-        rate: spec.rate.ops_per_s,
-    }
-}
-
 /// An agent's backend, and a second descriptor of its target for the read-back pass after the
 /// measurement (`verify_after_write`).
 fn open_backend(
@@ -189,38 +147,6 @@ fn open_backend(
 /// alignment), the smallest size for a mix.
 fn alignment(sizes: &SizeSpec) -> u64 {
     sizes.min().max(1)
-}
-
-fn describe_failure(f: &AgentFailure, agent: &str, target: &std::path::Path) -> String {
-    match f {
-        AgentFailure::Op { errno, offset, dir } => {
-            let what = if *dir == Direction::Write { "writing" } else { "reading" };
-            let err = std::io::Error::from_raw_os_error(*errno);
-            let hint = match *errno {
-                libc::ENOSPC => "\n  hint: free space or use a smaller --size; the results so far are kept",
-                libc::EINVAL => "\n  hint: with --direct, sizes and offsets must be multiples of the device's logical sector",
-                _ => "",
-            };
-            format!("agent {agent}: {what} {} at offset {offset} failed: {err}{hint}", target.display())
-        }
-        AgentFailure::Fsync(e) => format!("agent {agent}: fsync of {} failed: {e}", target.display()),
-        AgentFailure::Close(e) => format!("agent {agent}: close of {} failed: {e}", target.display()),
-        AgentFailure::Backend(e) => format!("agent {agent}: I/O backend failed: {e}"),
-    }
-}
-
-/// Which targets live in RAM, in words ("/dev/shm/x is on tmpfs"), if any do.
-fn memory_backed(targets: &Targets) -> Option<String> {
-    let on_ram: Vec<String> = targets
-        .targets
-        .iter()
-        .filter(|t| t.kind == TargetKind::File)
-        .filter_map(|t| {
-            let fs = iolens_device::filesystem_type(&t.path).ok()?;
-            fs.memory_backed().then(|| format!("{} is on {}", t.path.display(), fs.name))
-        })
-        .collect();
-    (!on_ram.is_empty()).then(|| on_ram.join(", "))
 }
 
 /// The devices behind the targets, and why there are none when there are none.
@@ -332,25 +258,7 @@ fn measure(
         .into_iter()
         .unzip();
     let generation = new_generation();
-    let trace = match &opts.trace {
-        Some(path) => {
-            let names: Vec<String> = job.agents.iter().map(|a| a.name.clone()).collect();
-            Some(TraceWriter::create(path, &names).map_err(|source| EngineError::Io {
-                path: path.clone(),
-                action: "create trace",
-                source,
-            })?)
-        }
-        None => None,
-    };
-    let busy_log = match &opts.busy_log {
-        Some(path) => Some(PeriodLogWriter::create(path).map_err(|source| EngineError::Io {
-            path: path.clone(),
-            action: "create busy log",
-            source,
-        })?),
-        None => None,
-    };
+    let (trace, busy_log) = create_logs(job, opts)?;
     let null_only = job.agents.iter().all(|a| a.engine == EngineKind::Null);
     let (watch, filesystem, no_device_reason) =
         if null_only { (None, String::new(), Some("null engine".into())) } else { watch_devices(targets) };
@@ -359,13 +267,8 @@ fn measure(
     let start = Barrier::new(n + 1);
     let gate = PhaseGate::new(job);
     let progress: Vec<AgentProgress> = (0..n).map(|_| AgentProgress::default()).collect();
-    let mut producers = Vec::with_capacity(n);
-    let mut consumers = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (p, c) = rtrb::RingBuffer::new(RING_CAPACITY);
-        producers.push(p);
-        consumers.push(c);
-    }
+    let (producers, consumers): (Vec<_>, Vec<_>) =
+        (0..n).map(|_| rtrb::RingBuffer::new(RING_CAPACITY)).unzip();
 
     barrier.wait("start");
     observer.phase("running");
@@ -399,22 +302,7 @@ fn measure(
                         expected: expected_intervals(spec, interval_ns),
                     }),
                 };
-                let (halt, gate) = (&halt, &gate);
-                std::thread::Builder::new()
-                    .name(format!("agent-{}", spec.name))
-                    .spawn_scoped(scope, move || {
-                        let out = match backend {
-                            AnyBackend::Sync(b) => run_agent(b, setup),
-                            AnyBackend::Uring(b) => run_agent(*b, setup),
-                            AnyBackend::Null(b) => run_agent(b, setup),
-                        };
-                        if out.failure.is_some() {
-                            halt.store(true, Ordering::Relaxed);
-                        }
-                        gate.finished(i);
-                        out
-                    })
-                    .expect("spawning an agent thread")
+                spawn_agent(scope, i, backend, setup, &halt, &gate)
             })
             .collect();
         // The device window is the measurement window: it opens at the end of the (shortest)
@@ -440,20 +328,7 @@ fn measure(
                 peer_failed.store(true, Ordering::Relaxed);
                 halt.store(true, Ordering::Relaxed);
             }
-            let ops = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-            let bytes = progress.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
-            let elapsed_s = (now_ns() - t_start) as f64 / 1e9;
-            let fraction = match (expected_s, expected_bytes) {
-                (Some(s), _) => Some(elapsed_s / s),
-                (None, Some(b)) => Some(bytes as f64 / b as f64),
-                _ => None,
-            };
-            observer.progress(&super::Progress {
-                elapsed_s,
-                fraction: fraction.map(|f| f.min(1.0)),
-                ops,
-                bytes,
-            });
+            report_progress(observer, &progress, t_start, expected_s, expected_bytes);
         });
         let outcomes: Vec<AgentOutcome> =
             handles.into_iter().map(|h| h.join().expect("agent thread panicked")).collect();
@@ -467,24 +342,8 @@ fn measure(
     let mut outcomes = outcomes;
     let read_back_error = read_back_all(&mut outcomes, read_back_files, &opts.stop, job, targets);
 
-    let mut total = AgentRaw::default();
-    let mut agents = Vec::with_capacity(n);
-    let mut error = None;
-    let mut ring_stalls = 0;
-    let mut verify: Option<VerifyReport> = None;
-    for (i, out) in outcomes.iter().enumerate() {
-        let spec = &job.agents[i];
-        let target = &targets.for_agent(i).path;
-        total.merge_except_busy(&out.raw);
-        ring_stalls += out.ring_stalls;
-        if let (None, Some(f)) = (&error, &out.failure) {
-            error = Some(describe_failure(f, &spec.name, target));
-        }
-        if let Some(v) = &out.verify {
-            merge_verify(&mut verify, v, spec, target, generation);
-        }
-        agents.push(AgentResult { info: agent_info(spec, target), figures: out.raw.figures(job.block_unit) });
-    }
+    let AgentSummary { mut total, agents, mut error, ring_stalls, verify } =
+        summarize_agents(&outcomes, job, targets, generation);
     if error.is_none() {
         error = read_back_error;
     }
@@ -492,94 +351,26 @@ fn measure(
     let aggregate = total.figures(job.block_unit);
     let timeline = std::mem::take(&mut collected.device);
     let window = dev_after.and_then(|(at, after)| timeline.finish(at, &after));
-    let device = match (&watch, window) {
-        (Some(w), Some((delta, window_s, samples))) => Some(DeviceReport::new(
-            w.devices.join("+"),
-            filesystem.clone(),
-            &delta,
-            window_s,
-            aggregate.read_bytes,
-            aggregate.write_bytes,
-            samples,
-        )),
-        _ => None,
-    };
-    let no_device_reason = match (&watch, &device) {
-        (Some(_), None) => Some("the run ended before its measurement window started".to_string()),
-        _ => no_device_reason,
-    };
+    let (device, no_device_reason) =
+        device_report(watch.as_ref(), &filesystem, window, &aggregate, no_device_reason);
     let series = log_interval_ns.map(|interval_ns| run_series(&outcomes, job, interval_ns));
     let interrupted = opts.stop.load(Ordering::Relaxed);
     let trace_dropped = trace.as_ref().map_or(0, |t| t.dropped());
-    let facts = RunFacts {
-        aggregate: &aggregate,
-        device: device.as_ref(),
-        no_device_reason: if device.is_none() { no_device_reason } else { None },
-        buffered_reads: job.agents.iter().any(|a| a.op.reads() && !a.direct && a.engine != EngineKind::Null),
-        unsynced_writes: job.agents.iter().any(|a| {
-            a.op.writes()
-                && !a.direct
-                && a.engine != EngineKind::Null
-                && a.fsync == iolens_workload::FsyncPolicy::None
-        }),
-        null_only,
-        interrupted,
-        trace_dropped,
-        reads: job.agents.iter().any(|a| a.op.reads() && a.engine != EngineKind::Null),
-        writes: job.agents.iter().any(|a| a.op.writes() && a.engine != EngineKind::Null),
-        reads_direct_only: job
-            .agents
-            .iter()
-            .filter(|a| a.op.reads() && a.engine != EngineKind::Null)
-            .all(|a| a.direct),
-        writes_direct_only: job
-            .agents
-            .iter()
-            .filter(|a| a.op.writes() && a.engine != EngineKind::Null)
-            .all(|a| a.direct),
-        memory_backed: memory_backed(targets),
-        rates: job
-            .agents
-            .iter()
-            .zip(&agents)
-            .filter(|(spec, _)| spec.rate.ops_per_s > 0.0)
-            .map(|(spec, a)| RateCheck {
-                agent: spec.name.clone(),
-                asked: spec.rate.ops_per_s,
-                ops: a.figures.ops,
-                wall_s: a.figures.wall_s,
-                poisson: spec.rate.arrival == iolens_workload::Arrival::Poisson,
-            })
-            .collect(),
-    };
+    let facts = run_facts(
+        job,
+        targets,
+        &agents,
+        &aggregate,
+        device.as_ref(),
+        no_device_reason,
+        RunFlags { null_only, interrupted, trace_dropped },
+    );
     let mut warnings = targets.warnings.clone();
     warnings.extend(evaluate_warnings(&facts));
-    if peer_failed.load(Ordering::Relaxed) {
-        warnings.push(Warning::new(
-            WarningCode::Interrupted,
-            format!(
-                "stopped early: the run of another of the {} processes failed; the figures cover what ran",
-                barrier.size()
-            ),
-        ));
-    }
-    if let (Some(e), Some(path)) = (&collected.log_error, &opts.busy_log) {
-        warnings.push(Warning::new(
-            WarningCode::BusyLogIncomplete,
-            format!("could not write the busy-period log {}: {e}", path.display()),
-        ));
-    }
+    let peer_failed = peer_failed.load(Ordering::Relaxed).then(|| barrier.size());
+    warnings.extend(stop_and_log_warnings(peer_failed, collected.log_error.as_ref(), opts));
     // Every agent's buffer is finished with its thread, so the trace can be put in place.
-    let mut trace_file = opts.trace.as_ref().map(|p| p.display().to_string());
-    if let (Some(writer), Some(path)) = (trace, &opts.trace) {
-        if let Err(e) = writer.finish() {
-            trace_file = None;
-            warnings.push(Warning::new(
-                WarningCode::TraceDropped,
-                format!("the trace {} could not be put in place: {e}", path.display()),
-            ));
-        }
-    }
+    let trace_file = finish_trace(trace, opts, &mut warnings);
     let result = RunResult {
         job: job.name.clone(),
         interrupted,
@@ -599,23 +390,37 @@ fn measure(
     Ok((result, total))
 }
 
+/// Starts agent `i` on a thread of its own; a failing agent halts the others.
+fn spawn_agent<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    i: usize,
+    backend: AnyBackend,
+    setup: AgentSetup<'env>,
+    halt: &'env AtomicBool,
+    gate: &'env PhaseGate,
+) -> std::thread::ScopedJoinHandle<'scope, AgentOutcome> {
+    std::thread::Builder::new()
+        .name(format!("agent-{}", setup.spec.name))
+        .spawn_scoped(scope, move || {
+            let out = match backend {
+                AnyBackend::Sync(b) => run_agent(b, setup),
+                AnyBackend::Uring(b) => run_agent(*b, setup),
+                AnyBackend::Null(b) => run_agent(b, setup),
+            };
+            if out.failure.is_some() {
+                halt.store(true, Ordering::Relaxed);
+            }
+            gate.finished(i);
+            out
+        })
+        .expect("spawning an agent thread")
+}
+
 /// Intervals a time-driven agent will fill (its delay, ramp and run), bounded; 0 otherwise.
 fn expected_intervals(spec: &AgentSpec, interval_ns: u64) -> usize {
     let Some(time) = spec.termination.time else { return 0 };
     let total_ns = (spec.start_delay + spec.ramp + time).as_nanos();
     (total_ns / u128::from(interval_ns.max(1)) + 2).min(MAX_RESERVED_INTERVALS as u128) as usize
-}
-
-/// Every agent's series and their aggregate, on the run's intervals.
-fn run_series(outcomes: &[AgentOutcome], job: &Job, interval_ns: u64) -> RunSeries {
-    let mut total = SeriesRaw::default();
-    let mut agents = Vec::with_capacity(outcomes.len());
-    for (out, spec) in outcomes.iter().zip(&job.agents) {
-        let Some(s) = &out.series else { continue };
-        total.merge(s);
-        agents.push(AgentSeries { name: spec.name.clone(), intervals: s.figures() });
-    }
-    RunSeries { interval_s: interval_ns as f64 / 1e9, aggregate: total.figures(), agents }
 }
 
 /// A generation for this run's verified writes: the time in nanoseconds since the epoch, so a
@@ -676,51 +481,6 @@ fn read_back_all(
         handles.into_iter().map(|h| h.join().expect("read-back thread panicked")).collect()
     });
     errors.into_iter().flatten().next()
-}
-
-fn fields(f: &Fields) -> BlockFields {
-    BlockFields {
-        magic: f.magic.iter().map(|b| format!("{b:02x}")).collect(),
-        offset: f.offset,
-        size: f.size,
-        generation: f.generation,
-    }
-}
-
-fn merge_verify(
-    report: &mut Option<VerifyReport>,
-    v: &AgentVerify,
-    spec: &AgentSpec,
-    target: &std::path::Path,
-    generation: u64,
-) {
-    let r = report.get_or_insert_with(VerifyReport::default);
-    let kind = v.kind.name();
-    if !r.kind.split('+').any(|k| k == kind) {
-        r.kind = if r.kind.is_empty() { kind.to_string() } else { format!("{}+{kind}", r.kind) };
-    }
-    if v.counts.blocks_written > 0 {
-        // Agents with their own verify_generation write that one; the run's otherwise.
-        r.generation_written = Some(spec.verify.and_then(|s| s.generation).unwrap_or(generation));
-    }
-    r.blocks_written += v.counts.blocks_written;
-    r.blocks_checked += v.counts.blocks_checked;
-    r.failures_total += v.counts.failures_total;
-    r.cost_s += v.counts.cost_ns as f64 / 1e9;
-    r.read_back_s += v.counts.readback_ns as f64 / 1e9;
-    r.included_in_io_time = false;
-    r.failures.extend(v.failures.iter().map(|(f, read_back)| VerifyFailure {
-        agent: spec.name.clone(),
-        file: target.display().to_string(),
-        offset: f.offset,
-        kind: f.kind.name().to_string(),
-        phase: if *read_back { "read_back" } else { "read" }.to_string(),
-        expected: fields(&f.expected),
-        found: f.found.as_ref().map(fields),
-        first_bad_byte: f.first_bad_byte,
-        first_bad_offset: f.first_bad_byte.map(|b| f.offset + b),
-        bytes_read: f.bytes_read,
-    }));
 }
 
 /// Length of a time-driven job (ramp included), if every agent is time-driven.

@@ -22,15 +22,22 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use iolens_metrics::{TargetReport, Warning, WarningCode};
 use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
-use crate::buffers::fill_random;
 use crate::ownership::{self, Identity};
 use crate::placement::{Layout, OffsetMap, Placement};
 use crate::EngineError;
+
+mod layout;
+mod ranks;
+
+pub use layout::data_bytes;
+use layout::{check_free_space, drop_cached_pages, materialize, sparse_warning};
+pub use ranks::{attach_shared, shared_identity};
+use ranks::{check_shared_job, resolve_placed_path};
 
 const LAYOUT_CHUNK: usize = 1 << 20;
 
@@ -354,150 +361,6 @@ pub fn prepare_targets_placed(
     Ok(targets)
 }
 
-/// A shared file needs one target for every agent, and strided blocks of one request size.
-fn check_shared_job(job: &Job, p: &Placement) -> Result<(), EngineError> {
-    let first = &job.agents[0];
-    if let Some(other) = job.agents.iter().find(|a| a.target != first.target) {
-        return Err(EngineError::BadTarget {
-            path: other.target.clone(),
-            reason: format!(
-                "differs from agent {}'s target {}; with --shared-file every agent uses one target",
-                first.name,
-                first.target.display()
-            ),
-        });
-    }
-    if p.layout == Layout::Strided {
-        for a in &job.agents {
-            let fixed = matches!(a.sizes, iolens_workload::SizeSpec::Fixed(_));
-            let contiguous = !matches!(a.pattern, iolens_workload::Pattern::Noncontiguous(_));
-            if !fixed || !contiguous || a.sizes.max() != first.sizes.max() {
-                return Err(EngineError::BadTarget {
-                    path: a.target.clone(),
-                    reason: format!(
-                        "cannot be laid out strided for agent {}: the strided layout interleaves blocks of one \
-                         request size, so every agent needs the same fixed --bs and a contiguous pattern",
-                        a.name
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Where an agent's I/O goes when it is one of several processes' (see [`prepare_targets_placed`]).
-fn resolve_placed_path(
-    job: &Job,
-    agent: &AgentSpec,
-    placement: Option<&Placement>,
-) -> Result<(PathBuf, bool), EngineError> {
-    let Some(p) = placement else { return resolve_path(job, agent) };
-    let is_dir = std::fs::metadata(&agent.target).is_ok_and(|m| m.is_dir());
-    let reads_only = agent.op == iolens_workload::OpMix::Read;
-    let resolved = match (is_dir, p.shared_file) {
-        (true, false) => {
-            Ok((rank_file_in_dir(&agent.target, &job.name, &agent.name, p.data_rank(reads_only)), true))
-        }
-        (true, true) => Ok((shared_file_in_dir(&agent.target, &job.name), true)),
-        (false, true) => resolve_path(job, agent),
-        (false, false) if agent.engine == iolens_workload::EngineKind::Null => resolve_path(job, agent),
-        (false, false) => Err(resolve_path(job, agent).err().unwrap_or_else(|| EngineError::BadTarget {
-            path: agent.target.clone(),
-            reason: format!(
-                "is not a directory, so all {} ranks would use this one file as their own; give a \
-                 directory (each rank gets its own files in it) or pass --shared-file",
-                p.ranks
-            ),
-        })),
-    }?;
-    if p.reordered(reads_only) && std::fs::symlink_metadata(&resolved.0).is_err() {
-        // Laid out here, the data would be this rank's own, in this node's page cache.
-        return Err(EngineError::BadTarget {
-            path: resolved.0,
-            reason: format!(
-                "does not exist: with --reorder-ranks {} rank {} reads what rank {} wrote there; write it \
-                 first (mpirun … iolens run with the same job and agent names, a write and --keep)",
-                p.reorder,
-                p.rank,
-                p.data_rank(reads_only)
-            ),
-        });
-    }
-    Ok(resolved)
-}
-
-/// The shared file rank 0 prepared, for another rank: opened by the same path, checked to be
-/// the very file rank 0 has open (its inode, `ino`) and of the size rank 0 laid out (`region`).
-/// This rank neither created nor owns it: it never removes or records it.
-pub fn attach_shared(
-    job: &Job,
-    placement: &Placement,
-    ino: u64,
-    region: u64,
-) -> Result<Targets, EngineError> {
-    check_shared_job(job, placement)?;
-    let (path, own_name) = resolve_placed_path(job, &job.agents[0], Some(placement))?;
-    let null_only = job.agents.iter().all(|a| a.engine == iolens_workload::EngineKind::Null);
-    let handle = if null_only {
-        None
-    } else {
-        let writes = job.agents.iter().any(|a| a.op.writes());
-        let nofollow = if own_name { libc::O_NOFOLLOW } else { 0 };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writes)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | nofollow)
-            .open(&path)
-            .map_err(io_err(&path, "open the shared file"))?;
-        let meta = file.metadata().map_err(io_err(&path, "inspect"))?;
-        if meta.ino() != ino || !(meta.is_file() || meta.file_type().is_block_device()) || meta.len() < region
-        {
-            return Err(EngineError::Refused {
-                path: path.clone(),
-                reason: format!(
-                    "is not the file rank 0 prepared (inode {} size {}, expected inode {ino} size at least {region})",
-                    meta.ino(),
-                    meta.len()
-                ),
-                hint: "every rank must see the same file system at the target path".into(),
-            });
-        }
-        Some(file)
-    };
-    let kind = match &handle {
-        Some(f) if f.metadata().is_ok_and(|m| m.file_type().is_block_device()) => TargetKind::BlockDevice,
-        _ => TargetKind::File,
-    };
-    let writes = job.agents.iter().any(|a| a.op.writes());
-    Ok(Targets {
-        targets: vec![Target {
-            path,
-            kind,
-            region,
-            created: false,
-            owned: false,
-            written: writes,
-            handle,
-            laid_out: region,
-            fresh: false,
-            laid_out_now: 0,
-            cache_dropped: false,
-        }],
-        agent_target: vec![0; job.agents.len()],
-        laid_out_bytes: 0,
-        warnings: Vec::new(),
-        shared: Some(*placement),
-    })
-}
-
-/// The identity rank 0 shares with the other ranks: the shared file's inode and region.
-pub fn shared_identity(targets: &Targets) -> [u64; 2] {
-    let t = &targets.targets[0];
-    let ino = t.handle.as_ref().and_then(|f| f.metadata().ok()).map_or(0, |m| m.ino());
-    [ino, t.region]
-}
-
 /// The path an agent addresses, and whether iolens chose its last component.
 fn resolve_path(job: &Job, agent: &AgentSpec) -> Result<(PathBuf, bool), EngineError> {
     match std::fs::metadata(&agent.target) {
@@ -750,179 +613,6 @@ fn reopen(file: &File, path: &Path, write: bool, flags: i32) -> Result<File, Eng
         .custom_flags(flags | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .map_err(io_err(path, "open"))
-}
-
-fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
-    // Group new bytes by the file system (device) they land on.
-    let mut need: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
-    for t in &targets.targets {
-        if t.kind != TargetKind::File || !t.owned {
-            continue;
-        }
-        let Some(f) = &t.handle else { continue };
-        let meta = f.metadata().map_err(io_err(&t.path, "inspect"))?;
-        let extra = t.region.saturating_sub(meta.len());
-        let dir = t.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let e = need.entry(meta.dev()).or_insert((dir.to_path_buf(), 0));
-        e.1 = e.1.checked_add(extra).ok_or_else(|| EngineError::NoSpace {
-            path: dir.to_path_buf(),
-            need: u64::MAX,
-            free: 0,
-        })?;
-    }
-    for (_, (dir, bytes)) in need {
-        let Some(free) = iolens_device::free_bytes(&dir).map_err(io_err(&dir, "check free space on"))? else {
-            continue; // no space accounting (ramfs): nothing to check against
-        };
-        // Keep a margin so the run does not fill the file system to the last block.
-        let margin = (free / 20).min(64 << 20);
-        if bytes > 0 && bytes.saturating_add(margin) > free {
-            return Err(EngineError::NoSpace { path: dir, need: bytes, free });
-        }
-    }
-    Ok(())
-}
-
-/// Lays out a new file target, or sizes it for writers; returns the bytes of data written.
-fn materialize(t: &mut Target, usage: &Use, sparse: bool, stop: &AtomicBool) -> Result<u64, EngineError> {
-    if t.kind != TargetKind::File || !t.owned {
-        return Ok(0); // foreign files and devices are used as they are
-    }
-    if !t.fresh && !usage.writes {
-        return Ok(0); // a file found and only read is read as it is: no layout, no growth
-    }
-    let Some(file) = t.handle.as_ref() else { return Ok(0) };
-    let path = t.path.clone();
-    let mut written = 0;
-    if usage.verify_reads && !usage.writes {
-        // Verifying readers check the data as it is: neither laid out nor extended.
-    } else if usage.reads && !usage.verify_reads && t.laid_out < t.region {
-        // A file found that is also written keeps its data as it is (its region is at most its
-        // size); only new files are laid out.
-        if t.fresh {
-            written = lay_out(file, &path, t.laid_out, t.region, stop)?;
-            t.laid_out = t.region;
-        }
-    } else if sparse {
-        // Sized, not allocated: reads past the written blocks see zeros, as in any new file.
-        if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
-            file.set_len(t.region).map_err(io_err(&path, "size"))?;
-        }
-    } else if file.metadata().map_err(io_err(&path, "inspect"))?.len() < t.region {
-        // Write-only: reserve the blocks so writes overwrite allocated space, as on a
-        // laid-out file; fall back to a sparse size where fallocate is unsupported.
-        let len = i64::try_from(t.region).map_err(|_| EngineError::NoSpace {
-            path: path.clone(),
-            need: t.region,
-            free: 0,
-        })?;
-        // SAFETY: plain syscall on our fd.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
-        if rc == libc::ENOSPC || rc == libc::EFBIG {
-            return Err(EngineError::NoSpace { path, need: t.region, free: 0 });
-        }
-        if rc != 0 {
-            file.set_len(t.region).map_err(io_err(&path, "size"))?;
-        }
-    }
-    if t.created {
-        ownership::claim_file(file, &path, t.region, t.laid_out);
-    }
-    Ok(written)
-}
-
-/// Bytes of `[0, len)` that hold data (not holes) in `file`: SEEK_DATA/SEEK_HOLE where the file
-/// system supports them (unwritten extents count as holes there), else the allocated blocks.
-pub fn data_bytes(file: &File, len: u64) -> io::Result<u64> {
-    let fd = file.as_raw_fd();
-    let mut data = 0u64;
-    let mut at = 0u64;
-    while at < len {
-        // SAFETY: plain syscalls on a descriptor we own; they only move its offset.
-        let start = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_DATA) };
-        if start < 0 {
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::ENXIO) => break, // no data after `at`
-                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => return allocated_bytes(file, len),
-                _ => return Err(io::Error::last_os_error()),
-            }
-        }
-        let start = start as u64;
-        if start >= len {
-            break;
-        }
-        // SAFETY: as above.
-        let end = unsafe { libc::lseek(fd, start as libc::off_t, libc::SEEK_HOLE) };
-        if end < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let end = (end as u64).min(len);
-        data += end.saturating_sub(start);
-        at = end.max(start + 1);
-    }
-    Ok(data)
-}
-
-fn allocated_bytes(file: &File, len: u64) -> io::Result<u64> {
-    Ok((file.metadata()?.blocks() * 512).min(len))
-}
-
-/// A `sparse_target` warning when the part of `t` agents read has holes.
-fn sparse_warning(t: &Target) -> Option<Warning> {
-    let file = t.handle.as_ref()?;
-    let data = data_bytes(file, t.region).ok()?;
-    let holes = t.region.saturating_sub(data);
-    (holes > 0).then(|| {
-        Warning::new(
-            WarningCode::SparseTarget,
-            format!(
-                "{} is sparse: {} of the {} read ({:.0}%) are holes, which read as zeros without touching \
-                 the device; the figures overstate the storage (fill the file with data, or give a \
-                 directory and let iolens lay out its own file)",
-                t.path.display(),
-                format_bytes(holes),
-                format_bytes(t.region),
-                100.0 * holes as f64 / t.region as f64
-            ),
-        )
-    })
-}
-
-/// Fills `[from, to)` with incompressible data and flushes it (the caller drops it from the page
-/// cache, unless `--keep-cache`, so the run starts cold).
-fn lay_out(file: &File, path: &Path, from: u64, to: u64, stop: &AtomicBool) -> Result<u64, EngineError> {
-    use std::os::unix::fs::FileExt;
-    let mut chunk = vec![0u8; LAYOUT_CHUNK];
-    let mut at = from;
-    while at < to {
-        if stop.load(Ordering::Relaxed) {
-            return Err(EngineError::Interrupted);
-        }
-        let n = (to - at).min(LAYOUT_CHUNK as u64) as usize;
-        fill_random(&mut chunk[..n], at ^ 0x5eed_1a7e);
-        file.write_all_at(&chunk[..n], at).map_err(|e| {
-            if matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EFBIG)) {
-                EngineError::NoSpace { path: path.to_path_buf(), need: to - at, free: 0 }
-            } else {
-                io_err(path, "lay out")(e)
-            }
-        })?;
-        at += n as u64;
-    }
-    file.sync_data().map_err(io_err(path, "flush"))?;
-    Ok(to - from)
-}
-
-/// Writes back and evicts the target's cached pages: advice that never changes data, so it is
-/// applied to foreign files and devices too.
-fn drop_cached_pages(t: &Target) {
-    if let Some(f) = &t.handle {
-        // SAFETY: plain syscalls on a descriptor we own.
-        unsafe {
-            libc::fdatasync(f.as_raw_fd());
-            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-        }
-    }
 }
 
 /// Fails early, with the file system's name, where O_DIRECT is refused.
