@@ -765,11 +765,6 @@ pub fn unit_apart_from_its_number(argv: &[std::ffi::OsString]) -> Option<String>
     })
 }
 
-/// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
-pub fn suite_target(positional: &Option<PathBuf>, flag: &Option<PathBuf>) -> PathBuf {
-    positional.clone().or_else(|| flag.clone()).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;

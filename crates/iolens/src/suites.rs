@@ -32,6 +32,11 @@ fn duration(flag: &str, v: &str, out: &OutputArgs) -> Result<std::time::Duration
         .ok_or_else(|| fail(out, &format!("{flag}: {v:?} is not a positive duration"), false, EXIT_USAGE))
 }
 
+/// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
+pub fn suite_target(positional: &Option<std::path::PathBuf>, flag: &Option<std::path::PathBuf>) -> std::path::PathBuf {
+    positional.clone().or_else(|| flag.clone()).unwrap_or_default()
+}
+
 /// What a suite's target may be, for the message when it is missing.
 pub const SUITE_TARGET: &str =
     "a suite's target must be an existing directory (the suite makes its own file in it), file or block device";
@@ -119,7 +124,7 @@ pub fn sweep(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    let suite_target = crate::cli::suite_target(&a.suite.target, &a.suite.target_flag);
+    let suite_target = suite_target(&a.suite.target, &a.suite.target_flag);
     target(runner, "", &suite_target, SUITE_TARGET, &out)?;
     let mut cfg = sweep::SweepConfig::new(suite_target.clone());
     cfg.rw = a.rw.clone();
@@ -156,7 +161,7 @@ pub fn saturate(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
-    let suite_target = crate::cli::suite_target(&a.suite.target, &a.suite.target_flag);
+    let suite_target = suite_target(&a.suite.target, &a.suite.target_flag);
     target(runner, "", &suite_target, SUITE_TARGET, &out)?;
     let mut cfg = saturate::SaturateConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
@@ -190,7 +195,7 @@ pub fn write_modes(
     command: String,
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
-    let suite_target = crate::cli::suite_target(&a.target, &a.target_flag);
+    let suite_target = suite_target(&a.target, &a.target_flag);
     target(runner, "", &suite_target, SUITE_TARGET, &out)?;
     let mut cfg = write_modes::WriteModesConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
