@@ -1,4 +1,4 @@
-//! Presenting results: the terminal table ([`table`]), exports to JSON, CSV, Parquet and the HTML
+//! Presenting results: the terminal text of every kind of result ([`text`]), exports to JSON, CSV, Parquet and the HTML
 //! report ([`export`], one module per format), and the envelope every command's JSON starts with
 //! ([`envelope`]). Nothing here measures or computes figures; it only lays out results such as a
 //! [`RunResult`](iolens_metrics::RunResult).
@@ -8,11 +8,17 @@ pub mod envelope;
 pub mod export;
 pub mod progress;
 pub mod publish;
-pub mod table;
+/// The terminal table and number formats at their first home, for callers written before
+/// [`text`] held them.
+pub mod table {
+    pub use crate::text::number::{fmt_mib, fmt_ns, fmt_rate};
+    pub use crate::text::run::render_run;
+    pub use crate::text::table::Table;
+}
 pub mod text;
 
 pub use envelope::{Body, Envelope, Invocation, Notice, SCHEMA_VERSION};
 pub use export::{write_csv, write_json_atomic};
 /// The one way results reach a file the user named; see [`iolens_output`].
 pub use iolens_output::{is_stdout, write_output, OutputFile};
-pub use table::render_run;
+pub use text::run::render_run;

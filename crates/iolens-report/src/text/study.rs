@@ -4,7 +4,7 @@
 use iolens_stats::study::{AnovaRow, CorrelationReport, StudyAnalysis};
 use iolens_stats::TestOutcome;
 
-use crate::table::Table;
+use super::table::Table;
 
 impl crate::Body for StudyAnalysis {}
 
