@@ -9,6 +9,7 @@
 mod device;
 mod figures;
 mod histogram;
+pub mod number;
 mod series;
 mod verify;
 mod warnings;

@@ -6,10 +6,6 @@ use iolens_stats::TestOutcome;
 
 use super::table::Table;
 
-impl crate::Body for StudyAnalysis {}
-
-impl crate::Body for CorrelationReport {}
-
 /// A p-value: `-` when there is none, scientific below 1e-4.
 pub fn fmt_p(p: Option<f64>) -> String {
     match p {
