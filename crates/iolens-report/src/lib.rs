@@ -22,3 +22,9 @@ pub use export::{write_csv, write_json_atomic};
 /// The one way results reach a file the user named; see [`iolens_output`].
 pub use iolens_output::{is_stdout, write_output, OutputFile};
 pub use text::run::render_run;
+
+// The one skip helper of the workspace's tests: tests without the shared data sets skip, or fail
+// under IOLENS_REQUIRE_TOOLS=1.
+#[cfg(test)]
+#[path = "../../iolens/tests/integration/util/prerequisite.rs"]
+mod prerequisite;

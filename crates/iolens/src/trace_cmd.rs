@@ -81,7 +81,7 @@ fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs
         }
     }
     if let Some(log) = darshan {
-        say!("{}", crate::darshan_view::render(log));
+        say!("{}", iolens_report::text::darshan::render(log));
     }
     say!("{}", render_summary(summary));
     if let Some(path) = &s.emit_workload {

@@ -3,6 +3,8 @@
 
 pub mod beff_io;
 pub mod compare;
+pub mod darshan;
+pub mod monitor;
 pub mod number;
 pub mod quick;
 pub mod repeat;
