@@ -133,6 +133,19 @@ impl ReadingLine {
     }
 }
 
+/// The analysis reads through this line.
+impl iolens_analyze::trace_summary::Reading for ReadingLine {
+    fn progress(&self) -> &ReadProgress {
+        ReadingLine::progress(self)
+    }
+    fn step(&self, what: &str) {
+        ReadingLine::step(self, what);
+    }
+    fn restart(&self, what: &str) {
+        ReadingLine::restart(self, what);
+    }
+}
+
 impl Drop for ReadingLine {
     fn drop(&mut self) {
         self.shared.done.store(true, Ordering::Release);

@@ -13,5 +13,6 @@ pub mod saturate;
 pub mod study;
 pub mod sweep;
 pub mod table;
+pub mod trace;
 pub mod validate;
 pub mod write_modes;
