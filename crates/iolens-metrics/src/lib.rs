@@ -6,6 +6,7 @@
 //! of `/proc/diskstats`. Derived figures ([`Figures`]) are computed once, from merged raw data,
 //! never averaged from other derived figures.
 
+pub mod catalogue;
 mod device;
 mod figures;
 mod histogram;

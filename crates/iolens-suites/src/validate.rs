@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use iolens_metrics::catalogue::{metric, Better};
 use iolens_stats::{Direction, NormalizedCc};
 use iolens_workload::{format_bytes, FlagWorkload};
 use rand::seq::SliceRandom;
@@ -25,11 +26,22 @@ use crate::{run_point, PointWarning, SuiteContext, SuiteError};
 
 /// The metrics validated, with their expected correlation with execution time.
 pub const VALIDATED: [(&str, Direction); 4] = [
-    ("iops", Direction::Negative),
-    ("bw_bytes_s", Direction::Negative),
-    ("arpt_s", Direction::Positive),
-    ("bps", Direction::Negative),
+    ("iops", against_time("iops")),
+    ("bw_bytes_s", against_time("bw_bytes_s")),
+    ("arpt_s", against_time("arpt_s")),
+    ("bps", against_time("bps")),
 ];
+
+/// The sign a metric's correlation with execution time should have, from the catalogue's
+/// direction: a metric that is better higher falls as the time grows (negative), one that is
+/// better lower grows with it (positive). A metric better neither way predicts nothing here.
+const fn against_time(name: &str) -> Direction {
+    match metric(name).better {
+        Better::Higher => Direction::Negative,
+        Better::Lower => Direction::Positive,
+        Better::Neither => panic!("a metric better neither way has no expected correlation"),
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct ValidateConfig {
@@ -352,6 +364,20 @@ fn run_sets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The BPS paper's Table 1: rates fall as the time grows, the response time grows with it.
+    #[test]
+    fn the_expected_directions_follow_the_catalogue() {
+        assert_eq!(
+            VALIDATED,
+            [
+                ("iops", Direction::Negative),
+                ("bw_bytes_s", Direction::Negative),
+                ("arpt_s", Direction::Positive),
+                ("bps", Direction::Negative),
+            ]
+        );
+    }
 
     fn run(time_s: f64, iops: f64, arpt_s: f64) -> ValidationRun {
         ValidationRun {
