@@ -1,5 +1,6 @@
 //! Standard experiments, each a series of core runs (`iolens_engine::run_job`) with its own
-//! table, JSON and findings:
+//! result (its JSON) and findings; their terminal tables are `iolens_report::text`'s, which
+//! depends on this crate, not the other way round:
 //!
 //! - [`sweep`]: the `iops` program's experiment — block size doubling at fixed concurrency, with
 //!   the knee of the IOPS curve and the size that reaches 90% of peak bandwidth;

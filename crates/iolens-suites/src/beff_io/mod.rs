@@ -36,7 +36,8 @@
 //! The parts: [`table2`] defines the patterns and the weights, `backend` the ranks and pattern
 //! files a rank loop runs on, `rank` that loop, `schedule` how the partition keeps to T,
 //! `results` the records, `assemble` the records and the system value from the ranks' logs,
-//! `progress` what a progress display is told, and `render` the terminal report.
+//! and `progress` what a progress display is told; the terminal report is
+//! `iolens_report::text::beff_io`'s.
 
 mod assemble;
 mod backend;
