@@ -1,15 +1,17 @@
-//! Presenting results: the terminal text of every kind of result ([`text`]), exports to JSON, CSV, Parquet and the HTML
-//! report ([`export`], one module per format), and the envelope every command's JSON starts with
-//! ([`envelope`]). Nothing here measures or computes figures; it only lays out results such as a
-//! [`RunResult`](iolens_metrics::RunResult).
+//! Presenting results: the terminal text of every kind of result ([`text`], one module per kind),
+//! exports to JSON, CSV, Parquet and the HTML report ([`export`], one module per format), and the
+//! envelope every command's JSON starts with ([`envelope`]). Nothing here measures or computes
+//! figures; it only lays out results such as a [`RunResult`](iolens_metrics::RunResult). The
+//! crates that produce results (suites, analysis, statistics) sit below this one and state their
+//! side of the envelope through [`iolens_output::contract`].
 
 pub mod compare;
 pub mod envelope;
 pub mod export;
 pub mod progress;
 pub mod publish;
-/// The terminal table and number formats at their first home, for callers written before
-/// [`text`] held them.
+/// The terminal table and number formats at their first path, for callers written before
+/// [`text`] held them; new code names `text::table` and `text::number`.
 pub mod table {
     pub use crate::text::number::{fmt_mib, fmt_ns, fmt_rate};
     pub use crate::text::run::render_run;
