@@ -3,7 +3,8 @@
 //! in two, each half on an analyzer of its own and the two merged, give the same summary.
 #![no_main]
 
-use iolens_analyze::{emit_workload, render_summary, AnalyzeError, AnalyzeOptions, Analyzer};
+use iolens_analyze::{emit_workload, AnalyzeError, AnalyzeOptions, Analyzer};
+use iolens_report::text::trace::render_summary;
 use iolens_import::{import_reader, EventSink, Format};
 use iolens_record::event::IoEvent;
 use libfuzzer_sys::fuzz_target;

@@ -14,17 +14,16 @@
 //! | `end_ns`      | integer         | call end                                             |
 //! | `duration_ns` | integer         | `end_ns − start_ns`                                  |
 //!
-//! Parquet files go through [`iolens_report::export::parquet`]: a row group at a time, so memory
+//! Parquet files are written by `iolens_report::export::trace_ops` (named by the caller as an
+//! [`OpFileOpener`]) through `iolens_report::export::parquet`: a row group at a time, so memory
 //! stays bounded whatever the trace length, zstd-compressed; pandas and DuckDB read them directly.
 
 use iolens_output::OutputFile;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use iolens_output::csv::csv_field;
 use iolens_record::event::{IoEvent, UNKNOWN_OFFSET};
-use iolens_report::export::csv_field;
-use iolens_report::export::parquet::{ColumnType, ParquetTable, Value};
-use parquet::data_type::ByteArray;
 
 pub const OP_COLUMNS: [&str; 12] = [
     "row_kind",
@@ -42,7 +41,7 @@ pub const OP_COLUMNS: [&str; 12] = [
 ];
 
 /// A destination for per-operation rows.
-pub(crate) trait OpWriter: Send {
+pub trait OpWriter: Send {
     fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()>;
     /// Completes the file; `envelope` goes into the metadata of the formats that have one.
     fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()>;
@@ -74,68 +73,9 @@ impl OpWriter for CsvOps {
     }
 }
 
-const PARQUET_COLUMNS: [(&str, ColumnType); 12] = [
-    ("row_kind", ColumnType::Utf8),
-    ("pid", ColumnType::Int64),
-    ("tid", ColumnType::Int64),
-    ("path", ColumnType::Utf8),
-    ("op", ColumnType::Utf8),
-    ("layer", ColumnType::Utf8),
-    ("offset", ColumnType::OptionalInt64),
-    ("requested", ColumnType::Int64),
-    ("result", ColumnType::Int64),
-    ("start_ns", ColumnType::Int64),
-    ("end_ns", ColumnType::Int64),
-    ("duration_ns", ColumnType::Int64),
-];
-
-pub(crate) struct ParquetOps {
-    table: ParquetTable,
-    /// The last path seen and its shared bytes: consecutive calls mostly name the same file.
-    last_path: Option<(String, ByteArray)>,
-}
-
-impl ParquetOps {
-    pub(crate) fn create(path: &Path) -> std::io::Result<ParquetOps> {
-        Ok(ParquetOps {
-            table: ParquetTable::create(path, "iolens_ops", &PARQUET_COLUMNS, None)?,
-            last_path: None,
-        })
-    }
-}
-
-impl OpWriter for ParquetOps {
-    fn op(&mut self, e: &IoEvent, path: &str) -> std::io::Result<()> {
-        let path_bytes = match &self.last_path {
-            Some((p, bytes)) if p == path => bytes.clone(),
-            _ => {
-                let bytes = ByteArray::from(path.as_bytes().to_vec());
-                self.last_path = Some((path.to_string(), bytes.clone()));
-                bytes
-            }
-        };
-        self.table.row(&[
-            Value::Str("op"),
-            Value::Int64(e.pid.into()),
-            Value::Int64(e.tid.into()),
-            Value::Bytes(path_bytes),
-            Value::Str(e.op.name()),
-            Value::Str(e.layer.name()),
-            Value::OptionalInt64(
-                (e.offset != UNKNOWN_OFFSET).then(|| i64::try_from(e.offset).unwrap_or(i64::MAX)),
-            ),
-            Value::UInt64(e.requested),
-            Value::Int64(e.result),
-            Value::UInt64(e.start_ns),
-            Value::UInt64(e.end_ns),
-            Value::UInt64(e.duration_ns()),
-        ])
-    }
-
-    fn finish(self: Box<Self>, envelope: Option<&str>) -> std::io::Result<()> {
-        self.table.finish_with_envelope(envelope.map(str::to_string))
-    }
-}
+/// Opens a per-operation file of a format this crate does not write itself (Parquet: its writer
+/// is `iolens_report::export::trace_ops`, above this crate, which the caller names here).
+pub type OpFileOpener = fn(&Path) -> std::io::Result<Box<dyn OpWriter>>;
 
 /// An open export and its file (for error messages).
 pub(crate) type Export = (PathBuf, Box<dyn OpWriter>);
@@ -170,14 +110,14 @@ impl OpExports {
 /// The per-op exports requested.
 pub(crate) fn open_exports(
     csv: Option<&PathBuf>,
-    parquet: Option<&PathBuf>,
+    parquet: Option<&(PathBuf, OpFileOpener)>,
 ) -> Result<Vec<Export>, (PathBuf, std::io::Error)> {
     let mut out: Vec<Export> = Vec::new();
     if let Some(p) = csv {
         out.push((p.clone(), Box::new(CsvOps::create(p).map_err(|e| (p.clone(), e))?)));
     }
-    if let Some(p) = parquet {
-        out.push((p.clone(), Box::new(ParquetOps::create(p).map_err(|e| (p.clone(), e))?)));
+    if let Some((p, open)) = parquet {
+        out.push((p.clone(), open(p).map_err(|e| (p.clone(), e))?));
     }
     Ok(out)
 }

@@ -25,7 +25,6 @@ pub mod export;
 mod filter;
 mod finish;
 mod merge;
-mod render;
 mod reorder;
 mod rows;
 pub mod timeline;
@@ -39,7 +38,6 @@ use std::sync::Arc;
 
 pub use analyzer::Analyzer;
 pub use filter::{FilterError, FilterReport, PathFilter};
-pub use render::render_summary;
 pub use rows::{
     Concurrency, ExecutableRow, FileRow, LayerRow, ProcessRow, ProcessTreeRow, SizeBucket, SlowOp,
     TraceSummary,
@@ -63,7 +61,7 @@ pub struct AnalyzeOptions {
     /// Where the union spills sorted runs (default: the system temp directory).
     pub spill_dir: Option<PathBuf>,
     pub per_op_csv: Option<PathBuf>,
-    pub per_op_parquet: Option<PathBuf>,
+    pub per_op_parquet: Option<(PathBuf, export::OpFileOpener)>,
     /// Intervals held in memory before the union compacts or spills.
     pub union_buffer: usize,
     /// Set (by a Ctrl-C handler) to end the analysis early with the summary so far; importers

@@ -426,6 +426,22 @@ pub struct RunResult {
     pub series: Option<crate::RunSeries>,
 }
 
+/// A run tells the envelope its interruption, warnings and failure.
+impl iolens_output::contract::Body for RunResult {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
+        self.warnings
+            .iter()
+            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
+            .collect()
+    }
+    fn error(&self) -> Option<iolens_output::contract::Notice> {
+        self.error.as_ref().map(|e| iolens_output::contract::Notice::new("run_failed", e.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

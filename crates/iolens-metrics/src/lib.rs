@@ -6,9 +6,11 @@
 //! of `/proc/diskstats`. Derived figures ([`Figures`]) are computed once, from merged raw data,
 //! never averaged from other derived figures.
 
+pub mod catalogue;
 mod device;
 mod figures;
 mod histogram;
+pub mod number;
 mod series;
 mod verify;
 mod warnings;

@@ -24,6 +24,8 @@
 //! so the same rules hold everywhere; `iolens_report` re-exports it.
 
 pub mod console;
+pub mod contract;
+pub mod csv;
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};

@@ -12,6 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+pub use iolens_output::contract::{Body, NoBody, Notice};
+
 /// Version of the JSON result layout; bumped on any incompatible change. 2: the envelope, and
 /// one key and unit per figure in every command.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -83,19 +85,6 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
     })
 }
 
-/// A warning or an error: a stable snake_case code for programs, a sentence for people.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Notice {
-    pub code: String,
-    pub message: String,
-}
-
-impl Notice {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Notice {
-        Notice { code: code.into(), message: message.into() }
-    }
-}
-
 /// The first keys of every JSON result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
@@ -113,37 +102,6 @@ pub struct Envelope {
     pub warnings: Vec<Notice>,
     pub interrupted: bool,
     pub error: Option<Notice>,
-}
-
-/// What a command's result tells the envelope about how the command went.
-pub trait Body: Serialize {
-    fn interrupted(&self) -> bool {
-        false
-    }
-    fn warnings(&self) -> Vec<Notice> {
-        Vec::new()
-    }
-    fn error(&self) -> Option<Notice> {
-        None
-    }
-}
-
-/// A result without a body of its own: the error document.
-#[derive(Debug, Serialize)]
-pub struct NoBody {}
-
-impl Body for NoBody {}
-
-impl<B: Body> Body for &B {
-    fn interrupted(&self) -> bool {
-        (*self).interrupted()
-    }
-    fn warnings(&self) -> Vec<Notice> {
-        (*self).warnings()
-    }
-    fn error(&self) -> Option<Notice> {
-        (*self).error()
-    }
 }
 
 /// The envelope, then the body's keys, in one JSON object.

@@ -133,6 +133,19 @@ impl ReadingLine {
     }
 }
 
+/// The analysis reads through this line.
+impl iolens_analyze::trace_summary::Reading for ReadingLine {
+    fn progress(&self) -> &ReadProgress {
+        ReadingLine::progress(self)
+    }
+    fn step(&self, what: &str) {
+        ReadingLine::step(self, what);
+    }
+    fn restart(&self, what: &str) {
+        ReadingLine::restart(self, what);
+    }
+}
+
 impl Drop for ReadingLine {
     fn drop(&mut self) {
         self.shared.done.store(true, Ordering::Release);
@@ -210,13 +223,13 @@ impl CurrentRate {
         let so_far = format!(
             "{what}: {:.0}% of {} MiB, {records} records",
             share_read(bytes, total_bytes) * 100.0,
-            crate::table::fmt_mib(total_bytes as f64)
+            crate::text::number::fmt_mib(total_bytes as f64)
         );
         let (Some(r), Some(b)) = (self.ops_s, self.bytes_s) else { return so_far };
         let rates = format!(
             "{so_far}; now {} records/s, {} MiB/s",
-            crate::table::fmt_rate(r),
-            crate::table::fmt_mib(b)
+            crate::text::number::fmt_rate(r),
+            crate::text::number::fmt_mib(b)
         );
         match total_bytes.checked_sub(bytes) {
             Some(left) if left > 0 && b > 0.0 => format!("{rates}, ETA {}", short_duration(left as f64 / b)),
@@ -225,10 +238,14 @@ impl CurrentRate {
     }
 
     fn message(&self, ops: u64, bytes: u64) -> String {
-        let total = format!("{ops} ops, {} MiB", crate::table::fmt_mib(bytes as f64));
+        let total = format!("{ops} ops, {} MiB", crate::text::number::fmt_mib(bytes as f64));
         match (self.ops_s, self.bytes_s) {
             (Some(o), Some(b)) => {
-                format!("{total}; now {} IOPS, {} MiB/s", crate::table::fmt_rate(o), crate::table::fmt_mib(b))
+                format!(
+                    "{total}; now {} IOPS, {} MiB/s",
+                    crate::text::number::fmt_rate(o),
+                    crate::text::number::fmt_mib(b)
+                )
             }
             _ => total,
         }

@@ -228,3 +228,8 @@ pub fn correlation_row(
         n: test.n,
     })
 }
+
+/// An analysis has no interruption, warnings or failure of its own to tell the envelope.
+impl iolens_output::contract::Body for StudyAnalysis {}
+
+impl iolens_output::contract::Body for CorrelationReport {}

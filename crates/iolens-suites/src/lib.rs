@@ -1,5 +1,6 @@
 //! Standard experiments, each a series of core runs (`iolens_engine::run_job`) with its own
-//! table, JSON and findings:
+//! result (its JSON) and findings; their terminal tables are `iolens_report::text`'s, which
+//! depends on this crate, not the other way round:
 //!
 //! - [`sweep`]: the `iops` program's experiment — block size doubling at fixed concurrency, with
 //!   the knee of the IOPS curve and the size that reaches 90% of peak bandwidth;
@@ -266,8 +267,8 @@ impl PointWarning {
 
     /// The warning as an envelope holds it, its message prefixed by where it arose (`at`, e.g.
     /// "sweep 1 MiB").
-    pub fn notice(&self, at: &str) -> iolens_report::Notice {
-        iolens_report::Notice::new(&self.code, format!("{at}: {}", self.message))
+    pub fn notice(&self, at: &str) -> iolens_output::contract::Notice {
+        iolens_output::contract::Notice::new(&self.code, format!("{at}: {}", self.message))
     }
 }
 
@@ -440,14 +441,18 @@ mod tests {
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["ranks"], 4);
         assert_eq!(json["curves"][0]["nodes_to_saturate"], 3);
-        assert!(crate::saturate::render(&r).contains("nodes to saturate: 3 node(s) of 6 cores"));
+        assert_eq!(
+            r.cores_per_node,
+            Some(6),
+            "the terminal says: 3 node(s) of 6 cores (iolens_report::text::saturate)"
+        );
         assert_eq!(json["curves"][0]["points"][1]["warning_codes"], serde_json::json!(["few_ops"]));
-        use iolens_report::Body;
+        use iolens_output::contract::Body;
         let told = r.warnings();
         assert_eq!(told.len(), 5, "one per point: {told:?}");
         assert_eq!(
             told[1],
-            iolens_report::Notice::new("few_ops", "randread at 8 in flight: only 40 operations")
+            iolens_output::contract::Notice::new("few_ops", "randread at 8 in flight: only 40 operations")
         );
     }
 

@@ -14,11 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iolens_engine::ownership::ScratchDir;
+use iolens_engine::RunObserver;
+use iolens_metrics::number::{fmt_mib, fmt_rate};
+use iolens_output::contract::{Body, Notice};
 use iolens_output::sayln;
-use iolens_report::progress::{PartsPlan, ProgressLine};
-use iolens_report::publish::write_result;
-use iolens_report::table::{fmt_mib, fmt_rate, Table};
-use iolens_report::{Body, Notice};
 use iolens_workload::format_bytes;
 use serde::Serialize;
 
@@ -119,8 +118,29 @@ fn direct_supported(dir: &Path) -> bool {
     ok
 }
 
+/// What quick shows and saves through its caller, which owns the terminal and the result files
+/// (the binary answers with `iolens_report`'s progress lines and result documents): this crate
+/// produces results and leaves presenting them to the crates above it.
+pub trait QuickPresenter {
+    /// What shows a part's progress while it runs.
+    type Progress: RunObserver;
+    /// The progress of part `name`, starting now; `plan`: every part's planned seconds, in
+    /// order, counted from `started`; `quiet`: show nothing.
+    fn start_part(
+        &self,
+        name: &'static str,
+        plan: &[(&'static str, f64)],
+        started: Instant,
+        quiet: bool,
+    ) -> Self::Progress;
+    /// The part ended: its progress is finished.
+    fn end_part(&self, progress: Self::Progress);
+    /// Saves a part's result as its JSON document at `path`, with the job it ran.
+    fn save<B: Body>(&self, path: &Path, result: &B, job: serde_json::Value);
+}
+
 /// The parts run in order; each adds its headlines and warnings.
-struct Quick<'a> {
+struct Quick<'a, P: QuickPresenter> {
     report: QuickReport,
     results: PathBuf,
     stop: &'a Arc<AtomicBool>,
@@ -129,7 +149,10 @@ struct Quick<'a> {
     runner: &'a dyn PointRunner,
     /// The job of every part that ran, for quick's own envelope.
     jobs: Vec<serde_json::Value>,
-    plan: PartsPlan,
+    /// Every part's planned seconds, in order, counted from `started`.
+    plan: Vec<(&'static str, f64)>,
+    started: Instant,
+    presenter: &'a P,
 }
 
 /// The seconds each part is planned to take: every point or mode at its time (the sweep and
@@ -153,7 +176,7 @@ fn planned_seconds(
     ]
 }
 
-impl Quick<'_> {
+impl<P: QuickPresenter> Quick<'_, P> {
     /// Runs one part (`job`: what it ran, from its result where it has one), saves its JSON, and
     /// hands the result to `summarize`.
     fn part<R: Body>(
@@ -168,13 +191,10 @@ impl Quick<'_> {
         }
         let started = Instant::now();
         let quiet = self.quiet || self.runner.rank() != 0;
-        let progress = match self.plan.part(name) {
-            Some(whole) => ProgressLine::for_part(quiet, name, whole),
-            None => ProgressLine::new(quiet, name),
-        };
+        let progress = self.presenter.start_part(name, &self.plan, self.started, quiet);
         // quick writes only in its own scratch directory, removed at the end.
         let result = run(&SuiteContext::new(false, false, self.stop, &progress, &self.command, self.runner));
-        progress.finish();
+        self.presenter.end_part(progress);
         let mut outcome = PartOutcome {
             part: name,
             json: None,
@@ -187,7 +207,7 @@ impl Quick<'_> {
             Ok(r) => {
                 let file = format!("{name}.json");
                 if self.runner.rank() == 0 {
-                    write_result(&self.results.join(&file), &r, Some(job.clone()));
+                    self.presenter.save(&self.results.join(&file), &r, job.clone());
                 }
                 outcome.json = Some(file);
                 summarize(&r, &mut self.report.headlines, &mut self.report.warnings);
@@ -316,7 +336,8 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
 
 /// Runs quick's parts in order; `Err` only when it cannot start (its scratch or results
 /// directory), after which every rank ends (see [`PointRunner::failed_alone`]).
-pub fn quick(
+pub fn quick<P: QuickPresenter>(
+    presenter: &P,
     runner: &dyn PointRunner,
     cfg: &QuickConfig,
     stop: &Arc<AtomicBool>,
@@ -418,11 +439,9 @@ pub fn quick(
         command,
         runner,
         jobs: Vec::new(),
-        plan: PartsPlan {
-            command: "quick",
-            parts: planned_seconds(&sweep_cfg, &saturate_cfg, &modes_cfg, &beff_cfg, runner.ranks()),
-            started,
-        },
+        plan: planned_seconds(&sweep_cfg, &saturate_cfg, &modes_cfg, &beff_cfg, runner.ranks()),
+        started,
+        presenter,
     };
 
     q.part("sweep", |_| sweep_cfg.job(), |ctx| sweep::sweep(&sweep_cfg, ctx), summarize_sweep);
@@ -495,59 +514,6 @@ fn say_memory_backed(r: &mut QuickReport) {
     );
 }
 
-/// The summary page in the terminal.
-pub fn render(r: &QuickReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "\n{} on {} ({}), memory {}, O_DIRECT {}",
-        r.directory,
-        r.device.as_deref().unwrap_or("no block device"),
-        r.filesystem,
-        format_bytes(r.memory),
-        if r.direct_supported { "supported" } else { "unsupported" }
-    );
-    let mut table = Table::new(vec!["part", "figure", "value", "what was measured"]);
-    table.left_aligned = vec![0, 1, 2, 3];
-    for h in &r.headlines {
-        table.rows.push(vec![h.part.into(), h.figure.clone(), h.value.clone(), h.measured.clone()]);
-    }
-    table.render(&mut s);
-    if let Some(p) = &r.processes {
-        let _ = writeln!(
-            s,
-            "ranks: {} on {} host(s) ({}); figures are the aggregate over all ranks",
-            p.ranks,
-            p.hosts.len(),
-            p.hosts.join(", ")
-        );
-    }
-    for p in &r.parts {
-        if let Some(why) = &p.skipped {
-            let _ = writeln!(s, "{}: skipped: {why}", p.part);
-        }
-        match (&p.json, &p.error) {
-            (_, Some(e)) => {
-                let _ = writeln!(s, "{}: failed after {:.1} s: {e}", p.part, p.seconds);
-            }
-            (Some(file), None) => {
-                let _ =
-                    writeln!(s, "{}: {:.1} s, full result in {}/{file}", p.part, p.seconds, r.results_dir);
-            }
-            (None, None) => {}
-        }
-    }
-    for w in &r.warnings {
-        let _ = writeln!(s, "warning: {} ({})", w.message, w.code);
-    }
-    if r.interrupted {
-        let _ = writeln!(s, "interrupted: the page covers the parts that ran");
-    }
-    let _ = writeln!(s, "total {:.0} s", r.elapsed_s);
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -607,14 +573,20 @@ mod tests {
         };
         let mut r = report();
         summarize_sweep(&result, &mut r.headlines, &mut r.warnings);
-        let text = render(&r);
-        let few = format!("warning: sweep {}: fewer than 1000 operations measured", format_bytes(1 << 20));
-        let line = text.lines().find(|l| l.starts_with(&few)).unwrap_or_else(|| panic!("{text}"));
-        assert!(line.ends_with(" (few_ops)"), "{line}");
-        assert!(!line.contains("few_ops: "), "{line}");
+        // The sentence names the point and the code stays apart from it (the terminal shows
+        // "warning: SENTENCE (CODE)": iolens_report::text::quick).
+        let bs = format_bytes(1 << 20);
+        let few =
+            r.warnings.iter().find(|w| w.code == "few_ops").unwrap_or_else(|| panic!("{:?}", r.warnings));
         assert!(
-            text.contains(&format!("warning: sweep {}: ran 0.1 s (short_run)", format_bytes(1 << 20))),
-            "{text}"
+            few.message.starts_with(&format!("sweep {bs}: fewer than 1000 operations measured")),
+            "{few:?}"
+        );
+        assert!(!few.message.contains("few_ops"), "{few:?}");
+        assert!(
+            r.warnings.contains(&Notice::new("short_run", format!("sweep {bs}: ran 0.1 s"))),
+            "{:?}",
+            r.warnings
         );
     }
 

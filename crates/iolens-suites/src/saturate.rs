@@ -9,8 +9,7 @@ use iolens_metrics::LatencySummary;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
-use iolens_workload::{format_bytes, FlagWorkload};
+use iolens_workload::FlagWorkload;
 use serde::Serialize;
 
 use crate::{run_point, PointWarning, Processes, RankShare, SuiteContext, SuiteError, SuiteTarget, REACHED};
@@ -132,17 +131,17 @@ pub struct SaturateResult {
     #[serde(flatten)]
     pub processes: Option<Processes>,
     pub curves: Vec<SaturateCurve>,
-    /// Told to the envelope (see `iolens_report::Body`).
+    /// Told to the envelope (see `iolens_output::contract::Body`).
     #[serde(skip)]
     pub interrupted: bool,
 }
 
-impl iolens_report::Body for SaturateResult {
+impl iolens_output::contract::Body for SaturateResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
     /// Each point's warnings, named by the curve and the point.
-    fn warnings(&self) -> Vec<iolens_report::Notice> {
+    fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
         let mut all = Vec::new();
         for c in &self.curves {
             for p in &c.points {
@@ -251,56 +250,6 @@ pub fn saturate(cfg: &SaturateConfig, ctx: &SuiteContext) -> Result<SaturateResu
         curves,
         interrupted: ctx.stopped(),
     })
-}
-
-pub fn render(r: &SaturateResult) -> String {
-    let mut out = String::new();
-    for c in &r.curves {
-        out.push_str(&format!(
-            "saturate {} {} {} ({}, concurrency = {}):\n",
-            r.target,
-            c.rw,
-            format_bytes(r.bs),
-            if r.direct { "O_DIRECT" } else { "buffered" },
-            r.concurrency_by
-        ));
-        let mut t = Table::new(vec!["concurrency", "IO/s", "MiB/s", "gain", "p50", "p99"]);
-        for p in &c.points {
-            t.rows.push(vec![
-                match p.per_rank_concurrency {
-                    Some(each) => format!("{} ({each}/rank)", p.concurrency),
-                    None => p.concurrency.to_string(),
-                },
-                fmt_rate(p.iops),
-                fmt_mib(p.bw_bytes_s),
-                p.gain.map_or("-".into(), |g| format!("{:+.0}%", 100.0 * g)),
-                fmt_ns(p.lat_ns.p50 as f64),
-                fmt_ns(p.lat_ns.p99 as f64),
-            ]);
-        }
-        t.render(&mut out);
-        match c.saturation_concurrency {
-            Some(n) => out.push_str(&format!(
-                "saturation: {n} concurrent {} requests reach 90% of the peak ({} IO/s); ended: {}\n",
-                c.rw,
-                fmt_rate(c.peak_iops),
-                c.ended
-            )),
-            None => out.push_str(&format!("no throughput measured; ended: {}\n", c.ended)),
-        }
-        if let (Some(nodes), Some(k), Some(n)) =
-            (c.nodes_to_saturate, r.cores_per_node, c.saturation_concurrency)
-        {
-            out.push_str(&format!(
-                "nodes to saturate: {nodes} node(s) of {k} cores, one {} request in flight per core, reach {n} in flight\n",
-                c.rw
-            ));
-        }
-    }
-    if let Some(p) = &r.processes {
-        out.push_str(&p.line("concurrency = ranks × requests in flight per rank, each rank on its own file"));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use iolens_metrics::LatencySummary;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 
@@ -125,17 +124,17 @@ pub struct SweepResult {
     #[serde(flatten)]
     pub processes: Option<Processes>,
     pub curves: Vec<SweepCurve>,
-    /// Told to the envelope (see `iolens_report::Body`).
+    /// Told to the envelope (see `iolens_output::contract::Body`).
     #[serde(skip)]
     pub interrupted: bool,
 }
 
-impl iolens_report::Body for SweepResult {
+impl iolens_output::contract::Body for SweepResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
     /// Each point's warnings, named by the point.
-    fn warnings(&self) -> Vec<iolens_report::Notice> {
+    fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
         let mut all = Vec::new();
         for c in &self.curves {
             for p in &c.points {
@@ -265,56 +264,6 @@ fn curve(threads: u32, points: Vec<SweepPoint>, stopped_early: Option<String>) -
     let (knee_bs, bw90_bs) = findings(&points);
     let knee_note = knee_note(&points);
     SweepCurve { threads, points, knee_bs, knee_note, bw90_bs, stopped_early }
-}
-
-pub fn render(r: &SweepResult) -> String {
-    let mut out = String::new();
-    for c in &r.curves {
-        out.push_str(&format!(
-            "sweep {} {} {} threads, {:.1} s per point ({}):\n",
-            r.target,
-            r.rw,
-            c.threads,
-            r.time_per_point_s,
-            if r.direct { "O_DIRECT" } else { "buffered" }
-        ));
-        let mut t = Table::new(vec!["bs", "IO/s", "MiB/s", "BPS", "p50", "p99", "dev util", "", "warnings"]);
-        t.left_aligned = vec![7, 8];
-        for p in &c.points {
-            let mark = match (Some(p.bs) == c.knee_bs, Some(p.bs) == c.bw90_bs) {
-                (true, true) => "<- knee, 90% bw",
-                (true, false) => "<- knee",
-                (false, true) => "<- 90% bw",
-                _ => "",
-            };
-            t.rows.push(vec![
-                format_bytes(p.bs),
-                fmt_rate(p.iops),
-                fmt_mib(p.bw_bytes_s),
-                fmt_rate(p.bps),
-                fmt_ns(p.lat_ns.p50 as f64),
-                fmt_ns(p.lat_ns.p99 as f64),
-                p.device_util.map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
-                mark.into(),
-                p.warnings.iter().map(|w| w.code.as_str()).collect::<Vec<_>>().join(","),
-            ]);
-        }
-        t.render(&mut out);
-        if let Some(note) = &c.knee_note {
-            out.push_str(&format!("knee: {note}\n"));
-        }
-        if let Some(why) = &c.stopped_early {
-            out.push_str(&format!("stopped early: {why}\n"));
-        }
-    }
-    if let Some(p) = &r.processes {
-        out.push_str(&p.line("every rank ran the threads of a curve on its own file"));
-    }
-    out.push_str(
-        "IO/s, MiB/s: application requests per wall second; BPS: 512-byte blocks per busy second\n\
-         knee: the largest size, at or after the IOPS peak, still within 90% of the peak IOPS\n",
-    );
-    out
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let Some(result) = result else {
         return Ok(());
     };
-    say!("{}", beff_io::render(&result));
+    say!("{}", iolens_report::text::beff_io::render(&result));
     let mut job = cfg.job();
     job["hints"] = hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if let Some(path) = &a.parquet {

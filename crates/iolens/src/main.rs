@@ -10,7 +10,6 @@ mod beff_io_cmd;
 mod clean_cmd;
 mod cli;
 mod compare_cmd;
-mod darshan_view;
 mod help_cmd;
 mod monitor;
 #[cfg(feature = "mpi")]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use iolens_device::{read_all_diskstats, DiskStats};
 use iolens_metrics::IostatRow;
-use iolens_report::table::Table;
+use iolens_report::text::monitor::render;
 use serde::Serialize;
 
 use crate::cli::MonitorArgs;
@@ -29,45 +29,6 @@ impl iolens_report::Body for MonitorReport {
 fn snapshot(devices: &[String]) -> std::io::Result<Vec<Option<DiskStats>>> {
     let all = read_all_diskstats()?;
     Ok(devices.iter().map(|d| all.iter().find(|(n, _)| n == d).map(|(_, s)| *s)).collect())
-}
-
-fn render(rows: &[IostatRow]) -> String {
-    // iostat -x's columns, in IEC units (MiB/s, KiB) and microseconds.
-    let header = vec![
-        "device",
-        "r/s",
-        "w/s",
-        "rMiB/s",
-        "wMiB/s",
-        "rrqm/s",
-        "wrqm/s",
-        "avgrq KiB",
-        "avgqu-sz",
-        "r_await µs",
-        "w_await µs",
-        "%util",
-    ];
-    const MIB: f64 = (1u64 << 20) as f64;
-    let mut t = Table::new(header);
-    for r in rows {
-        t.rows.push(vec![
-            r.device.clone(),
-            format!("{:.2}", r.read_iops),
-            format!("{:.2}", r.write_iops),
-            format!("{:.2}", r.read_bw_bytes_s / MIB),
-            format!("{:.2}", r.write_bw_bytes_s / MIB),
-            format!("{:.2}", r.read_merges_s),
-            format!("{:.2}", r.write_merges_s),
-            format!("{:.2}", r.avg_request_bytes / 1024.0),
-            format!("{:.2}", r.avg_queue),
-            format!("{:.1}", r.read_await_s * 1e6),
-            format!("{:.1}", r.write_await_s * 1e6),
-            format!("{:.2}", r.util * 100.0),
-        ]);
-    }
-    let mut s = String::new();
-    t.render(&mut s);
-    s
 }
 
 pub fn monitor(a: MonitorArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {

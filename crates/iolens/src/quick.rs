@@ -5,8 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use iolens_report::export::html;
-use iolens_suites::quick::{self, QuickConfig, QuickReport, QuickRun};
+use iolens_report::progress::{PartsPlan, ProgressLine};
+use iolens_report::publish::write_result;
+use iolens_report::text::quick::render;
+use iolens_report::Body;
+use iolens_suites::quick::{self, QuickConfig, QuickPresenter, QuickReport, QuickRun};
 use iolens_suites::PointRunner;
 use iolens_workload::{parse_duration, parse_size};
 
@@ -17,6 +23,36 @@ use crate::output::{fail, write_json_copies, EXIT_FAILED, EXIT_USAGE};
 fn default_results_dir() -> PathBuf {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     PathBuf::from(format!("iolens-results-{secs}"))
+}
+
+/// quick's parts on the terminal: a progress line per part with the whole's share done and
+/// ETA, and each part's result saved as its JSON document.
+struct Terminal;
+
+impl QuickPresenter for Terminal {
+    type Progress = ProgressLine;
+
+    fn start_part(
+        &self,
+        name: &'static str,
+        plan: &[(&'static str, f64)],
+        started: Instant,
+        quiet: bool,
+    ) -> ProgressLine {
+        let plan = PartsPlan { command: "quick", parts: plan.to_vec(), started };
+        match plan.part(name) {
+            Some(whole) => ProgressLine::for_part(quiet, name, whole),
+            None => ProgressLine::new(quiet, name),
+        }
+    }
+
+    fn end_part(&self, progress: ProgressLine) {
+        progress.finish();
+    }
+
+    fn save<B: Body>(&self, path: &Path, result: &B, job: serde_json::Value) {
+        write_result(path, result, Some(job));
+    }
 }
 
 pub fn quick(
@@ -53,13 +89,13 @@ pub fn quick(
         keep: out.keep,
         quiet: out.quiet,
     };
-    let QuickRun { report, job, errors } = quick::quick(runner, &cfg, stop, command)
+    let QuickRun { report, job, errors } = quick::quick(&Terminal, runner, &cfg, stop, command)
         .map_err(|e| fail(out, &e.to_string(), false, EXIT_FAILED))?;
     if runner.rank() != 0 {
         // Rank 0 speaks for the job; every rank had the same parts fail.
         return if errors.is_empty() { Ok(()) } else { Err(EXIT_FAILED) };
     }
-    say!("{}", quick::render(&report));
+    say!("{}", render(&report));
     let summary = cfg.results.join("quick.json");
     let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
     write_json_copies(&copies, &report, Some(job));

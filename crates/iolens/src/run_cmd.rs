@@ -310,7 +310,7 @@ pub(crate) fn publish_repeated<R: Serialize>(
     if let Some(table) = &done.last_table {
         say!("{table}");
     }
-    say!("{}", repeat::render(&summary));
+    say!("{}", iolens_report::text::repeat::render(&summary));
     for w in &warnings {
         sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }

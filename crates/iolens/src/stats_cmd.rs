@@ -88,7 +88,7 @@ fn run_plan(
                 run.run_id,
                 run.replicate,
                 levels.join(" "),
-                iolens_report::table::fmt_mib(result.aggregate.bw_bytes_s)
+                iolens_report::text::number::fmt_mib(result.aggregate.bw_bytes_s)
             );
         }
     });

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use iolens_report::text;
 use iolens_suites::{
     beff_io, saturate, sweep, validate as validation, write_modes, LocalRunner, PointRunner, SuiteContext,
     SuiteError,
@@ -147,7 +148,7 @@ pub fn sweep(
     finish(
         result,
         |_| cfg.job(),
-        sweep::render,
+        text::sweep::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
         runner,
@@ -181,7 +182,7 @@ pub fn saturate(
     finish(
         result,
         |_| cfg.job(),
-        saturate::render,
+        text::saturate::render,
         ResultFiles { json: &a.suite.json, parquet: &a.suite.parquet },
         stop,
         runner,
@@ -224,7 +225,7 @@ pub fn write_modes(
     finish(
         result,
         |r| cfg.job_as_run(Some(r)),
-        write_modes::render,
+        text::write_modes::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
         runner,
@@ -276,7 +277,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     finish(
         result,
         |_| cfg.job(),
-        beff_io::render,
+        text::beff_io::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
         &LocalRunner,
@@ -313,7 +314,7 @@ pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Res
     finish(
         result,
         |_| cfg.job(),
-        validation::render,
+        text::validate::render,
         ResultFiles { json: &a.json, parquet: &a.parquet },
         stop,
         &LocalRunner,

@@ -5,9 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use iolens_analyze::trace_summary::{summarize, TraceInput};
-use iolens_analyze::{
-    emit_workload, export::OpExports, render_summary, AnalyzeOptions, PathFilter, TraceSummary,
-};
+use iolens_analyze::{emit_workload, export::OpExports, AnalyzeOptions, PathFilter, TraceSummary};
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, input_bytes, Format, ImportReport};
 use iolens_trace::{exit_like, program_notes, run_traced, ProgramNote, RankOfJob, StreamDir, TracedProgram};
@@ -35,7 +33,7 @@ fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptio
         top_processes: s.top.unwrap_or(DEFAULT_ROWS),
         program_wall_ns,
         per_op_csv: s.csv.clone(),
-        per_op_parquet: s.parquet.clone(),
+        per_op_parquet: s.parquet.clone().map(|p| (p, iolens_report::export::trace_ops::open_parquet as _)),
         ..AnalyzeOptions::default()
     })
 }
@@ -81,9 +79,9 @@ fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs
         }
     }
     if let Some(log) = darshan {
-        say!("{}", crate::darshan_view::render(log));
+        say!("{}", iolens_report::text::darshan::render(log));
     }
-    say!("{}", render_summary(summary));
+    say!("{}", iolens_report::text::trace::render_summary(summary));
     if let Some(path) = &s.emit_workload {
         match emit_workload(summary, &s.workload_target) {
             Ok(job) => check_write(path, iolens_report::write_output(path, |w| w.write_all(job.as_bytes()))),

@@ -18,13 +18,24 @@ use iolens_record::event::{
     Excluded, IoEvent, IoOp, FLAG_AIO_UNCOLLECTED, FLAG_CLONE, FLAG_GO_PROGRAM, FLAG_IO_URING_SEEN,
     FLAG_NATIVE_AIO, FLAG_PROCESS_END, FLAG_PROCESS_START, FLAG_SECURE_EXEC, FLAG_STATIC_EXEC, NO_FILE,
 };
-use iolens_report::progress::ReadingLine;
 
 pub use notes::{TraceNote, Untraced};
 use process_tree::{DataCalls, ProcessForest};
 
 use crate::export::OpExports;
 use crate::{AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
+
+/// What reading a trace tells the person waiting: the counters the importers add to, and the
+/// step under way (a second pass, summarizing). The binary shows it with
+/// `iolens_report::progress::ReadingLine`.
+pub trait Reading {
+    /// The counters the importers add to.
+    fn progress(&self) -> &ReadProgress;
+    /// Now doing `what`.
+    fn step(&self, what: &str);
+    /// A new pass over the input: the counters start again, doing `what`.
+    fn restart(&self, what: &str);
+}
 
 /// What to summarize and how it is selected.
 pub struct TraceInput<'a> {
@@ -258,7 +269,7 @@ impl EventSink for Feed<'_> {
 pub fn summarize(
     input: &TraceInput<'_>,
     opts: AnalyzeOptions,
-    reading: &ReadingLine,
+    reading: &dyn Reading,
 ) -> Result<(TraceSummary, ImportReport, OpExports), String> {
     let TraceInput { path, format, strict, only_exe, wall_from_markers } = *input;
     let filter_is_empty = opts.filter.is_empty();
@@ -386,7 +397,7 @@ fn import_sweeping_if_in_order<'a>(
     strict: bool,
     opts: AnalyzeOptions,
     only_exe: &'a [String],
-    reading: &ReadingLine,
+    reading: &dyn Reading,
 ) -> Result<(ImportReport, Feed<'a>), String> {
     // Several processes' streams are read side by side, by time, up to a bound.
     let merged_by_time =
@@ -457,7 +468,7 @@ fn import_in_chunks(
     path: &Path,
     opts: AnalyzeOptions,
     analyzer: &mut Analyzer,
-    reading: &ReadingLine,
+    reading: &dyn Reading,
 ) -> Result<ImportReport, String> {
     let (report, swept) =
         read_chunks(path, AnalyzeOptions { in_order: true, ..opts.clone() }, None, reading.progress())?;

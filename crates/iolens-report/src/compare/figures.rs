@@ -4,66 +4,38 @@
 
 use serde_json::Value;
 
-/// Whether a larger value of a metric is better, worse, or neither (a duration of the run).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    Higher,
-    Lower,
-    Neither,
-}
-
-impl Better {
-    pub fn name(self) -> &'static str {
-        match self {
-            Better::Higher => "higher",
-            Better::Lower => "lower",
-            Better::Neither => "neither",
-        }
-    }
-}
-
-/// What a metric means for a comparison.
-#[derive(Debug, Clone, Copy)]
-pub struct Metric {
-    pub name: &'static str,
-    pub better: Better,
-    /// A rate of work done (`--fail-if-slower` watches these).
-    pub throughput: bool,
-}
-
-const fn metric(name: &'static str, better: Better, throughput: bool) -> Metric {
-    Metric { name, better, throughput }
-}
+use iolens_metrics::catalogue::metric;
+/// Which way each metric is better, its unit, and whether it is a rate of work: the one
+/// catalogue of [`iolens_metrics::catalogue`].
+pub use iolens_metrics::catalogue::{Better, Metric};
 
 /// A run's aggregate figures: the metric, and where a single run's JSON holds it under
 /// `aggregate`. `run --repeat` lists the same names in its `summary`.
 const RUN_METRICS: &[(Metric, &[&str])] = &[
-    (metric("iops", Better::Higher, true), &["iops"]),
-    (metric("bw_bytes_s", Better::Higher, true), &["bw_bytes_s"]),
-    (metric("bps", Better::Higher, true), &["bps"]),
-    (metric("arpt_s", Better::Lower, false), &["arpt_s"]),
-    (metric("lat_p50_ns", Better::Lower, false), &["lat_ns", "p50"]),
-    (metric("lat_p99_ns", Better::Lower, false), &["lat_ns", "p99"]),
-    (metric("cpu_per_op_ns", Better::Lower, false), &["cpu", "per_op_ns"]),
-    (metric("busy_s", Better::Neither, false), &["busy_s"]),
-    (metric("wall_s", Better::Neither, false), &["wall_s"]),
-    (metric("io_wait_fraction", Better::Neither, false), &["io_wait_fraction"]),
+    (metric("iops"), &["iops"]),
+    (metric("bw_bytes_s"), &["bw_bytes_s"]),
+    (metric("bps"), &["bps"]),
+    (metric("arpt_s"), &["arpt_s"]),
+    (metric("lat_p50_ns"), &["lat_ns", "p50"]),
+    (metric("lat_p99_ns"), &["lat_ns", "p99"]),
+    (metric("cpu_per_op_ns"), &["cpu", "per_op_ns"]),
+    (metric("busy_s"), &["busy_s"]),
+    (metric("wall_s"), &["wall_s"]),
+    (metric("io_wait_fraction"), &["io_wait_fraction"]),
 ];
 
 /// A sweep point's figures (and where `curves[].points[]` hold them).
 const SWEEP_METRICS: &[(Metric, &[&str])] = &[
-    (metric("iops", Better::Higher, true), &["iops"]),
-    (metric("bw_bytes_s", Better::Higher, true), &["bw_bytes_s"]),
-    (metric("bps", Better::Higher, true), &["bps"]),
-    (metric("lat_p50_ns", Better::Lower, false), &["lat_ns", "p50"]),
-    (metric("lat_p99_ns", Better::Lower, false), &["lat_ns", "p99"]),
+    (metric("iops"), &["iops"]),
+    (metric("bw_bytes_s"), &["bw_bytes_s"]),
+    (metric("bps"), &["bps"]),
+    (metric("lat_p50_ns"), &["lat_ns", "p50"]),
+    (metric("lat_p99_ns"), &["lat_ns", "p99"]),
 ];
 
 /// A saturation point's figures.
-const SATURATE_METRICS: &[(Metric, &[&str])] = &[
-    (metric("iops", Better::Higher, true), &["iops"]),
-    (metric("bw_bytes_s", Better::Higher, true), &["bw_bytes_s"]),
-];
+const SATURATE_METRICS: &[(Metric, &[&str])] =
+    &[(metric("iops"), &["iops"]), (metric("bw_bytes_s"), &["bw_bytes_s"])];
 
 /// One measured quantity of a result: which part of it (`aggregate`, a sweep point), which
 /// metric, and its values — one per repetition.

@@ -4,7 +4,6 @@
 //! [`read_result_file`] is how `compare`, `report` and `quick` read the JSON iolens wrote.
 
 pub mod figures;
-mod render;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -12,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::text::compare::render;
 pub use figures::{Better, Figure, ResultFigures};
-pub use render::render;
 
 /// Results are at most a few megabytes; a larger file is not one (and is not read whole).
 const MAX_RESULT_BYTES: u64 = 256 << 20;

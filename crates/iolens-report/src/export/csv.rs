@@ -6,6 +6,8 @@ use std::path::Path;
 
 use iolens_metrics::{DirectionFigures, Figures, RunResult};
 
+pub use iolens_output::csv::{csv_field, float};
+
 const CSV_COLUMNS: &[&str] = &[
     // `agent` or `aggregate`: one row shape, the aggregate marked by this column.
     "row_kind",
@@ -82,21 +84,6 @@ fn direction_fields(d: Option<&DirectionFigures>) -> Vec<String> {
             d.lat_ns.max.to_string(),
         ],
         None => vec![String::new(); 8],
-    }
-}
-
-/// A float as CSV text, always with a decimal point or an exponent (`2.0`, never `2`), so a
-/// reader types the column as floating point from any row.
-pub fn float(x: f64) -> String {
-    format!("{x:?}")
-}
-
-/// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, quote or newline.
-pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
     }
 }
 

@@ -5,10 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use iolens_metrics::RunResult;
 use serde::Serialize;
-
-use crate::envelope::{Body, Notice};
 
 /// Writes `value` as pretty JSON to `path` (`-` for stdout).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
@@ -16,18 +13,6 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> io::Result<()>
         serde_json::to_writer_pretty(&mut *w, value)?;
         w.write_all(b"\n")
     })
-}
-
-impl Body for RunResult {
-    fn interrupted(&self) -> bool {
-        self.interrupted
-    }
-    fn warnings(&self) -> Vec<Notice> {
-        self.warnings.iter().map(|w| Notice::new(w.code.as_str(), w.message.clone())).collect()
-    }
-    fn error(&self) -> Option<Notice> {
-        self.error.as_ref().map(|e| Notice::new("run_failed", e.clone()))
-    }
 }
 
 #[cfg(test)]

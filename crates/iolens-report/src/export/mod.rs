@@ -14,6 +14,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod parquet;
+pub mod trace_ops;
 
 pub use self::csv::{csv_field, write_csv, write_series_csv};
 pub use self::json::write_json_atomic;

@@ -4,11 +4,7 @@
 use iolens_stats::study::{AnovaRow, CorrelationReport, StudyAnalysis};
 use iolens_stats::TestOutcome;
 
-use crate::table::Table;
-
-impl crate::Body for StudyAnalysis {}
-
-impl crate::Body for CorrelationReport {}
+use super::table::Table;
 
 /// A p-value: `-` when there is none, scientific below 1e-4.
 pub fn fmt_p(p: Option<f64>) -> String {

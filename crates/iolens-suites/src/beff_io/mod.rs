@@ -36,13 +36,13 @@
 //! The parts: [`table2`] defines the patterns and the weights, `backend` the ranks and pattern
 //! files a rank loop runs on, `rank` that loop, `schedule` how the partition keeps to T,
 //! `results` the records, `assemble` the records and the system value from the ranks' logs,
-//! `progress` what a progress display is told, and `render` the terminal report.
+//! and `progress` what a progress display is told; the terminal report is
+//! `iolens_report::text::beff_io`'s.
 
 mod assemble;
 mod backend;
 mod progress;
 mod rank;
-mod render;
 mod results;
 mod schedule;
 mod table2;
@@ -57,11 +57,10 @@ pub use assemble::{assemble_partition, system_result};
 pub use backend::{PatternFile, PatternIo, Placement, PosixIo, Ranks, ThreadRanks};
 pub use progress::{BeffIoStep, PatternStep};
 pub use rank::{run_rank, RankLog};
-pub use render::render;
 pub use results::{
     method_value, partition_value, BeffIoResult, MethodValue, MpiIoInfo, Partition, PatternRecord, TypeRecord,
 };
-pub use schedule::{SCHEDULE_TOLERANCE, SIZE_DRIVEN_ESTIMATE};
+pub use schedule::{overran_schedule, SCHEDULE_TOLERANCE, SIZE_DRIVEN_ESTIMATE};
 pub use table2::{mpart_for, share, table2, Method, PatternDef, METHOD_WEIGHTS, TOTAL_UNITS, TYPE_WEIGHTS};
 
 #[derive(Debug, Clone)]

@@ -102,7 +102,7 @@ pub struct BeffIoResult {
     pub partitions: Vec<Partition>,
     #[serde(skip)]
     pub warnings: Vec<Warning>,
-    /// Told to the envelope (see `iolens_report::Body`).
+    /// Told to the envelope (see `iolens_output::contract::Body`).
     #[serde(skip)]
     pub interrupted: bool,
     /// What a rank was: "threads of one process" or "MPI processes".
@@ -112,12 +112,15 @@ pub struct BeffIoResult {
     pub mpi: Option<MpiIoInfo>,
 }
 
-impl iolens_report::Body for BeffIoResult {
+impl iolens_output::contract::Body for BeffIoResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
-    fn warnings(&self) -> Vec<iolens_report::Notice> {
-        self.warnings.iter().map(|w| iolens_report::Notice::new(w.code.as_str(), w.message.clone())).collect()
+    fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
+        self.warnings
+            .iter()
+            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
+            .collect()
     }
 }
 

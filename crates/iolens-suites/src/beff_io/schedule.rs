@@ -130,7 +130,7 @@ impl Schedule {
 pub const SCHEDULE_TOLERANCE: f64 = 0.1;
 
 /// A partition that ran more than [`SCHEDULE_TOLERANCE`] past T: the case that warns.
-pub(super) fn overran_schedule(elapsed_s: f64, t: f64) -> bool {
+pub fn overran_schedule(elapsed_s: f64, t: f64) -> bool {
     elapsed_s > (1.0 + SCHEDULE_TOLERANCE) * t
 }
 

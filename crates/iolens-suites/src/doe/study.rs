@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunObserver, RunOptions, TargetPolicy};
 use iolens_metrics::RunResult;
-use iolens_report::export::csv::float;
-use iolens_report::export::csv_field;
+use iolens_output::csv::{csv_field, float};
 use iolens_stats::csv::split_csv_line;
 
 use super::{Plan, PlannedRun, MAX_RUNS};

@@ -1,83 +1,12 @@
-//! The compact terminal table of a run: one row per agent and an aggregate row, the device
-//! beside the application, then the warnings.
+//! The terminal table of a run: one row per agent and an aggregate row, the device beside the
+//! application, then the verification and the warnings.
 
 use std::fmt::Write;
 
 use iolens_metrics::{DeviceReport, DirectionFigures, Figures, RunResult};
 
-/// A count per second in a short form: `812`, `45.2k`, `1.23M`.
-pub fn fmt_rate(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.2}G", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-/// Nanoseconds in the unit that keeps 3 significant digits: `850ns`, `12.4µs`, `3.10ms`, `1.20s`.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}µs", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
-
-pub fn fmt_mib(bytes: f64) -> String {
-    format!("{:.1}", bytes / (1u64 << 20) as f64)
-}
-
-/// A plain text table: the first column and any marked left-aligned, numbers right-aligned.
-pub struct Table {
-    pub header: Vec<&'static str>,
-    pub rows: Vec<Vec<String>>,
-    /// Columns (besides the first) that hold words, not numbers.
-    pub left_aligned: Vec<usize>,
-}
-
-impl Table {
-    pub fn new(header: Vec<&'static str>) -> Table {
-        Table { header, rows: Vec::new(), left_aligned: Vec::new() }
-    }
-
-    pub fn render(&self, out: &mut String) {
-        let widths: Vec<usize> = (0..self.header.len())
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| r[c].chars().count())
-                    .chain([self.header[c].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: Vec<&str>, out: &mut String| {
-            let mut s = String::new();
-            for (i, cell) in cells.iter().enumerate() {
-                let sep = if i == 0 { "" } else { "  " };
-                if i == 0 || self.left_aligned.contains(&i) {
-                    let _ = write!(s, "{sep}{cell:<w$}", w = widths[i]);
-                } else {
-                    let _ = write!(s, "{sep}{cell:>w$}", w = widths[i]);
-                }
-            }
-            out.push_str(s.trim_end());
-            out.push('\n');
-        };
-        line(self.header.clone(), out);
-        for r in &self.rows {
-            line(r.iter().map(String::as_str).collect(), out);
-        }
-    }
-}
+use super::number::{fmt_mib, fmt_ns, fmt_rate};
+use super::table::Table;
 
 fn figure_cells(f: &Figures) -> Vec<String> {
     vec![
@@ -242,16 +171,6 @@ fn verify_lines(v: &iolens_metrics::VerifyReport, out: &mut String) {
 mod tests {
     use super::*;
     use iolens_metrics::{AgentInfo, AgentResult, Warning, WarningCode};
-
-    #[test]
-    fn formats() {
-        assert_eq!(fmt_rate(812.0), "812");
-        assert_eq!(fmt_rate(45_200.0), "45.2k");
-        assert_eq!(fmt_rate(1_234_000.0), "1.23M");
-        assert_eq!(fmt_ns(850.0), "850ns");
-        assert_eq!(fmt_ns(12_400.0), "12.4µs");
-        assert_eq!(fmt_ns(3_100_000.0), "3.10ms");
-    }
 
     #[test]
     fn table_lists_agents_aggregate_and_warnings() {

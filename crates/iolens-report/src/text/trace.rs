@@ -1,11 +1,14 @@
-//! The terminal page of a trace summary.
+//! `iolens analyze` and `trace` in the terminal: the page of a trace summary — its figures,
+//! request sizes, layers, files, processes, slowest calls and notes.
 
 use std::fmt::Write;
 
-use iolens_report::table::{fmt_mib, fmt_ns, fmt_rate, Table};
+use iolens_analyze::TraceSummary;
 
-use crate::TraceSummary;
+use super::number::{fmt_mib, fmt_ns, fmt_rate};
+use super::table::Table;
 
+/// The summary as text for the terminal.
 pub fn render_summary(s: &TraceSummary) -> String {
     let mut out = String::new();
     if s.interrupted {
@@ -193,5 +196,67 @@ fn write_process_trees(out: &mut String, s: &TraceSummary) {
             ]);
         }
         t.render(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use iolens_analyze::{AnalyzeOptions, Analyzer, PathFilter, TraceSummary};
+    use iolens_record::event::{IoEvent, IoOp, Layer, UNKNOWN_OFFSET};
+
+    use super::*;
+
+    fn ev(pid: u32, file: u32, op: IoOp, offset: u64, bytes: u64, start: u64, end: u64) -> IoEvent {
+        IoEvent {
+            pid,
+            tid: pid,
+            file,
+            op,
+            layer: Layer::Posix,
+            flags: 0,
+            offset,
+            requested: bytes,
+            result: bytes as i64,
+            start_ns: start,
+            end_ns: end,
+        }
+    }
+
+    fn analyze(events: &[IoEvent], opts: AnalyzeOptions) -> TraceSummary {
+        let mut a = Analyzer::new(opts).unwrap();
+        a.path(0, "/a");
+        a.path(1, "/b");
+        for e in events {
+            a.event(e);
+        }
+        a.finish().unwrap()
+    }
+
+    /// Two processes: overlapping work, an idle gap, a sync, metadata calls that do not count.
+    fn sample() -> Vec<IoEvent> {
+        vec![
+            ev(1, 0, IoOp::Open, UNKNOWN_OFFSET, 0, 0, 5),
+            ev(1, 0, IoOp::Read, 0, 4096, 10, 110),
+            ev(1, 0, IoOp::Read, 4096, 4096, 120, 220),
+            ev(2, 1, IoOp::Write, 0, 65536, 50, 250),
+            ev(2, 1, IoOp::Write, 1 << 20, 65536, 1000, 1100),
+            ev(2, 1, IoOp::Fsync, UNKNOWN_OFFSET, 0, 1100, 1500),
+            ev(1, 0, IoOp::Read, 8192, 4096, 2000, 2100),
+            ev(1, 0, IoOp::Close, UNKNOWN_OFFSET, 0, 2100, 2105),
+        ]
+    }
+
+    #[test]
+    fn path_filters_get_a_line_only_when_given() {
+        let filter = PathFilter::new(&[], &["^/b$".into()]).unwrap();
+        let only_a: Vec<IoEvent> = sample().into_iter().filter(|e| e.file == 0).collect();
+        let reference = analyze(&only_a, AnalyzeOptions::default());
+        assert!(render_summary(&reference).lines().all(|l| !l.starts_with("path filters")));
+        let excluded = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+        assert!(render_summary(&excluded).contains("path filters --exclude \"^/b$\": left out 1 file(s)"));
+
+        let filter = PathFilter::new(&["^/b".into()], &[]).unwrap();
+        let s = analyze(&sample(), AnalyzeOptions { filter, ..AnalyzeOptions::default() });
+        assert!(render_summary(&s).contains("path filters --include \"^/b\": left out 1 file(s), 3 data ops"));
     }
 }

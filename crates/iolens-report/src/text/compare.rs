@@ -3,7 +3,12 @@
 
 use std::fmt::Write;
 
-use super::{CompareReport, Side, Test};
+use super::number::short;
+use super::table::Table;
+use crate::compare::{CompareReport, Side, Test};
+
+const COLUMNS: [&str; 8] =
+    ["figure", "metric", "before", "after", "after/before", "change", "verdict", "test"];
 
 /// `writeln!` into a String, which cannot fail.
 macro_rules! push_line {
@@ -27,11 +32,9 @@ pub fn render(report: &CompareReport) -> String {
         for s in [&c.before, &c.after].into_iter().filter(|s| s.interrupted) {
             push_line!(out, "note: {} is from an interrupted run", s.file);
         }
-        let mut rows =
-            vec![["figure", "metric", "before", "after", "after/before", "change", "verdict", "test"]
-                .map(String::from)];
+        let mut rows = Vec::new();
         for f in &c.figures {
-            rows.push([
+            rows.push(vec![
                 f.figure.clone(),
                 f.metric.to_string(),
                 with_interval(&f.before),
@@ -48,7 +51,7 @@ pub fn render(report: &CompareReport) -> String {
                 },
             ]);
         }
-        table(&rows, &mut out);
+        Table { header: COLUMNS.to_vec(), rows, left_aligned: vec![1] }.render(&mut out);
         if !c.unmatched.is_empty() {
             push_line!(out, "only in one of the two: {}", c.unmatched.join(", "));
         }
@@ -85,56 +88,5 @@ fn with_interval(s: &Side) -> String {
     match (s.ci95_low, s.ci95_high) {
         (Some(low), Some(high)) => format!("{} ±{}", short(s.mean), short((high - low) / 2.0)),
         _ => short(s.mean),
-    }
-}
-
-/// Four significant digits with an SI suffix: figures span nanoseconds to gigabytes per second.
-fn short(v: f64) -> String {
-    let magnitude = v.abs();
-    let (scaled, suffix) = if magnitude >= 1e9 {
-        (v / 1e9, "G")
-    } else if magnitude >= 1e6 {
-        (v / 1e6, "M")
-    } else if magnitude >= 1e4 {
-        (v / 1e3, "k")
-    } else {
-        (v, "")
-    };
-    if scaled == 0.0 {
-        return "0".into();
-    }
-    if scaled.abs() < 1e-3 {
-        return format!("{v:.3e}");
-    }
-    let decimals = (3 - scaled.abs().log10().floor().clamp(-3.0, 3.0) as i32).max(0) as usize;
-    format!("{scaled:.decimals$}{suffix}")
-}
-
-fn table(rows: &[[String; 8]], out: &mut String) {
-    let widths: Vec<usize> =
-        (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (cell, w))| if i < 2 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
-            .collect();
-        push_line!(out, "{}", line.join("  ").trim_end());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn short_numbers_keep_four_significant_digits() {
-        assert_eq!(short(535_803.6), "535.8k");
-        assert_eq!(short(2.1947e9), "2.195G");
-        assert_eq!(short(0.1538), "0.1538");
-        assert_eq!(short(1.48e-6), "1.480e-6");
-        assert_eq!(short(701.0), "701.0");
-        assert_eq!(short(0.0), "0");
     }
 }

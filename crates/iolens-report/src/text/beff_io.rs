@@ -1,11 +1,11 @@
 //! The terminal report of a b_eff_io result: per partition the method and type values, then the
 //! protocol of the best partition.
 
-use iolens_report::table::Table;
 use iolens_workload::format_bytes;
 
-use super::schedule::overran_schedule;
-use super::{BeffIoResult, Method};
+use iolens_suites::beff_io::{overran_schedule, BeffIoResult, Method};
+
+use super::table::Table;
 
 pub fn render(r: &BeffIoResult) -> String {
     let mut out = format!(

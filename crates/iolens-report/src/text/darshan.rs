@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
+use super::table::Table;
 use iolens_import::darshan::{DarshanLog, DarshanModule, LustreFile};
-use iolens_report::table::Table;
 
 /// A module row's reads, writes, bytes read and bytes written: DXT segments, or the sums of
 /// the module's counters of each kind (None where the module has no such counter).
