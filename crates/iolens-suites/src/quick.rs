@@ -334,6 +334,47 @@ fn summarize_beff_io(r: &beff_io::BeffIoResult, h: &mut Vec<Headline>, w: &mut V
     w.extend(r.warnings.iter().map(|x| Notice::new(x.code.as_str(), format!("beff-io: {}", x.message))));
 }
 
+/// The configurations of quick's four parts in `dir` (b_eff_io under MPI in `base`, which every
+/// rank shares; the scratch directories are each rank's own).
+fn part_configs(
+    dir: &Path,
+    base: &Path,
+    time: Duration,
+    size: u64,
+    direct: bool,
+    memory: u64,
+    ranks: usize,
+) -> (sweep::SweepConfig, saturate::SaturateConfig, write_modes::WriteModesConfig, beff_io::BeffIoConfig) {
+    let dir = dir.to_path_buf();
+    let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
+    sweep_cfg.min_size = 4 << 10;
+    sweep_cfg.max_size = (16 << 20).min(size);
+    sweep_cfg.growth = 4;
+    sweep_cfg.direct = direct;
+    sweep_cfg.time_per_point = time;
+    sweep_cfg.region = size;
+
+    let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
+    saturate_cfg.direct = direct;
+    saturate_cfg.max_concurrency = SATURATE_CAP;
+    saturate_cfg.time_per_point = time;
+    saturate_cfg.region = size;
+
+    let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
+    // Quick: the region once per mode, stopped after twice the point time; the full suite
+    // writes a multiple of the dirty limit instead.
+    modes_cfg.bytes = Some(size);
+    modes_cfg.time_cap = Some(time * 2);
+
+    // Under MPI: b_eff_io over MPI-IO, one partition of all ranks.
+    let mut beff_cfg =
+        beff_io::BeffIoConfig::new(if ranks > 1 { base.to_path_buf() } else { dir.clone() }, memory);
+    beff_cfg.time = time * BEFF_IO_T_FACTOR;
+    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
+    beff_cfg.ranks = vec![ranks];
+    (sweep_cfg, saturate_cfg, modes_cfg, beff_cfg)
+}
+
 /// Runs quick's parts in order; `Err` only when it cannot start (its scratch or results
 /// directory), after which every rank ends (see [`PointRunner::failed_alone`]).
 pub fn quick<P: QuickPresenter>(
@@ -388,33 +429,8 @@ pub fn quick<P: QuickPresenter>(
         }
     }
 
-    let mut sweep_cfg = sweep::SweepConfig::new(dir.clone());
-    sweep_cfg.min_size = 4 << 10;
-    sweep_cfg.max_size = (16 << 20).min(size);
-    sweep_cfg.growth = 4;
-    sweep_cfg.direct = direct;
-    sweep_cfg.time_per_point = time;
-    sweep_cfg.region = size;
-
-    let mut saturate_cfg = saturate::SaturateConfig::new(dir.clone());
-    saturate_cfg.direct = direct;
-    saturate_cfg.max_concurrency = SATURATE_CAP;
-    saturate_cfg.time_per_point = time;
-    saturate_cfg.region = size;
-
-    let mut modes_cfg = write_modes::WriteModesConfig::new(dir.clone());
-    // Quick: the region once per mode, stopped after twice the point time; the full suite
-    // writes a multiple of the dirty limit instead.
-    modes_cfg.bytes = Some(size);
-    modes_cfg.time_cap = Some(time * 2);
-
-    // Under MPI: b_eff_io over MPI-IO, one partition of all ranks, in the directory every rank
-    // shares (the scratch directories are each rank's own).
-    let mut beff_cfg =
-        beff_io::BeffIoConfig::new(if runner.ranks() > 1 { base.clone() } else { dir.clone() }, memory);
-    beff_cfg.time = time * BEFF_IO_T_FACTOR;
-    beff_cfg.mpart = beff_cfg.mpart.min(QUICK_MPART_CAP);
-    beff_cfg.ranks = vec![runner.ranks()];
+    let (sweep_cfg, saturate_cfg, modes_cfg, beff_cfg) =
+        part_configs(&dir, &base, time, size, direct, memory, runner.ranks());
 
     let mut q = Quick {
         report: QuickReport {
@@ -492,6 +508,7 @@ pub fn quick<P: QuickPresenter>(
         report.parts.iter().filter_map(|p| p.error.as_ref().map(|e| format!("{}: {e}", p.part))).collect();
     Ok(QuickRun { report, job, errors })
 }
+
 /// On tmpfs or ramfs every headline measures RAM: each says so, and one warning says it first
 /// (instead of once per point of every part).
 fn say_memory_backed(r: &mut QuickReport) {

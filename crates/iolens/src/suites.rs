@@ -34,7 +34,10 @@ fn duration(flag: &str, v: &str, out: &OutputArgs) -> Result<std::time::Duration
 }
 
 /// The target of a suite, given as the positional TARGET or as `--target` (clap requires one).
-pub fn suite_target(positional: &Option<std::path::PathBuf>, flag: &Option<std::path::PathBuf>) -> std::path::PathBuf {
+pub fn suite_target(
+    positional: &Option<std::path::PathBuf>,
+    flag: &Option<std::path::PathBuf>,
+) -> std::path::PathBuf {
     positional.clone().or_else(|| flag.clone()).unwrap_or_default()
 }
 
