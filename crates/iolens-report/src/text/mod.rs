@@ -16,3 +16,50 @@ pub mod table;
 pub mod trace;
 pub mod validate;
 pub mod write_modes;
+
+/// `text` as lines of at most `width` characters, broken at spaces, the lines after the first
+/// indented by `indent` spaces; a word longer than a line (a path) keeps a line of its own.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    let (mut line_len, mut has_word) = (0, false);
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word_len = word.chars().count();
+        if has_word && line_len + 1 + word_len > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = " ".repeat(indent);
+            (line_len, has_word) = (indent, false);
+        }
+        if has_word {
+            line.push(' ');
+            line_len += 1;
+        }
+        line.push_str(word);
+        line_len += word_len;
+        has_word = true;
+    }
+    out.push_str(&line);
+    out
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap;
+
+    #[test]
+    fn long_lines_break_at_spaces_within_the_width_and_keep_every_word() {
+        let text = "warning[page_cache_reads]: reads served mostly from the page cache: the device read \
+                    16.4 MiB for 1715.7 MiB requested (1%); this measures memory, not storage (use --direct)";
+        let wrapped = wrap(text, 60, 2);
+        assert!(wrapped.lines().all(|l| l.chars().count() <= 60), "{wrapped}");
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("  ") && !l.starts_with("   ")), "{wrapped}");
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>()
+        );
+        assert_eq!(wrap("short", 60, 2), "short");
+        let path = format!("target {}", "/very".repeat(20));
+        assert_eq!(wrap(&path, 40, 2), format!("target\n  {}", "/very".repeat(20)));
+    }
+}

@@ -46,7 +46,7 @@ fn direction_cells(d: &DirectionFigures) -> Vec<String> {
 fn direction_rows(f: &Figures, rows: &mut Vec<Vec<String>>) {
     for (label, d) in [("  read", &f.read), ("  write", &f.write)] {
         if let Some(d) = d {
-            let mut row = vec![label.to_string(), String::new(), String::new(), String::new(), String::new()];
+            let mut row = vec![label.to_string(), String::new(), String::new(), String::new()];
             row.extend(direction_cells(d));
             rows.push(row);
         }
@@ -60,7 +60,7 @@ fn device_lines(d: &DeviceReport, out: &mut String) {
     let amp = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}x"));
     let _ = writeln!(
         out,
-        "device {} ({}), whole device (other processes' I/O included), over the measurement window ({:.3} s):  read {} MiB in {} ops (vs app: {}),  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
+        "device {} ({}), whole device (other processes' I/O included),\n  over the measurement window ({:.3} s):  read {} MiB in {} ops (vs app: {}),\n  write {} MiB in {} ops (vs app: {}),  util {:.0}%,  avg queue {:.2}",
         d.device,
         d.filesystem,
         d.window_s,
@@ -75,26 +75,78 @@ fn device_lines(d: &DeviceReport, out: &mut String) {
     );
 }
 
-/// Renders a run for the terminal.
-pub fn render_run(run: &RunResult) -> String {
-    let mut header = vec!["agent", "rw", "bs", "engine", "target"];
-    header.extend(FIGURE_HEADER);
+/// Columns a terminal line of iolens's tables keeps within.
+pub const TERMINAL_COLUMNS: usize = 100;
+
+/// The agent columns before the figures.
+const AGENT_HEADER: [&str; 4] = ["agent", "rw", "bs", "engine"];
+
+/// `path` within `width` characters: whole when it fits, else its start and its end (the file
+/// name) around an ellipsis.
+pub fn shorten_path(path: &str, width: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= width || width < 5 {
+        return path.to_string();
+    }
+    let tail = (width - 1) * 2 / 3;
+    let head = width - 1 - tail;
+    let start: String = chars[..head].iter().collect();
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    format!("{start}…{end}")
+}
+
+/// The table of agents, and the lines naming their targets (paths do not fit in a row). The
+/// figures that do not fit within [`TERMINAL_COLUMNS`] go to a second table of the same rows.
+fn agent_tables(run: &RunResult, out: &mut String) {
     let mut rows = Vec::new();
     for a in &run.agents {
         let i = &a.info;
         let engine = if i.qd > 1 { format!("{} qd{}", i.engine, i.qd) } else { i.engine.clone() };
         let engine = if i.direct { format!("{engine} direct") } else { engine };
-        let mut row = vec![i.name.clone(), i.rw.clone(), i.bs.clone(), engine, i.target.clone()];
+        let mut row = vec![i.name.clone(), i.rw.clone(), i.bs.clone(), engine];
         row.extend(figure_cells(&a.figures));
         rows.push(row);
         direction_rows(&a.figures, &mut rows);
     }
     if run.agents.len() != 1 {
-        let mut row = vec!["all".to_string(), String::new(), String::new(), String::new(), String::new()];
+        let mut row = vec!["all".to_string(), String::new(), String::new(), String::new()];
         row.extend(figure_cells(&run.aggregate));
         rows.push(row);
         direction_rows(&run.aggregate, &mut rows);
     }
+    let mut header: Vec<&str> = AGENT_HEADER.to_vec();
+    header.extend(FIGURE_HEADER);
+    // As many columns as fit in the first table; the rest, after the agent's name, in a second.
+    let width_of = |j: usize| {
+        rows.iter().map(|r| r[j].chars().count()).chain([header[j].chars().count()]).max().unwrap_or(0)
+    };
+    let mut split = AGENT_HEADER.len();
+    let mut line = (0..split).map(width_of).sum::<usize>() + 2 * (split - 1);
+    while split < header.len() && line + 2 + width_of(split) <= TERMINAL_COLUMNS {
+        line += 2 + width_of(split);
+        split += 1;
+    }
+    let first: Vec<Vec<String>> = rows.iter().map(|r| r[..split].to_vec()).collect();
+    Table { header: header[..split].to_vec(), rows: first, left_aligned: vec![] }.render(out);
+    if split < header.len() {
+        let mut rest_header = vec![header[0]];
+        rest_header.extend(&header[split..]);
+        let rest: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| std::iter::once(r[0].clone()).chain(r[split..].iter().cloned()).collect())
+            .collect();
+        Table { header: rest_header, rows: rest, left_aligned: vec![] }.render(out);
+    }
+    let name_width = run.agents.iter().map(|a| a.info.name.chars().count()).max().unwrap_or(0);
+    for a in &run.agents {
+        let label = format!("{:<name_width$}  target ", a.info.name);
+        let room = TERMINAL_COLUMNS.saturating_sub(label.chars().count());
+        let _ = writeln!(out, "{label}{}", shorten_path(&a.info.target, room));
+    }
+}
+
+/// Renders a run for the terminal.
+pub fn render_run(run: &RunResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -110,10 +162,11 @@ pub fn render_run(run: &RunResult) -> String {
         },
         if run.interrupted { " — INTERRUPTED" } else { "" }
     );
-    Table { header, rows, left_aligned: vec![] }.render(&mut out);
+    agent_tables(run, &mut out);
     let _ = writeln!(
         out,
-        "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second; latency = submission to completion{}",
+        "IOPS and MiB/s: application requests per wall second; BPS: {}-byte blocks per busy second;\n\
+         latency = submission to completion{}",
         run.aggregate.block_unit,
         if run.aggregate.read.is_some() { "; read/write rows: each direction alone" } else { "" }
     );
@@ -124,7 +177,8 @@ pub fn render_run(run: &RunResult) -> String {
         verify_lines(v, &mut out);
     }
     for w in &run.warnings {
-        let _ = writeln!(out, "warning[{}]: {}", w.code.as_str(), w.message);
+        let line = format!("warning[{}]: {}", w.code.as_str(), w.message);
+        let _ = writeln!(out, "{}", super::wrap(&line, TERMINAL_COLUMNS, 2));
     }
     if let Some(e) = &run.error {
         let _ = writeln!(out, "error: {e}");

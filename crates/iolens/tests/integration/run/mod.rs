@@ -589,3 +589,32 @@ fn random_writes_cover_every_block_once_by_default() {
     let distinct: std::collections::BTreeSet<&u64> = unmapped.iter().collect();
     assert!(distinct.len() < 256, "with replacement some blocks repeat");
 }
+
+/// The run's text fits a 100-column terminal: targets below the table (a long path shortened
+/// in the middle, its file name kept), the figures that do not fit in a second table, and long
+/// notes wrapped; the numbers stay aligned in their columns.
+#[test]
+fn the_run_table_fits_100_columns() {
+    let dir = scratch();
+    let deep = dir.path().join("a-rather-long-directory-name/".repeat(5));
+    std::fs::create_dir_all(&deep).unwrap();
+    let mut args = vec!["run", "--target", deep.to_str().unwrap(), "--rw", "randrw", "--bs", "4k"];
+    args.extend(["--size", "4m", "--time", "200ms", "--threads", "2", "--engine", "io_uring", "--qd", "8"]);
+    let out = run_ok(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
+    assert!(wide.is_empty(), "lines over 100 columns: {wide:#?}\n{text}");
+    for agent in ["agent0", "agent1"] {
+        let target = text.lines().find(|l| l.starts_with(agent) && l.contains(" target ")).unwrap();
+        assert!(target.contains('…') && target.ends_with(&format!("iolens-run-{agent}.dat")), "{target}");
+    }
+    // Every figure still shown: the headers of both tables together.
+    for column in
+        ["ops", "IOPS", "MiB/s", "BPS", "busy_s", "io_wait", "ARPT", "p50", "p99", "p99.9", "cpu/op"]
+    {
+        assert!(
+            text.lines().any(|l| l.starts_with("agent ") && l.split_whitespace().any(|w| w == column)),
+            "{column}"
+        );
+    }
+}
