@@ -411,14 +411,14 @@ pub fn quick<P: QuickPresenter>(
     let processes = Processes::of(runner);
     if rank0 {
         sayln!(
-            "quick: {} on {} ({}), {} per point, {} files; results in {}{}",
+            "quick: {} on {} ({}), {} per point, {} files;\n  results in {}{}",
             dir.display(),
             device.as_deref().unwrap_or("no block device"),
             filesystem,
             time_text,
             format_bytes(size),
             results.display(),
-            if direct { "" } else { "; O_DIRECT unsupported here: everything runs buffered" }
+            if direct { "" } else { ";\n  O_DIRECT unsupported here: everything runs buffered" }
         );
         if let Some(p) = &processes {
             sayln!(

@@ -4,7 +4,14 @@
 use iolens_suites::quick::QuickReport;
 use iolens_workload::format_bytes;
 
+use super::run::TERMINAL_COLUMNS;
 use super::table::Table;
+
+/// The widths the figure and value columns are wrapped at, and the narrowest the "what was
+/// measured" column gets (it takes what is left of the terminal).
+const FIGURE_WIDTH: usize = 22;
+const VALUE_WIDTH: usize = 26;
+const MEASURED_MIN: usize = 30;
 
 /// The summary page in the terminal.
 pub fn render(r: &QuickReport) -> String {
@@ -21,8 +28,24 @@ pub fn render(r: &QuickReport) -> String {
     );
     let mut table = Table::new(vec!["part", "figure", "value", "what was measured"]);
     table.left_aligned = vec![0, 1, 2, 3];
+    // Each text column is wrapped within its share of the terminal, so that the page fits.
+    let part_width = r.headlines.iter().map(|h| h.part.len()).chain(["part".len()]).max().unwrap_or(0);
+    let measured_width =
+        TERMINAL_COLUMNS.saturating_sub(part_width + FIGURE_WIDTH + VALUE_WIDTH + 6).max(MEASURED_MIN);
     for h in &r.headlines {
-        table.rows.push(vec![h.part.into(), h.figure.clone(), h.value.clone(), h.measured.clone()]);
+        let cells = [
+            super::wrap(&h.figure, FIGURE_WIDTH, 0),
+            super::wrap(&h.value, VALUE_WIDTH, 0),
+            super::wrap(&h.measured, measured_width, 0),
+        ];
+        let lines: Vec<Vec<&str>> = cells.iter().map(|c| c.lines().collect()).collect();
+        let height = lines.iter().map(Vec::len).max().unwrap_or(1);
+        for i in 0..height {
+            let part = if i == 0 { h.part } else { "" };
+            let mut row = vec![part.to_string()];
+            row.extend(lines.iter().map(|l| l.get(i).copied().unwrap_or_default().to_string()));
+            table.rows.push(row);
+        }
     }
     table.render(&mut s);
     if let Some(p) = &r.processes {

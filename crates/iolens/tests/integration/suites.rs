@@ -378,6 +378,20 @@ fn quick_runs_every_part_and_saves_each_result() {
         std::fs::read_to_string(&json).unwrap()
     );
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "the scratch directory is removed");
+    // The headline table fits a 100-column terminal: what was measured wraps in its column,
+    // and every headline's first words start a row.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("part "))
+        .take_while(|l| !l.contains(" s, full result"))
+        .collect();
+    assert!(table.len() > figures.len(), "{stdout}");
+    assert!(table.iter().all(|l| l.chars().count() <= 100), "{stdout}");
+    for h in v["headlines"].as_array().unwrap() {
+        let start = h["measured"].as_str().unwrap().split(' ').next().unwrap();
+        assert!(table.iter().any(|l| l.starts_with(h["part"].as_str().unwrap()) && l.contains(start)), "{h}");
+    }
 }
 
 /// A mistyped suite target is an error naming it, before anything runs: no file is created at
