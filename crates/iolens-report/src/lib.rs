@@ -17,6 +17,8 @@ pub mod table {
     pub use crate::text::run::render_run;
     pub use crate::text::table::Table;
 }
+#[cfg(test)]
+mod test_events;
 pub mod text;
 
 pub use envelope::{Body, Envelope, Invocation, Notice, SCHEMA_VERSION};
