@@ -66,6 +66,7 @@ pub fn document_value<B: Body>(body: &B) -> serde_json::Value {
     serde_json::to_value(document(body, None)).expect("a result always serializes")
 }
 
+#[cfg(feature = "parquet")]
 /// What a Parquet file of `body` carries in its metadata: the JSON document (envelope, with
 /// the resolved `job` where there is one, and body) without the keys its rows hold (`tables`).
 pub fn parquet_envelope<B: Body>(body: &B, job: Option<serde_json::Value>, tables: &[&str]) -> String {

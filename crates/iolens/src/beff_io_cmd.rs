@@ -13,9 +13,7 @@ use iolens_suites::beff_io;
 
 use crate::cli::BeffIoArgs;
 
-use crate::output::{
-    check_write, parquet_envelope, report_error, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
-};
+use crate::output::{check_write, report_error, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let json = a.json.clone();
@@ -89,9 +87,11 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     say!("{}", iolens_report::text::beff_io::render(&result));
     let mut job = cfg.job();
     job["hints"] = hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    #[cfg(feature = "parquet")]
     if let Some(path) = &a.parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&result, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
+        let envelope =
+            crate::output::parquet_envelope(&result, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
         check_write(path, parquet::write_points(path, &result, envelope).map(|_| ()));
     }
     if let Some(path) = &json {

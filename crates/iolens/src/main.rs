@@ -63,7 +63,7 @@ fn main() -> ExitCode {
     {
         output::text_to_stderr();
     }
-    if let Some(message) = cli::unit_apart_from_its_number(&argv) {
+    if let Some(message) = cli::unit_apart_from_its_number(&argv).or_else(|| parquet_left_out(&argv)) {
         errln!("iolens: error: {message}");
         if let Some(path) = output::flag_value(&argv, "--json") {
             output::report_error_document(&path, &message, output::EXIT_USAGE);
@@ -147,6 +147,15 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::from(code)
+}
+
+/// `--parquet` in a build without the cargo feature `parquet`: refused before anything runs.
+fn parquet_left_out(argv: &[OsString]) -> Option<String> {
+    (!cfg!(feature = "parquet") && output::flag_value(argv, "--parquet").is_some()).then(|| {
+        "--parquet: this iolens was built without Parquet (cargo feature `parquet`, on by default)\n  \
+         hint: rebuild with the default features, or write --json or --csv"
+            .to_string()
+    })
 }
 
 /// A command that succeeded but could not write one of its result files fails (every command

@@ -9,9 +9,10 @@ pub use iolens_output::console::{
     check_write, stdout_error, text_to_stderr, write_failed, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
 };
 pub use iolens_report::progress::{ProgressLine, ReadingLine};
+#[cfg(feature = "parquet")]
+pub use iolens_report::publish::parquet_envelope;
 pub use iolens_report::publish::{
-    parquet_envelope, report_error, report_error_document, write_json_copies, write_json_or_warn,
-    write_result,
+    report_error, report_error_document, write_json_copies, write_json_or_warn, write_result,
 };
 
 use crate::cli::OutputArgs;

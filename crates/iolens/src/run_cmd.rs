@@ -8,12 +8,10 @@ use iolens_suites::repeat;
 use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
 
-use iolens_report::export::parquet::companion_path;
+use iolens_report::export::companion_path;
 
 use crate::cli::RunArgs;
-use crate::output::{
-    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY,
-};
+use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
 use iolens_output::console::output_failed;
 use iolens_workload::resolved_job;
 
@@ -127,6 +125,7 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
             check_write(&series, iolens_report::export::write_series_csv(&series, &run));
         }
     }
+    #[cfg(feature = "parquet")]
     if let Some(path) = &a.parquet {
         write_parquet(path, &run, resolved_job(&job), a.trace.as_deref());
     }
@@ -148,6 +147,7 @@ pub(crate) fn check_run_files(run: &iolens_metrics::RunResult) {
     }
 }
 
+#[cfg(feature = "parquet")]
 /// `--parquet FILE`: the agents and aggregate; beside it the series (`STEM-series.parquet`) with
 /// `--log-interval` and every operation (`STEM-ops.parquet`) with `--trace`.
 fn write_parquet(
@@ -157,7 +157,7 @@ fn write_parquet(
     trace: Option<&std::path::Path>,
 ) {
     use iolens_report::export::parquet;
-    let envelope = parquet_envelope(run, Some(job), &parquet::RUN_TABLE_KEYS);
+    let envelope = crate::output::parquet_envelope(run, Some(job), &parquet::RUN_TABLE_KEYS);
     check_write(path, parquet::write_run(path, run, envelope.clone()));
     if run.series.is_some() {
         let series = companion_path(path, "series");
@@ -327,8 +327,9 @@ pub(crate) fn publish_repeated<R: Serialize>(
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
     }
+    #[cfg(feature = "parquet")]
     if let Some(path) = &a.parquet {
-        let envelope = parquet_envelope(&report, Some(resolved_job(job)), &["runs"]);
+        let envelope = crate::output::parquet_envelope(&report, Some(resolved_job(job)), &["runs"]);
         check_write(
             path,
             iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),

@@ -14,9 +14,7 @@ use iolens_suites::{
 use iolens_workload::{parse_duration, parse_size};
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
-use crate::output::{
-    check_write, fail, parquet_envelope, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE,
-};
+use crate::output::{fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
@@ -104,11 +102,15 @@ fn finish<R: iolens_report::Body>(
     let r = result.map_err(|e| fail(&out, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
     say!("{}", render(&r));
     let job = job(&r);
+    #[cfg(feature = "parquet")]
     if let Some(path) = parquet {
         use iolens_report::export::parquet;
-        let envelope = parquet_envelope(&r, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
-        check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
+        let envelope = crate::output::parquet_envelope(&r, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
+        crate::output::check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
     }
+    // A build without Parquet refuses --parquet before anything runs (main).
+    #[cfg(not(feature = "parquet"))]
+    let _ = parquet;
     // Last: its `error` tells a file above that could not be written.
     if let Some(path) = json {
         write_result(path, &r, Some(job));

@@ -11,9 +11,7 @@ use iolens_import::{detect_format, input_bytes, Format, ImportReport};
 use iolens_trace::{exit_like, program_notes, run_traced, ProgramNote, RankOfJob, StreamDir, TracedProgram};
 
 use crate::cli::{AnalyzeArgs, SummaryArgs, TraceArgs};
-use crate::output::{
-    check_write, parquet_envelope, write_json_or_warn, ReadingLine, EXIT_FAILED, EXIT_USAGE,
-};
+use crate::output::{check_write, write_json_or_warn, ReadingLine, EXIT_FAILED, EXIT_USAGE};
 
 fn error(message: &str, code: u8, json: Option<&Path>) -> u8 {
     crate::output::report_error(json, message, false, code)
@@ -33,6 +31,7 @@ fn options(s: &SummaryArgs, program_wall_ns: Option<u64>) -> Result<AnalyzeOptio
         top_processes: s.top.unwrap_or(DEFAULT_ROWS),
         program_wall_ns,
         per_op_csv: s.csv.clone(),
+        #[cfg(feature = "parquet")]
         per_op_parquet: s.parquet.clone().map(|p| (p, iolens_report::export::trace_ops::open_parquet as _)),
         ..AnalyzeOptions::default()
     })
@@ -73,8 +72,12 @@ impl iolens_report::Body for AnalyzeJson<'_> {
 fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs, exports: OpExports) {
     // The envelope serializes the whole summary: made only for files that carry it.
     if !exports.is_empty() {
-        let envelope = parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]);
-        if let Err((path, e)) = exports.finish(Some(&envelope)) {
+        #[cfg(feature = "parquet")]
+        let envelope = Some(crate::output::parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]));
+        // Only a Parquet file carries the envelope, and this build writes none.
+        #[cfg(not(feature = "parquet"))]
+        let envelope: Option<String> = None;
+        if let Err((path, e)) = exports.finish(envelope.as_deref()) {
             check_write(&path, Err(e));
         }
     }

@@ -351,15 +351,7 @@ pub fn write_points<T: serde::Serialize>(
     Ok(rows.len())
 }
 
-/// `dir/stem-what.ext` beside `path` (`out.csv` → `out-series.csv`).
-pub fn companion_path(path: &Path, what: &str) -> std::path::PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-{what}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{what}"),
-    };
-    path.with_file_name(name)
-}
+pub use super::companion_path;
 
 #[cfg(test)]
 mod tests {
