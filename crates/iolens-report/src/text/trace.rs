@@ -138,7 +138,7 @@ fn write_headline(out: &mut String, s: &TraceSummary) {
     );
     let _ = writeln!(
         out,
-        "{} data ops ({} calls): {} MiB requested ({} MiB read / {} MiB written), {} IOPS, {} MiB/s, BPS {}, ARPT {}",
+        "{} data ops ({} calls): {} MiB requested\n  ({} MiB read / {} MiB written), {} IOPS, {} MiB/s,\n  BPS {}, ARPT {}",
         f.ops,
         s.aggregate_layer,
         fmt_mib(f.bytes as f64),
@@ -151,7 +151,7 @@ fn write_headline(out: &mut String, s: &TraceSummary) {
     );
     let _ = writeln!(
         out,
-        "latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {};  {} syncs taking {:.3} s;  sequential {};  in flight: mean {:.2}, peak {}",
+        "latency p50 {}  p90 {}  p99 {}  p99.9 {}  max {};\n  {} syncs taking {:.3} s;  sequential {};  in flight: mean {:.2}, peak {}",
         fmt_ns(f.lat_ns.p50 as f64),
         fmt_ns(f.lat_ns.p90 as f64),
         fmt_ns(f.lat_ns.p99 as f64),
@@ -206,6 +206,25 @@ mod tests {
 
     use super::*;
     use crate::test_events::{analyze, sample};
+
+    /// The headline fits a 100-column terminal, even with the figures of a large job.
+    #[test]
+    fn the_headline_fits_100_columns() {
+        let mut summary = analyze(&sample(), AnalyzeOptions::default());
+        // A day of a large job: 10^11 calls moving 1 PiB each way, figures in the millions.
+        summary.figures.ops = 100_000_000_000;
+        summary.figures.bytes = 2 << 50;
+        summary.figures.read_bytes = 1 << 50;
+        summary.figures.write_bytes = 1 << 50;
+        summary.figures.iops = 1.2e9;
+        summary.figures.bw_bytes_s = 1.0e12;
+        summary.figures.fsyncs = 123_456_789;
+        summary.figures.fsync_s = 86_400.0;
+        let text = render_summary(&summary);
+        let headline: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+        assert!(headline.len() >= 5, "{text}");
+        assert!(headline.iter().all(|l| l.chars().count() <= 100), "{text}");
+    }
 
     #[test]
     fn path_filters_get_a_line_only_when_given() {
