@@ -637,7 +637,8 @@ mod tests {
     /// skips) where the samples are not there.
     fn sample(name: &str) -> Option<PathBuf> {
         let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/dxt").join(name);
-        crate::prerequisite::require(p.exists(), "the shared DXT samples (../shared/data/dxt)").then_some(p)
+        crate::prerequisite::require_data(p.exists(), "the shared DXT samples (../shared/data/dxt)")
+            .then_some(p)
     }
 
     /// Counts rows and bytes with plain text processing, independently of the parser.

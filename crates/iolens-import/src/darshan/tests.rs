@@ -12,7 +12,8 @@ use crate::{detect_format, import, import_reader, Format, ImportError, ImportRep
 /// test skips) where they are not there.
 fn shared(dir: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(dir);
-    crate::prerequisite::require(p.exists(), &format!("the shared data sets ({})", p.display())).then_some(p)
+    crate::prerequisite::require_data(p.exists(), &format!("the shared data sets ({})", p.display()))
+        .then_some(p)
 }
 
 fn read(path: &Path) -> (Collect, ImportReport) {

@@ -238,7 +238,10 @@ mod tests {
     fn a_real_log_shows_its_lustre_striping() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data/darshan/mpi-io-test-x86_64-3.5.0.darshan");
-        if !crate::prerequisite::require(path.exists(), "the shared Darshan logs (../shared/data/darshan)") {
+        if !crate::prerequisite::require_data(
+            path.exists(),
+            "the shared Darshan logs (../shared/data/darshan)",
+        ) {
             return;
         }
         struct Discard;

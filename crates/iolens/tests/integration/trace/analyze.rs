@@ -51,7 +51,7 @@ fn strace_output_analyzed_counts_what_the_tracer_counts() {
 /// skips) where the samples are not there.
 fn dxt(name: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/dxt").join(name);
-    require(p.exists(), "the shared DXT samples (../shared/data/dxt)").then_some(p)
+    require_data(p.exists(), "the shared DXT samples (../shared/data/dxt)").then_some(p)
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn analyze_binary_darshan_log() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "../../../shared/data/darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan",
     );
-    if !require(path.exists(), "the shared Darshan logs (../shared/data/darshan)") {
+    if !require_data(path.exists(), "the shared Darshan logs (../shared/data/darshan)") {
         return;
     }
     let out = scratch();

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util::prerequisite::require_data;
 use crate::util::{have, require, require_tool, root};
 
 fn iolens() -> Command {

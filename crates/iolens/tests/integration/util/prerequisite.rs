@@ -26,6 +26,23 @@ pub fn require(present: bool, what: &str) -> bool {
     false
 }
 
+/// The variable that makes a missing data set beside the checkout a failure too.
+pub const REQUIRE_DATA: &str = "IOLENS_REQUIRE_DATA";
+
+/// [`require`] for the real data sets beside the checkout (`../shared/data`): they are not part
+/// of the repository, so a checkout elsewhere has none, and the test is skipped, also under
+/// `IOLENS_REQUIRE_TOOLS=1`. `IOLENS_REQUIRE_DATA=1` (which `.ci/run` sets when the data is
+/// beside its checkout) makes them required.
+#[track_caller]
+pub fn require_data(present: bool, what: &str) -> bool {
+    if present {
+        return true;
+    }
+    assert!(std::env::var(REQUIRE_DATA).as_deref() != Ok("1"), "required but missing: {what}");
+    eprintln!("skipped: {what}");
+    false
+}
+
 /// [`require`] of a value that may be missing (a mount, a loop device): the value when there
 /// is one (`let Some(fs) = require_some(mount(), "a tmpfs mount") else { return };`).
 #[track_caller]
