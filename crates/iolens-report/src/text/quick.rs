@@ -5,7 +5,7 @@ use iolens_suites::quick::QuickReport;
 use iolens_workload::format_bytes;
 
 use super::run::TERMINAL_COLUMNS;
-use super::table::Table;
+use super::table::{Table, COLUMN_GAP};
 
 /// The widths the figure and value columns are wrapped at, and the narrowest the "what was
 /// measured" column gets (it takes what is left of the terminal).
@@ -30,8 +30,9 @@ pub fn render(r: &QuickReport) -> String {
     table.left_aligned = vec![0, 1, 2, 3];
     // Each text column is wrapped within its share of the terminal, so that the page fits.
     let part_width = r.headlines.iter().map(|h| h.part.len()).chain(["part".len()]).max().unwrap_or(0);
-    let measured_width =
-        TERMINAL_COLUMNS.saturating_sub(part_width + FIGURE_WIDTH + VALUE_WIDTH + 6).max(MEASURED_MIN);
+    let measured_width = TERMINAL_COLUMNS
+        .saturating_sub(part_width + FIGURE_WIDTH + VALUE_WIDTH + 3 * COLUMN_GAP)
+        .max(MEASURED_MIN);
     for h in &r.headlines {
         let cells = [
             super::wrap(&h.figure, FIGURE_WIDTH, 0),

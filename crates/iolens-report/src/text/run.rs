@@ -6,7 +6,7 @@ use std::fmt::Write;
 use iolens_metrics::{DeviceReport, DirectionFigures, Figures, RunResult};
 
 use super::number::{fmt_mib, fmt_ns, fmt_rate};
-use super::table::Table;
+use super::table::{Table, COLUMN_GAP};
 
 fn figure_cells(f: &Figures) -> Vec<String> {
     vec![
@@ -117,13 +117,11 @@ fn agent_tables(run: &RunResult, out: &mut String) {
     let mut header: Vec<&str> = AGENT_HEADER.to_vec();
     header.extend(FIGURE_HEADER);
     // As many columns as fit in the first table; the rest, after the agent's name, in a second.
-    let width_of = |j: usize| {
-        rows.iter().map(|r| r[j].chars().count()).chain([header[j].chars().count()]).max().unwrap_or(0)
-    };
+    let widths = Table { header: header.clone(), rows: rows.clone(), left_aligned: vec![] }.widths();
     let mut split = AGENT_HEADER.len();
-    let mut line = (0..split).map(width_of).sum::<usize>() + 2 * (split - 1);
-    while split < header.len() && line + 2 + width_of(split) <= TERMINAL_COLUMNS {
-        line += 2 + width_of(split);
+    let mut line = widths[..split].iter().sum::<usize>() + COLUMN_GAP * (split - 1);
+    while split < header.len() && line + COLUMN_GAP + widths[split] <= TERMINAL_COLUMNS {
+        line += COLUMN_GAP + widths[split];
         split += 1;
     }
     let first: Vec<Vec<String>> = rows.iter().map(|r| r[..split].to_vec()).collect();

@@ -3,6 +3,9 @@
 
 use std::fmt::Write;
 
+/// Spaces between two columns.
+pub const COLUMN_GAP: usize = 2;
+
 /// A plain text table: the first column and any marked left-aligned, numbers right-aligned.
 pub struct Table {
     pub header: Vec<&'static str>,
@@ -16,8 +19,9 @@ impl Table {
         Table { header, rows: Vec::new(), left_aligned: Vec::new() }
     }
 
-    pub fn render(&self, out: &mut String) {
-        let widths: Vec<usize> = (0..self.header.len())
+    /// Each column's width in characters: its widest cell or its header.
+    pub fn widths(&self) -> Vec<usize> {
+        (0..self.header.len())
             .map(|c| {
                 self.rows
                     .iter()
@@ -26,11 +30,16 @@ impl Table {
                     .max()
                     .unwrap_or(0)
             })
-            .collect();
+            .collect()
+    }
+
+    pub fn render(&self, out: &mut String) {
+        let widths = self.widths();
+        let gap = " ".repeat(COLUMN_GAP);
         let line = |cells: Vec<&str>, out: &mut String| {
             let mut s = String::new();
             for (i, cell) in cells.iter().enumerate() {
-                let sep = if i == 0 { "" } else { "  " };
+                let sep = if i == 0 { "" } else { gap.as_str() };
                 if i == 0 || self.left_aligned.contains(&i) {
                     let _ = write!(s, "{sep}{cell:<w$}", w = widths[i]);
                 } else {
