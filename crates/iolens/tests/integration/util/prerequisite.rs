@@ -18,12 +18,7 @@ pub const REQUIRE_TOOLS: &str = "IOLENS_REQUIRE_TOOLS";
 /// caller returns (`if !require(root(), "root, to mount") { return; }`).
 #[track_caller]
 pub fn require(present: bool, what: &str) -> bool {
-    if present {
-        return true;
-    }
-    assert!(std::env::var(REQUIRE_TOOLS).as_deref() != Ok("1"), "required but missing: {what}");
-    eprintln!("skipped: {what}");
-    false
+    required_under(REQUIRE_TOOLS, present, what)
 }
 
 /// The variable that makes a missing data set beside the checkout a failure too.
@@ -35,10 +30,16 @@ pub const REQUIRE_DATA: &str = "IOLENS_REQUIRE_DATA";
 /// beside its checkout) makes them required.
 #[track_caller]
 pub fn require_data(present: bool, what: &str) -> bool {
+    required_under(REQUIRE_DATA, present, what)
+}
+
+/// `present`, or: a failure when `variable` is 1, else "skipped: WHAT" and `false`.
+#[track_caller]
+fn required_under(variable: &str, present: bool, what: &str) -> bool {
     if present {
         return true;
     }
-    assert!(std::env::var(REQUIRE_DATA).as_deref() != Ok("1"), "required but missing: {what}");
+    assert!(std::env::var(variable).as_deref() != Ok("1"), "required but missing: {what}");
     eprintln!("skipped: {what}");
     false
 }
