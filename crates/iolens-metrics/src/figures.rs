@@ -426,6 +426,17 @@ pub struct RunResult {
     pub series: Option<crate::RunSeries>,
 }
 
+impl RunResult {
+    /// Bad blocks found by verification, as an error line; `None` when none (or no verification).
+    pub fn verify_error(&self) -> Option<String> {
+        let v = self.verify.as_ref().filter(|v| v.failures_total > 0)?;
+        Some(format!(
+            "data verification failed: {} of {} blocks checked are bad (listed above and in the JSON result)",
+            v.failures_total, v.blocks_checked
+        ))
+    }
+}
+
 /// A run tells the envelope its interruption, warnings and failure.
 impl iolens_output::contract::Body for RunResult {
     fn interrupted(&self) -> bool {

@@ -26,6 +26,7 @@
 pub mod console;
 pub mod contract;
 pub mod csv;
+pub mod hint;
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};

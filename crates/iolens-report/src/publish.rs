@@ -97,3 +97,66 @@ fn document<'a, B: Body>(body: &'a B, job: Option<serde_json::Value>) -> Documen
     }
     doc
 }
+
+/// `run`'s table files: the CSV (a row per agent) with its series beside it (`STEM-series.csv`,
+/// with `--log-interval`), and the Parquet file with the agents and aggregate, beside it the
+/// series (`STEM-series.parquet`) and every operation (`STEM-ops.parquet`, from `trace`). The
+/// Parquet files carry `job` in their envelope. A failed write is reported and fails the command
+/// without stopping the other files.
+pub fn write_run_tables(
+    run: &iolens_metrics::RunResult,
+    csv: Option<&Path>,
+    parquet: Option<&Path>,
+    job: &serde_json::Value,
+    trace: Option<&Path>,
+) {
+    use crate::export::companion_path;
+    if let Some(path) = csv {
+        check_write(path, crate::write_csv(path, run));
+        if run.series.is_some() {
+            let series = companion_path(path, "series");
+            check_write(&series, crate::export::write_series_csv(&series, run));
+        }
+    }
+    #[cfg(feature = "parquet")]
+    if let Some(path) = parquet {
+        use crate::export::parquet;
+        let envelope = parquet_envelope(run, Some(job.clone()), &parquet::RUN_TABLE_KEYS);
+        check_write(path, parquet::write_run(path, run, envelope.clone()));
+        if run.series.is_some() {
+            let series = companion_path(path, "series");
+            check_write(&series, parquet::write_series(&series, run, envelope.clone()));
+        }
+        if let (Some(trace), Some(_)) = (trace, &run.trace_file) {
+            let ops = companion_path(path, "ops");
+            check_write(&ops, parquet::write_trace_ops(&ops, trace, Some(envelope)).map(|_| ()));
+        }
+    }
+    // A build without Parquet refuses --parquet before anything runs.
+    #[cfg(not(feature = "parquet"))]
+    let _ = (parquet, job, trace);
+}
+
+/// A suite's result, on rank 0 or alone: its `table` printed, its points as Parquet and the
+/// whole as JSON, `job` (what ran) in their envelope. The JSON comes last: its `error` tells a
+/// file before it that could not be written.
+pub fn publish_points<R: Body>(
+    result: &R,
+    job: serde_json::Value,
+    table: &str,
+    json: Option<&Path>,
+    parquet: Option<&Path>,
+) {
+    iolens_output::say!("{table}");
+    #[cfg(feature = "parquet")]
+    if let Some(path) = parquet {
+        use crate::export::parquet;
+        let envelope = parquet_envelope(result, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
+        check_write(path, parquet::write_points(path, result, envelope).map(|_| ()));
+    }
+    #[cfg(not(feature = "parquet"))]
+    let _ = parquet;
+    if let Some(path) = json {
+        write_result(path, result, Some(job));
+    }
+}

@@ -178,14 +178,21 @@ pub fn read_csv(path: &Path) -> Result<CsvTable, CsvError> {
 }
 
 impl CsvTable {
-    /// The index of column `name`; `flag` is the option that named it, for the message.
+    /// The index of column `name`; `flag` is the option that named it, for the message, which
+    /// names the closest column (`bw` for `BW`, `time` for `tme`) before listing them all.
     pub fn column(&self, flag: &str, name: &str) -> Result<usize, CsvError> {
-        self.header.iter().position(|h| h == name).ok_or_else(|| CsvError {
-            file: self.file.clone(),
-            line: 0,
-            column: None,
-            message: format!("{flag}: no column {name:?}"),
-            hint: Some(format!("its columns are {}", self.header.join(", "))),
+        self.header.iter().position(|h| h == name).ok_or_else(|| {
+            let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
+            let near = iolens_output::hint::closest(name, &header)
+                .map(|k| format!("did you mean {k:?}? "))
+                .unwrap_or_default();
+            CsvError {
+                file: self.file.clone(),
+                line: 0,
+                column: None,
+                message: format!("{flag}: no column {name:?}"),
+                hint: Some(format!("{near}its columns are {}", self.header.join(", "))),
+            }
         })
     }
 

@@ -233,3 +233,90 @@ pub fn correlation_row(
 impl iolens_output::contract::Body for StudyAnalysis {}
 
 impl iolens_output::contract::Body for CorrelationReport {}
+
+/// `doe analyze`'s data from a CSV table: the `response` column (numbers) by the levels of the
+/// `factors` columns (text). Errors name the file, the flag and the closest column.
+pub fn dataset_of_table(
+    data: &crate::csv::CsvTable,
+    response: &str,
+    factors: &[String],
+) -> Result<Dataset, String> {
+    let values = data.numbers("--response", response).map_err(|e| e.to_string())?;
+    if factors.is_empty() {
+        return Err("--factors: name the factor columns, e.g. --factors direct,qd,bs".into());
+    }
+    let mut levels = vec![Vec::new(); data.rows.len()];
+    for f in factors {
+        let column = data.texts("--factors", f).map_err(|e| e.to_string())?;
+        for (value, lv) in column.into_iter().zip(levels.iter_mut()) {
+            lv.push(value);
+        }
+    }
+    Dataset::new(factors.to_vec(), levels, values).map_err(|e| e.to_string())
+}
+
+/// `--expect NAME:neg|pos`: the direction a metric should correlate with run time.
+fn expected_direction(text: &str) -> Result<(String, Direction), String> {
+    let (name, dir) =
+        text.split_once(':').ok_or_else(|| format!("--expect {text:?}: write name:neg or name:pos"))?;
+    let dir = match dir {
+        "neg" | "negative" | "-" => Direction::Negative,
+        "pos" | "positive" | "+" => Direction::Positive,
+        other => return Err(format!("--expect {text:?}: {other:?} is neither neg nor pos")),
+    };
+    Ok((name.to_string(), dir))
+}
+
+/// `correlate`: each of `metrics` (by default every column with a built-in direction) against
+/// the run-time column `time` of `data`, each expected to go the way `expect` (`name:neg`) or
+/// the built-in direction says. Constant columns are refused by name: the correlation itself
+/// would only say "NaN".
+pub fn correlate_table(
+    data: &crate::csv::CsvTable,
+    time: &str,
+    metrics: &[String],
+    expect: &[String],
+) -> Result<CorrelationReport, String> {
+    let times = data.varying_numbers("--time", time).map_err(|e| e.to_string())?;
+    let expected = expect.iter().map(|e| expected_direction(e)).collect::<Result<Vec<_>, _>>()?;
+    let metrics: Vec<String> = if metrics.is_empty() {
+        data.header.iter().filter(|h| **h != time && built_in_direction(h).is_some()).cloned().collect()
+    } else {
+        metrics.to_vec()
+    };
+    if metrics.is_empty() {
+        return Err("no metric columns: name them with --metrics iops,bw,arpt,bps".into());
+    }
+    // A misspelt --expect would be ignored without a word: its metric must be one correlated.
+    for (name, _) in &expected {
+        if !metrics.contains(name) {
+            let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
+            let near = iolens_output::hint::closest(name, &names)
+                .map(|k| format!("did you mean {k:?}? "))
+                .unwrap_or_default();
+            return Err(format!(
+                "--expect {name:?}: not a metric correlated here\n  hint: {near}the metrics are {}",
+                names.join(", ")
+            ));
+        }
+    }
+    let mut rows = Vec::new();
+    for m in &metrics {
+        let values = data.varying_numbers("--metrics", m).map_err(|e| e.to_string())?;
+        let direction = expected
+            .iter()
+            .find(|(n, _)| n == m)
+            .map(|(_, d)| *d)
+            .or_else(|| built_in_direction(m))
+            .ok_or_else(|| {
+                format!("{m}: no expected direction is built in\n  hint: add --expect {m}:neg (or :pos)")
+            })?;
+        rows.push(correlation_row(m, &values, &times, direction).map_err(|e| format!("{m}: {e}"))?);
+    }
+    Ok(CorrelationReport {
+        data: data.file.clone(),
+        time: time.to_string(),
+        metrics: rows,
+        rows: times.len(),
+    })
+}

@@ -88,6 +88,112 @@ pub fn csv(metrics: &[MetricRepeats]) -> String {
     out
 }
 
+/// How the repetitions of a run went, recorded one by one ([`Repetitions::record`]). `R` is one
+/// repetition's result: one process's [`RunResult`], or under MPI the combined one.
+#[derive(Debug)]
+pub struct Repetitions<R> {
+    /// The completed repetitions (interrupted or failed ones are not kept).
+    pub runs: Vec<R>,
+    /// The repetition that failed, and why.
+    pub error: Option<String>,
+    /// The first repetition whose verification found bad blocks.
+    pub verify_error: Option<String>,
+}
+
+impl<R> Default for Repetitions<R> {
+    fn default() -> Self {
+        Repetitions { runs: Vec::new(), error: None, verify_error: None }
+    }
+}
+
+impl<R> Repetitions<R> {
+    /// Records repetition `i` (from 1): its result, read through `aggregate` for its error and
+    /// verification; `stopped` when the user interrupted it (not kept). Whether to go on: a
+    /// failed repetition ends the series, so the error named is the first.
+    pub fn record(
+        &mut self,
+        i: u32,
+        result: Result<R, String>,
+        aggregate: impl Fn(&R) -> &RunResult,
+        stopped: bool,
+    ) -> bool {
+        let run = match result {
+            Ok(run) => run,
+            Err(e) => {
+                self.error = Some(format!("repetition {i}: {e}"));
+                return false;
+            }
+        };
+        let figures = aggregate(&run);
+        if self.verify_error.is_none() {
+            self.verify_error = figures.verify_error().map(|e| format!("repetition {i}: {e}"));
+        }
+        if let Some(e) = &figures.error {
+            self.error = Some(format!("repetition {i}: {e}"));
+            return false;
+        }
+        if !stopped {
+            self.runs.push(run);
+        }
+        true
+    }
+}
+
+/// What `run --repeat N --json` writes: each metric summarized over the completed repetitions,
+/// and every repetition's own result.
+#[derive(Serialize)]
+pub struct RepeatedRuns<'a, R: Serialize> {
+    pub repeat: u32,
+    pub completed: usize,
+    /// Told to the envelope, with `error` and `warnings`.
+    #[serde(skip)]
+    pub interrupted: bool,
+    #[serde(skip)]
+    pub error: Option<String>,
+    pub summary: Vec<MetricRepeats>,
+    #[serde(skip)]
+    pub warnings: Vec<Warning>,
+    pub runs: &'a [R],
+}
+
+impl<'a, R: Serialize> RepeatedRuns<'a, R> {
+    /// The report of `done` out of `repeat` asked for; `aggregates`: each completed run's
+    /// aggregate, in order; repetitions varying by more than `cv_threshold` are warned of.
+    pub fn new(
+        repeat: u32,
+        done: &'a Repetitions<R>,
+        aggregates: &[RunResult],
+        cv_threshold: f64,
+        interrupted: bool,
+    ) -> Self {
+        let (summary, warnings) = summarize_runs(aggregates, cv_threshold);
+        RepeatedRuns {
+            repeat,
+            completed: done.runs.len(),
+            interrupted,
+            error: done.error.clone(),
+            summary,
+            warnings,
+            runs: &done.runs,
+        }
+    }
+}
+
+impl<R: Serialize> iolens_output::contract::Body for RepeatedRuns<'_, R> {
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
+        self.warnings
+            .iter()
+            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
+            .collect()
+    }
+    fn error(&self) -> Option<iolens_output::contract::Notice> {
+        self.error.as_ref().map(|e| iolens_output::contract::Notice::new("run_failed", e.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +221,19 @@ mod tests {
         assert!(warnings[0].message.starts_with("iops varies by 20.0%"));
         let text = csv(&metrics);
         assert!(text.lines().nth(2).unwrap().starts_with("2,120.0,"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_repetition_ends_the_series_and_an_interrupted_one_is_not_kept() {
+        let mut done = Repetitions::default();
+        assert!(done.record(1, Ok(run_with(1.0)), |r| r, false));
+        assert!(done.record(2, Ok(run_with(2.0)), |r| r, true), "interrupted: not kept, not failed");
+        let mut failed = run_with(3.0);
+        failed.error = Some("disk full".into());
+        assert!(!done.record(3, Ok(failed), |r| r, false));
+        assert_eq!(done.runs.len(), 1);
+        assert_eq!(done.error.as_deref(), Some("repetition 3: disk full"));
+        assert!(!done.record(4, Err("no target".into()), |r: &RunResult| r, false));
+        assert_eq!(done.error.as_deref(), Some("repetition 4: no target"));
     }
 }

@@ -1,10 +1,12 @@
 //! Tracing unmodified programs: the preload library built into iolens and written out where
 //! only this user can change it ([`preload`]), running the program with it ([`spawn`]), and the
-//! ranks of an MPI job meeting in one directory so that rank 0 summarizes them all ([`job`]).
+//! ranks of an MPI job meeting in one directory so that rank 0 summarizes them all ([`job`]), and
+//! the signals that stop a command and are passed on to the traced program ([`signals`]).
 //! The summary itself is `iolens_analyze::trace_summary`'s.
 
 pub mod job;
 pub mod preload;
+pub mod signals;
 pub mod spawn;
 
 use std::path::Path;

@@ -20,7 +20,6 @@ mod report_cmd;
 mod run_cmd;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod same_job;
-mod signals;
 mod stats_cmd;
 mod suites;
 mod trace_cmd;
@@ -47,7 +46,7 @@ const RESULT_FLAGS: [&str; 5] = ["--json", "--csv", "--parquet", "--emit-workloa
 
 fn main() -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
-    signals::install(&stop);
+    iolens_trace::signals::install(&stop);
     // The union's spill directories are scratch directories of iolens's own: recorded, so a
     // killed analysis leaves nothing `iolens clean` cannot find.
     iolens_analyze::set_spill_dir_maker(iolens_trace::registered_spill_dir);
@@ -137,7 +136,7 @@ fn main() -> ExitCode {
     let mut code = outcome.err().unwrap_or(0);
     // A traced program's own status stands, also when it was interrupted.
     if !is_trace && stop.load(Ordering::SeqCst) {
-        code = (128 + signals::last().unwrap_or(libc::SIGINT)).clamp(1, 255) as u8;
+        code = (128 + iolens_trace::signals::last().unwrap_or(libc::SIGINT)).clamp(1, 255) as u8;
     }
     code = with_failed_writes(code);
     if let Some(e) = output::stdout_error() {

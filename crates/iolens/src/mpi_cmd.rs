@@ -14,7 +14,8 @@ use iolens_workload::{load_job, Job};
 
 use crate::cli::RunArgs;
 use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
-use crate::run_cmd::{job_from_flags, publish_repeated, verify_failed, Repetitions};
+use crate::run_cmd::{job_from_flags, publish_repeated};
+use iolens_suites::repeat::Repetitions;
 
 pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let world = World::init().map_err(|e| fail(&a.output, &format!("MPI: {e}"), false, EXIT_FAILED))?;
@@ -108,41 +109,30 @@ fn single(one: &OneRun<'_>) -> Result<(), u8> {
     if let Some(path) = &a.output.json {
         write_result(path, &combined, Some(iolens_workload::resolved_job(one.job)));
     }
-    crate::run_cmd::outcome(combined.run.error.clone(), verify_failed(&combined.run))
+    crate::run_cmd::outcome(combined.run.error.clone(), combined.run.verify_error())
 }
 
 /// `--repeat K`: K combined runs, summarized by rank 0 as `run --repeat` does alone. Whether
 /// to run the next repetition is agreed by all ranks, so none waits for the others forever.
 fn repeated(one: &OneRun<'_>) -> Result<(), u8> {
     let (a, world, stop) = (one.a, one.me.world, &one.opts.stop);
-    let mut runs: Vec<MpiRunResult> = Vec::new();
-    let (mut error, mut verify_error, mut failed) = (None, None, false);
+    let mut done: Repetitions<MpiRunResult> = Repetitions::default();
+    let mut failed = false;
     for i in 1..=a.repeat {
         if world.any(failed || stop.load(Ordering::SeqCst)) {
             break;
         }
         let outcome = one.run(&format!("{} {i}/{}", one.job.name, a.repeat))?;
         failed = outcome.own_error.is_some();
-        let Some(combined) = outcome.combined else { continue };
-        if let (None, Some(e)) = (&verify_error, verify_failed(&combined.run)) {
-            verify_error = Some(format!("repetition {i}: {e}"));
-        }
-        match &combined.run.error {
-            Some(e) => error = Some(format!("repetition {i}: {e}")),
-            None if !stop.load(Ordering::SeqCst) => runs.push(combined),
-            None => {}
+        if let Some(combined) = outcome.combined {
+            // Rank 0's verdict on the combined run ends the series for every rank (next `any`).
+            failed |= !done.record(i, Ok(combined), |c| &c.run, stop.load(Ordering::SeqCst));
         }
     }
     if world.rank() != 0 {
         return if failed { Err(EXIT_FAILED) } else { Ok(()) };
     }
-    let done = Repetitions {
-        runs: &runs,
-        aggregates: runs.iter().map(|r| r.run.clone()).collect(),
-        last_table: runs.last().map(render_combined),
-        error,
-        verify_error,
-        interrupted: stop.load(Ordering::SeqCst),
-    };
-    publish_repeated(a, one.job, done)
+    let aggregates: Vec<_> = done.runs.iter().map(|r| r.run.clone()).collect();
+    let last_table = done.runs.last().map(render_combined);
+    publish_repeated(a, one.job, &done, &aggregates, last_table, stop.load(Ordering::SeqCst))
 }

@@ -4,25 +4,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iolens_engine::{run_job, LocalBarrier, RunOptions, TargetPolicy};
-use iolens_suites::repeat;
+use iolens_suites::repeat::{self, RepeatedRuns, Repetitions};
 use iolens_workload::{load_job, FlagWorkload, Job};
 use serde::Serialize;
-
-use iolens_report::export::companion_path;
 
 use crate::cli::RunArgs;
 use crate::output::{check_write, fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE, EXIT_VERIFY};
 use iolens_output::console::output_failed;
 use iolens_workload::resolved_job;
-
-/// Bad blocks found by verification, as an error line; `None` when none (or no verification).
-pub(crate) fn verify_failed(run: &iolens_metrics::RunResult) -> Option<String> {
-    let v = run.verify.as_ref().filter(|v| v.failures_total > 0)?;
-    Some(format!(
-        "data verification failed: {} of {} blocks checked are bad (listed above and in the JSON result)",
-        v.failures_total, v.blocks_checked
-    ))
-}
 
 pub(crate) fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
     let flags = FlagWorkload {
@@ -118,22 +107,19 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     })?;
     say!("{}", iolens_report::render_run(&run));
     check_run_files(&run);
-    if let Some(path) = &a.output.csv {
-        check_write(path, iolens_report::write_csv(path, &run));
-        if run.series.is_some() {
-            let series = companion_path(path, "series");
-            check_write(&series, iolens_report::export::write_series_csv(&series, &run));
-        }
-    }
-    #[cfg(feature = "parquet")]
-    if let Some(path) = &a.parquet {
-        write_parquet(path, &run, resolved_job(&job), a.trace.as_deref());
-    }
+    let job_doc = resolved_job(&job);
+    iolens_report::publish::write_run_tables(
+        &run,
+        a.output.csv.as_deref(),
+        a.parquet.as_deref(),
+        &job_doc,
+        a.trace.as_deref(),
+    );
     // Last: its `error` tells a file above that could not be written.
     if let Some(path) = &a.output.json {
-        write_result(path, &run, Some(resolved_job(&job)));
+        write_result(path, &run, Some(job_doc));
     }
-    outcome(run.error.clone(), verify_failed(&run))
+    outcome(run.error.clone(), run.verify_error())
 }
 
 /// The files a run writes as it goes (`--trace`, `--busy-log`) that came out incomplete (a
@@ -144,28 +130,6 @@ pub(crate) fn check_run_files(run: &iolens_metrics::RunResult) {
         if matches!(w.code, WarningCode::BusyLogIncomplete | WarningCode::TraceDropped) {
             output_failed(w.message.clone());
         }
-    }
-}
-
-#[cfg(feature = "parquet")]
-/// `--parquet FILE`: the agents and aggregate; beside it the series (`STEM-series.parquet`) with
-/// `--log-interval` and every operation (`STEM-ops.parquet`) with `--trace`.
-fn write_parquet(
-    path: &std::path::Path,
-    run: &iolens_metrics::RunResult,
-    job: serde_json::Value,
-    trace: Option<&std::path::Path>,
-) {
-    use iolens_report::export::parquet;
-    let envelope = crate::output::parquet_envelope(run, Some(job), &parquet::RUN_TABLE_KEYS);
-    check_write(path, parquet::write_run(path, run, envelope.clone()));
-    if run.series.is_some() {
-        let series = companion_path(path, "series");
-        check_write(&series, parquet::write_series(&series, run, envelope.clone()));
-    }
-    if let (Some(trace), Some(_)) = (trace, &run.trace_file) {
-        let ops = companion_path(path, "ops");
-        check_write(&ops, parquet::write_trace_ops(&ops, trace, Some(envelope)).map(|_| ()));
     }
 }
 
@@ -213,54 +177,8 @@ pub(crate) fn outcome(error: Option<String>, verify_error: Option<String>) -> Re
     }
 }
 
-/// What `run --repeat N --json` writes; `R` is one repetition's result (one process's, or
-/// under MPI the combined one).
-#[derive(Serialize)]
-struct RepeatedRuns<'a, R: Serialize> {
-    repeat: u32,
-    completed: usize,
-    /// Told to the envelope, with `error` and `warnings`.
-    #[serde(skip)]
-    interrupted: bool,
-    #[serde(skip)]
-    error: Option<String>,
-    summary: Vec<repeat::MetricRepeats>,
-    #[serde(skip)]
-    warnings: Vec<iolens_metrics::Warning>,
-    runs: &'a [R],
-}
-
-impl<R: Serialize> iolens_report::Body for RepeatedRuns<'_, R> {
-    fn interrupted(&self) -> bool {
-        self.interrupted
-    }
-    fn warnings(&self) -> Vec<iolens_report::Notice> {
-        self.warnings.iter().map(|w| iolens_report::Notice::new(w.code.as_str(), w.message.clone())).collect()
-    }
-    fn error(&self) -> Option<iolens_report::Notice> {
-        self.error.as_ref().map(|e| iolens_report::Notice::new("run_failed", e.clone()))
-    }
-}
-
-/// How the repetitions of a run went.
-pub(crate) struct Repetitions<'a, R: Serialize> {
-    /// The completed repetitions (interrupted or failed ones are not kept).
-    pub runs: &'a [R],
-    /// The aggregate of each of `runs`, in the same order.
-    pub aggregates: Vec<iolens_metrics::RunResult>,
-    /// The last completed repetition as a table.
-    pub last_table: Option<String>,
-    /// The repetition that failed, and why.
-    pub error: Option<String>,
-    /// The first repetition whose verification found bad blocks.
-    pub verify_error: Option<String>,
-    pub interrupted: bool,
-}
-
 fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool>) -> Result<(), u8> {
-    let mut runs = Vec::new();
-    let mut error = None;
-    let mut verify_error = None;
+    let mut done = Repetitions::default();
     for i in 1..=a.repeat {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -268,61 +186,36 @@ fn run_repeated(a: &RunArgs, job: &Job, opts: &RunOptions, stop: &Arc<AtomicBool
         let progress = ProgressLine::new(a.output.quiet, &format!("{} {i}/{}", job.name, a.repeat));
         let result = run_job(job, opts, &progress, &LocalBarrier);
         progress.finish();
-        match result {
-            Ok(run) => {
-                check_run_files(&run);
-                let failed = run.error.clone();
-                if let (None, Some(e)) = (&verify_error, verify_failed(&run)) {
-                    verify_error = Some(format!("repetition {i}: {e}"));
-                }
-                if !stop.load(Ordering::SeqCst) && failed.is_none() {
-                    runs.push(run);
-                }
-                if let Some(e) = failed {
-                    error = Some(format!("repetition {i}: {e}"));
-                    break;
-                }
-            }
-            Err(e) => {
-                error = Some(format!("repetition {i}: {e}"));
-                break;
-            }
+        if let Ok(run) = &result {
+            check_run_files(run);
+        }
+        if !done.record(i, result.map_err(|e| e.to_string()), |r| r, stop.load(Ordering::SeqCst)) {
+            break;
         }
     }
-    let done = Repetitions {
-        runs: &runs,
-        aggregates: runs.clone(),
-        last_table: runs.last().map(iolens_report::render_run),
-        error,
-        verify_error,
-        interrupted: stop.load(Ordering::SeqCst),
-    };
-    publish_repeated(a, job, done)
+    let aggregates = done.runs.clone();
+    let last_table = done.runs.last().map(iolens_report::render_run);
+    publish_repeated(a, job, &done, &aggregates, last_table, stop.load(Ordering::SeqCst))
 }
 
-/// Prints the summary of the repetitions, writes their JSON and CSV, and gives the exit code.
+/// Prints the summary of the repetitions (after `last_table`, the last one's), writes their
+/// JSON and CSV, and gives the exit code.
 pub(crate) fn publish_repeated<R: Serialize>(
     a: &RunArgs,
     job: &Job,
-    done: Repetitions<'_, R>,
+    done: &Repetitions<R>,
+    aggregates: &[iolens_metrics::RunResult],
+    last_table: Option<String>,
+    interrupted: bool,
 ) -> Result<(), u8> {
-    let (summary, warnings) = repeat::summarize_runs(&done.aggregates, a.cv_warn);
-    if let Some(table) = &done.last_table {
+    let report = RepeatedRuns::new(a.repeat, done, aggregates, a.cv_warn, interrupted);
+    if let Some(table) = &last_table {
         say!("{table}");
     }
-    say!("{}", iolens_report::text::repeat::render(&summary));
-    for w in &warnings {
+    say!("{}", iolens_report::text::repeat::render(&report.summary));
+    for w in &report.warnings {
         sayln!("warning [{}]: {}", w.code.as_str(), w.message);
     }
-    let report = RepeatedRuns {
-        repeat: a.repeat,
-        completed: done.runs.len(),
-        interrupted: done.interrupted,
-        error: done.error.clone(),
-        summary,
-        warnings,
-        runs: done.runs,
-    };
     if let Some(path) = &a.output.csv {
         let csv = repeat::csv(&report.summary);
         check_write(path, iolens_report::write_output(path, |w| w.write_all(csv.as_bytes())));
@@ -330,16 +223,13 @@ pub(crate) fn publish_repeated<R: Serialize>(
     #[cfg(feature = "parquet")]
     if let Some(path) = &a.parquet {
         let envelope = crate::output::parquet_envelope(&report, Some(resolved_job(job)), &["runs"]);
-        check_write(
-            path,
-            iolens_report::export::parquet::write_repetitions(path, &done.aggregates, envelope),
-        );
+        check_write(path, iolens_report::export::parquet::write_repetitions(path, aggregates, envelope));
     }
     // Last: its `error` tells a file above that could not be written.
     if let Some(path) = &a.output.json {
         write_result(path, &report, Some(resolved_job(job)));
     }
-    outcome(done.error, done.verify_error)
+    outcome(done.error.clone(), done.verify_error.clone())
 }
 
 /// `iolens convert JOB.fio`: the equivalent TOML job on stdout.

@@ -9,10 +9,8 @@ use std::sync::Arc;
 use iolens_engine::TargetPolicy;
 use iolens_report::text::study::{render_correlation, render_study};
 use iolens_stats::csv::CsvTable;
-use iolens_stats::study::{
-    analyze_study, built_in_direction, correlation_row, goal_of_response, CorrelationReport, StudyOptions,
-};
-use iolens_stats::{Dataset, Direction, Goal};
+use iolens_stats::study::{analyze_study, correlate_table, dataset_of_table, goal_of_response, StudyOptions};
+use iolens_stats::Goal;
 use iolens_suites::doe::{run_study, Plan};
 
 use crate::cli::{CorrelateArgs, DoeAnalyzeArgs, DoeArgs, DoeCommand};
@@ -26,18 +24,6 @@ fn fail(json: &Option<PathBuf>, message: &str, code: u8) -> u8 {
 /// Reads a CSV for `doe analyze` or `correlate`; errors name the file, line and column.
 fn read_csv(path: &Path) -> Result<CsvTable, String> {
     iolens_stats::csv::read_csv(path).map_err(|e| e.to_string())
-}
-
-/// Whether `data` has the column `name` that `flag` names; if not, the error names the file and
-/// the closest column (`bw` for `BW`, `time` for `tme`) before listing them all.
-fn known_column(data: &CsvTable, flag: &str, name: &str) -> Result<(), String> {
-    let Err(mut e) = data.column(flag, name) else { return Ok(()) };
-    let header: Vec<&str> = data.header.iter().map(String::as_str).collect();
-    let near = header.iter().find(|h| h.eq_ignore_ascii_case(name)).map(|h| h.to_string());
-    if let Some(k) = near.or_else(|| iolens_workload::suggest(name, &header)) {
-        e.hint = Some(format!("did you mean {k:?}? {}", e.hint.unwrap_or_default()));
-    }
-    Err(e.to_string())
 }
 
 pub fn doe(a: DoeArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
@@ -116,20 +102,7 @@ fn run_plan(
 fn analyze(a: DoeAnalyzeArgs) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
-    known_column(&data, "--response", &a.response).map_err(bad)?;
-    let response = data.numbers("--response", &a.response).map_err(|e| bad(e.to_string()))?;
-    if a.factors.is_empty() {
-        return Err(bad("--factors: name the factor columns, e.g. --factors direct,qd,bs".into()));
-    }
-    let mut levels = vec![Vec::new(); data.rows.len()];
-    for f in &a.factors {
-        known_column(&data, "--factors", f).map_err(bad)?;
-        let column = data.texts("--factors", f).map_err(|e| bad(e.to_string()))?;
-        for (value, lv) in column.into_iter().zip(levels.iter_mut()) {
-            lv.push(value);
-        }
-    }
-    let dataset = Dataset::new(a.factors.clone(), levels, response).map_err(|e| bad(e.to_string()))?;
+    let dataset = dataset_of_table(&data, &a.response, &a.factors).map_err(bad)?;
     let goal = match a.goal.as_deref() {
         Some("min") => Goal::Minimize,
         Some("max") => Goal::Maximize,
@@ -161,61 +134,7 @@ fn analyze(a: DoeAnalyzeArgs) -> Result<(), u8> {
 pub fn correlate(a: CorrelateArgs) -> Result<(), u8> {
     let bad = |m: String| fail(&a.json, &m, EXIT_USAGE);
     let data = read_csv(&a.data).map_err(bad)?;
-    // Constant columns are refused here, by name: the correlation itself would only say "x".
-    known_column(&data, "--time", &a.time).map_err(bad)?;
-    let time = data.varying_numbers("--time", &a.time).map_err(|e| bad(e.to_string()))?;
-    let mut expected: Vec<(String, Direction)> = Vec::new();
-    for e in &a.expect {
-        let (name, dir) =
-            e.split_once(':').ok_or_else(|| bad(format!("--expect {e:?}: write name:neg or name:pos")))?;
-        let dir = match dir {
-            "neg" | "negative" | "-" => Direction::Negative,
-            "pos" | "positive" | "+" => Direction::Positive,
-            other => return Err(bad(format!("--expect {e:?}: {other:?} is neither neg nor pos"))),
-        };
-        expected.push((name.to_string(), dir));
-    }
-    let metrics: Vec<String> = if a.metrics.is_empty() {
-        data.header.iter().filter(|h| **h != a.time && built_in_direction(h).is_some()).cloned().collect()
-    } else {
-        a.metrics.clone()
-    };
-    if metrics.is_empty() {
-        return Err(bad("no metric columns: name them with --metrics iops,bw,arpt,bps".into()));
-    }
-    // A misspelt --expect would be ignored without a word: its metric must be one correlated.
-    for (name, _) in &expected {
-        if !metrics.contains(name) {
-            let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
-            let near = iolens_workload::suggest(name, &names)
-                .map(|k| format!("did you mean {k:?}? "))
-                .unwrap_or_default();
-            return Err(bad(format!(
-                "--expect {name:?}: not a metric correlated here\n  hint: {near}the metrics are {}",
-                names.join(", ")
-            )));
-        }
-    }
-    let mut rows = Vec::new();
-    for m in &metrics {
-        known_column(&data, "--metrics", m).map_err(bad)?;
-        let values = data.varying_numbers("--metrics", m).map_err(|e| bad(e.to_string()))?;
-        let direction = expected
-            .iter()
-            .find(|(n, _)| n == m)
-            .map(|(_, d)| *d)
-            .or_else(|| built_in_direction(m))
-            .ok_or_else(|| {
-                bad(format!("{m}: no expected direction is built in\n  hint: add --expect {m}:neg (or :pos)"))
-            })?;
-        rows.push(correlation_row(m, &values, &time, direction).map_err(|e| bad(format!("{m}: {e}")))?);
-    }
-    let report = CorrelationReport {
-        data: a.data.display().to_string(),
-        time: a.time.clone(),
-        metrics: rows,
-        rows: time.len(),
-    };
+    let report = correlate_table(&data, &a.time, &a.metrics, &a.expect).map_err(bad)?;
     say!("{}", render_correlation(&report));
     if let Some(path) = &a.json {
         write_json_or_warn(path, &report);

@@ -14,7 +14,7 @@ use iolens_suites::{
 use iolens_workload::{parse_duration, parse_size};
 
 use crate::cli::{BeffIoArgs, OutputArgs, SaturateArgs, SweepArgs, ValidateArgs, WriteModesArgs};
-use crate::output::{fail, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{fail, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 fn outputs(json: &Option<std::path::PathBuf>) -> OutputArgs {
     OutputArgs { json: json.clone(), csv: None, keep: false, quiet: true }
@@ -100,21 +100,7 @@ fn finish<R: iolens_report::Body>(
         return result.map(|_| ()).map_err(|_| EXIT_FAILED);
     }
     let r = result.map_err(|e| fail(&out, &e.to_string(), stop.load(Ordering::SeqCst), EXIT_FAILED))?;
-    say!("{}", render(&r));
-    let job = job(&r);
-    #[cfg(feature = "parquet")]
-    if let Some(path) = parquet {
-        use iolens_report::export::parquet;
-        let envelope = crate::output::parquet_envelope(&r, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
-        crate::output::check_write(path, parquet::write_points(path, &r, envelope).map(|_| ()));
-    }
-    // A build without Parquet refuses --parquet before anything runs (main).
-    #[cfg(not(feature = "parquet"))]
-    let _ = parquet;
-    // Last: its `error` tells a file above that could not be written.
-    if let Some(path) = json {
-        write_result(path, &r, Some(job));
-    }
+    iolens_report::publish::publish_points(&r, job(&r), &render(&r), json.as_deref(), parquet.as_deref());
     Ok(())
 }
 

@@ -142,7 +142,7 @@ pub fn trace(a: TraceArgs, mpi: Option<RankOfJob>) -> Result<(), u8> {
         stream_dir: &stream_dir,
         mpi_clock: mpi.is_some(),
     };
-    let ran = run_traced(&traced, crate::signals::forward_to, |child| match (&mpi, &job_dir) {
+    let ran = run_traced(&traced, iolens_trace::signals::forward_to, |child| match (&mpi, &job_dir) {
         (Some(job), Some((job_dir, _, _))) => job.wait_stopping_on_abort(child, job_dir),
         _ => child.wait(),
     })

@@ -250,19 +250,7 @@ pub fn suggest(unknown: &str, valid: &[&str]) -> Option<String> {
     if let Some((_, to)) = ALIASES.iter().find(|(from, to)| *from == wanted && valid.contains(to)) {
         return Some(to.to_string());
     }
-    // Jaro-Winkler favours shared prefixes (`engin`), Damerau-Levenshtein catches swaps
-    // (`taregt`), and one edit is a likely typo even in two-letter keys (`bz`).
-    valid
-        .iter()
-        .map(|k| {
-            let jw = strsim::jaro_winkler(&wanted, k) - 0.85;
-            let dl = strsim::normalized_damerau_levenshtein(&wanted, k) - 0.6;
-            let one_edit = if strsim::damerau_levenshtein(&wanted, k) <= 1 { 0.0 } else { -1.0 };
-            (jw.max(dl).max(one_edit), *k)
-        })
-        .filter(|(score, _)| *score >= 0.0)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| k.to_string())
+    iolens_output::hint::closest(&wanted, valid)
 }
 
 pub(crate) fn unknown_key_hint(unknown: &str, valid: &[&str]) -> String {
