@@ -10,6 +10,7 @@ pub mod catalogue;
 mod device;
 mod figures;
 mod histogram;
+pub mod monitor;
 pub mod number;
 mod series;
 mod verify;

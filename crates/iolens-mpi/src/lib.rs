@@ -17,7 +17,8 @@
 
 #[cfg(feature = "mpi")]
 pub mod across;
-pub mod beff;
+/// b_eff's MPI-free part lives with the other suites' definitions.
+pub use iolens_suites::beff;
 #[cfg(feature = "mpi")]
 pub mod beff_io_mpi;
 #[cfg(feature = "mpi")]

@@ -361,6 +361,36 @@ fn short_duration(seconds: f64) -> String {
     }
 }
 
+/// `quick`'s parts on the terminal: a progress line per part with the whole's share done and
+/// ETA, and each part's result saved as its JSON document.
+pub struct PartsOnTerminal;
+
+impl iolens_suites::quick::QuickPresenter for PartsOnTerminal {
+    type Progress = ProgressLine;
+
+    fn start_part(
+        &self,
+        name: &'static str,
+        plan: &[(&'static str, f64)],
+        started: Instant,
+        quiet: bool,
+    ) -> ProgressLine {
+        let plan = PartsPlan { command: "quick", parts: plan.to_vec(), started };
+        match plan.part(name) {
+            Some(whole) => ProgressLine::for_part(quiet, name, whole),
+            None => ProgressLine::new(quiet, name),
+        }
+    }
+
+    fn end_part(&self, progress: ProgressLine) {
+        progress.finish();
+    }
+
+    fn save<B: crate::Body>(&self, path: &std::path::Path, result: &B, job: serde_json::Value) {
+        crate::publish::write_result(path, result, Some(job));
+    }
+}
+
 #[cfg(test)]
 mod progress_tests {
     use super::{share_read, short_duration, CurrentRate, PartsPlan, ReadingLine};

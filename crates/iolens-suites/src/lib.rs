@@ -6,13 +6,16 @@
 //!   the knee of the IOPS curve and the size that reaches 90% of peak bandwidth;
 //! - [`saturate`]: concurrency doubling until throughput stops growing, and the saturation point;
 //! - [`write_modes`]: the same random writes measured naively, with the final fsync timed, and
-//!   with O_DIRECT, to show why the naive figure is not a storage figure.
+//!   with O_DIRECT, to show why the naive figure is not a storage figure;
+//! - [`beff_io`] and [`beff`]: the b_eff_io and b_eff benchmarks' definitions and results (their
+//!   MPI measurements are `iolens_mpi`'s).
 //!
 //! A suite runs its points through a [`PointRunner`]: in this process ([`LocalRunner`]), or,
 //! under `mpirun`, on every rank at once with one combined result per point (the runner lives
 //! in the binary, which owns MPI). Every process then sees the same [`PointFigures`], so all of
 //! them take the same decisions (next size, flat curve, stop) and stay in step.
 
+pub mod beff;
 pub mod beff_io;
 pub mod doe;
 pub mod quick;
@@ -355,6 +358,27 @@ pub fn run_point(flags: &FlagWorkload, ctx: &SuiteContext) -> Result<PointFigure
 
 /// Share of `peak` at which a curve counts as having reached it.
 pub const REACHED: f64 = 0.9;
+
+/// What a suite's target may be, for the message when it is missing.
+pub const SUITE_TARGET: &str =
+    "a suite's target must be an existing directory (the suite makes its own file in it), file or block device";
+/// What a suite that works in a directory of its own needs.
+pub const SUITE_DIR: &str = "this suite works in a directory of its own inside an existing directory";
+
+/// A suite's target must exist: a mistyped path is not made into a new file to measure (nor a
+/// directory). `what`: what the target may be. The message names the path, with a hint.
+pub fn existing_target(flag: &str, path: &Path, what: &str) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "{flag}{} does not exist: {what}\n  hint: check the path; to measure a new directory, create it first \
+             (mkdir -p {})",
+            path.display(),
+            path.display()
+        )),
+        Err(e) => Err(format!("{flag}{}: {e}", path.display())),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -28,18 +28,14 @@ pub use with_mpi::run;
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
-    use iolens_mpi::beff::{lmax, BeffOutput, FORMULA};
     use iolens_mpi::beff_mpi;
     use iolens_mpi::world::World;
+    use iolens_suites::beff::{lmax, BeffOutput, FORMULA};
     use iolens_workload::{format_bytes, parse_size};
 
     use super::{refuse, QUICK_LMAX};
     use crate::cli::BeffArgs;
     use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
-
-    fn mb(v: f64) -> String {
-        format!("{:.1}", v / 1e6)
-    }
 
     /// Ranks sharing this node (Open MPI, MPICH/Hydra), for the default memory per process.
     fn local_ranks(size: usize) -> u64 {
@@ -100,7 +96,7 @@ mod with_mpi {
         if rank != 0 {
             return Ok(());
         }
-        print_table(&run, &world.library());
+        say!("{}", iolens_report::text::beff::render(&run.summary, &run.results, &world.library()));
         if let Some(path) = &a.json {
             let out = BeffOutput {
                 benchmark: "b_eff".into(),
@@ -117,48 +113,5 @@ mod with_mpi {
             write_json_or_warn(path, &out);
         }
         Ok(())
-    }
-
-    fn print_table(run: &beff_mpi::BeffRun, library: &str) {
-        let s = &run.summary;
-        sayln!(
-            "b_eff on {} processes ({library}), Lmax {}; MB/s = 10^6 bytes/s",
-            s.processes,
-            format_bytes(s.lmax)
-        );
-        sayln!("{:<9} {:<28} {:>14} {:>14}", "pattern", "ring sizes", "avg over L", "at Lmax");
-        for r in &run.results {
-            let rings: Vec<String> = r.ring_sizes.iter().map(|k| k.to_string()).collect();
-            sayln!("{:<9} {:<28} {:>14} {:>14}", r.pattern, rings.join(","), mb(r.average), mb(r.at_lmax));
-        }
-        sayln!(
-            "logavg ring patterns {} MB/s, random patterns {} MB/s",
-            mb(s.logavg_ring),
-            mb(s.logavg_random)
-        );
-        sayln!("");
-        sayln!(
-            "{:>9} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10}",
-            "processes",
-            "b_eff",
-            "per proc",
-            "Lmax",
-            "ping-pong",
-            "at Lmax",
-            "per proc",
-            "ring/proc"
-        );
-        sayln!(
-            "{:>9} {:>10} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10}",
-            s.processes,
-            mb(s.b_eff),
-            mb(s.b_eff_per_process),
-            format_bytes(s.lmax),
-            s.ping_pong.map(mb).unwrap_or_else(|| "-".into()),
-            mb(s.b_eff_at_lmax),
-            mb(s.b_eff_at_lmax_per_process),
-            mb(s.ring_at_lmax_per_process)
-        );
-        sayln!("b_eff = {} MB/s", mb(s.b_eff));
     }
 }

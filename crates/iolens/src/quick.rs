@@ -5,14 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use std::time::Instant;
-
 use iolens_report::export::html;
-use iolens_report::progress::{PartsPlan, ProgressLine};
-use iolens_report::publish::write_result;
+use iolens_report::progress::PartsOnTerminal;
 use iolens_report::text::quick::render;
-use iolens_report::Body;
-use iolens_suites::quick::{self, QuickConfig, QuickPresenter, QuickReport, QuickRun};
+use iolens_suites::quick::{self, QuickConfig, QuickRun};
 use iolens_suites::PointRunner;
 use iolens_workload::{parse_duration, parse_size};
 
@@ -23,36 +19,6 @@ use crate::output::{fail, write_json_copies, EXIT_FAILED, EXIT_USAGE};
 fn default_results_dir() -> PathBuf {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     PathBuf::from(format!("iolens-results-{secs}"))
-}
-
-/// quick's parts on the terminal: a progress line per part with the whole's share done and
-/// ETA, and each part's result saved as its JSON document.
-struct Terminal;
-
-impl QuickPresenter for Terminal {
-    type Progress = ProgressLine;
-
-    fn start_part(
-        &self,
-        name: &'static str,
-        plan: &[(&'static str, f64)],
-        started: Instant,
-        quiet: bool,
-    ) -> ProgressLine {
-        let plan = PartsPlan { command: "quick", parts: plan.to_vec(), started };
-        match plan.part(name) {
-            Some(whole) => ProgressLine::for_part(quiet, name, whole),
-            None => ProgressLine::new(quiet, name),
-        }
-    }
-
-    fn end_part(&self, progress: ProgressLine) {
-        progress.finish();
-    }
-
-    fn save<B: Body>(&self, path: &Path, result: &B, job: serde_json::Value) {
-        write_result(path, result, Some(job));
-    }
 }
 
 pub fn quick(
@@ -72,7 +38,7 @@ pub fn quick(
         ));
     }
     let base = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    crate::suites::target(runner, "", &base, crate::suites::SUITE_DIR, out)?;
+    crate::suites::target(runner, "", &base, iolens_suites::SUITE_DIR, out)?;
     if !base.is_dir() {
         return Err(fail(out, &format!("{} is not a directory", base.display()), false, EXIT_USAGE));
     }
@@ -89,7 +55,7 @@ pub fn quick(
         keep: out.keep,
         quiet: out.quiet,
     };
-    let QuickRun { report, job, errors } = quick::quick(&Terminal, runner, &cfg, stop, command)
+    let QuickRun { report, job, errors } = quick::quick(&PartsOnTerminal, runner, &cfg, stop, command)
         .map_err(|e| fail(out, &e.to_string(), false, EXIT_FAILED))?;
     if runner.rank() != 0 {
         // Rank 0 speaks for the job; every rank had the same parts fail.
@@ -99,7 +65,9 @@ pub fn quick(
     let summary = cfg.results.join("quick.json");
     let copies: Vec<&Path> = std::iter::once(summary.as_path()).chain(out.json.as_deref()).collect();
     write_json_copies(&copies, &report, Some(job));
-    write_report_page(&cfg.results, &report);
+    let mut files = vec!["quick.json".to_string()];
+    files.extend(report.parts.iter().filter_map(|p| p.json.clone()));
+    html::write_results_page(&cfg.results, &files, &format!("iolens {} quick", crate::cli::VERSION));
     if errors.is_empty() {
         Ok(())
     } else {
@@ -108,28 +76,4 @@ pub fn quick(
         }
         Err(EXIT_FAILED)
     }
-}
-
-/// `report.html` in the results directory: the summary and every part that saved its result,
-/// read back from the files just written so the page shows exactly what they hold.
-fn write_report_page(results: &Path, report: &QuickReport) {
-    let mut files = vec!["quick.json".to_string()];
-    files.extend(report.parts.iter().filter_map(|p| p.json.clone()));
-    let mut docs = Vec::new();
-    for file in &files {
-        match iolens_report::compare::read_result_file(&results.join(file)) {
-            Ok(doc) => docs.push((file.as_str(), doc)),
-            // Already reported when the write failed; the page shows the parts that exist.
-            Err(e) => errln!("iolens: warning: report.html leaves out {e}"),
-        }
-    }
-    let sources: Vec<html::Source<'_>> = docs.iter().map(|(name, doc)| html::Source { name, doc }).collect();
-    let page = match html::render(&sources, &format!("iolens {} quick", crate::cli::VERSION)) {
-        Ok(page) => page,
-        Err(e) => {
-            errln!("iolens: warning: no report.html: {e}");
-            return;
-        }
-    };
-    crate::report_cmd::write_page(&results.join("report.html"), &page);
 }

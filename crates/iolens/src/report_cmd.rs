@@ -2,12 +2,10 @@
 //! (see `iolens_report::export::html`). Results are read as `compare` reads them: bounded, and
 //! every error names its file.
 
-use std::path::Path;
-
 use iolens_report::export::html;
 
 use crate::cli::{ReportArgs, VERSION};
-use crate::output::{check_write, EXIT_USAGE};
+use crate::output::EXIT_USAGE;
 use iolens_report::compare::read_result_file;
 
 pub fn report(a: ReportArgs) -> Result<(), u8> {
@@ -20,11 +18,6 @@ pub fn report(a: ReportArgs) -> Result<(), u8> {
     let sources: Vec<html::Source<'_>> =
         names.iter().zip(&docs).map(|(name, doc)| html::Source { name, doc }).collect();
     let page = html::render(&sources, &format!("iolens {VERSION}")).map_err(refuse)?;
-    write_page(&a.html, &page);
+    html::write_page(&a.html, &page);
     Ok(())
-}
-
-/// Writes a rendered page by the rules of every result file (atomic for regular files).
-pub fn write_page(path: &Path, page: &str) {
-    check_write(path, iolens_report::write_output(path, |w| w.write_all(page.as_bytes())));
 }

@@ -39,28 +39,7 @@ pub fn suite_target(
     positional.clone().or_else(|| flag.clone()).unwrap_or_default()
 }
 
-/// What a suite's target may be, for the message when it is missing.
-pub const SUITE_TARGET: &str =
-    "a suite's target must be an existing directory (the suite makes its own file in it), file or block device";
-/// What a suite that works in a directory of its own needs.
-pub const SUITE_DIR: &str = "this suite works in a directory of its own inside an existing directory";
-
-/// A suite's target must exist: a mistyped path is not made into a new file to measure (nor a
-/// directory). `what`: what the target may be. The message names the path, with a hint.
-pub fn existing_target(flag: &str, path: &Path, what: &str) -> Result<(), String> {
-    match std::fs::metadata(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "{flag}{} does not exist: {what}\n  hint: check the path; to measure a new directory, create it first \
-             (mkdir -p {})",
-            path.display(),
-            path.display()
-        )),
-        Err(e) => Err(format!("{flag}{}: {e}", path.display())),
-    }
-}
-
-/// [`existing_target`] for a suite: reported as bad input. Under MPI a path one rank does not
+/// [`iolens_suites::existing_target`] for a suite: reported as bad input. Under MPI a path one rank does not
 /// see is that rank's alone: the runner ends every rank (the others would wait for it).
 pub fn target(
     runner: &dyn PointRunner,
@@ -69,7 +48,7 @@ pub fn target(
     what: &str,
     out: &OutputArgs,
 ) -> Result<(), u8> {
-    existing_target(flag, path, what).map_err(|e| {
+    iolens_suites::existing_target(flag, path, what).map_err(|e| {
         if runner.ranks() > 1 {
             let _ = runner.failed_alone(e.clone());
         }
@@ -117,7 +96,7 @@ pub fn sweep(
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
     let suite_target = suite_target(&a.suite.target, &a.suite.target_flag);
-    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    target(runner, "", &suite_target, iolens_suites::SUITE_TARGET, &out)?;
     let mut cfg = sweep::SweepConfig::new(suite_target.clone());
     cfg.rw = a.rw.clone();
     cfg.threads = a.threads.clone();
@@ -154,7 +133,7 @@ pub fn saturate(
 ) -> Result<(), u8> {
     let out = outputs(&a.suite.json);
     let suite_target = suite_target(&a.suite.target, &a.suite.target_flag);
-    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    target(runner, "", &suite_target, iolens_suites::SUITE_TARGET, &out)?;
     let mut cfg = saturate::SaturateConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
     cfg.direct = !a.buffered;
@@ -188,7 +167,7 @@ pub fn write_modes(
 ) -> Result<(), u8> {
     let out = outputs(&a.json);
     let suite_target = suite_target(&a.target, &a.target_flag);
-    target(runner, "", &suite_target, SUITE_TARGET, &out)?;
+    target(runner, "", &suite_target, iolens_suites::SUITE_TARGET, &out)?;
     let mut cfg = write_modes::WriteModesConfig::new(suite_target);
     cfg.bs = size("--bs", &a.bs, &out)?;
     if a.threads == 0 {
@@ -249,7 +228,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     }
     // Alone: a missing directory is bad input. Under MPI each rank checks its own view of it
     // (beff_io::check), and one that lacks it ends the job naming itself.
-    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out)?;
+    target(&LocalRunner, "", &a.dir, iolens_suites::SUITE_DIR, &out)?;
     let mut cfg = beff_io_config(&a).map_err(|e| fail(&out, &e, false, EXIT_USAGE))?;
     if !a.ranks.is_empty() {
         cfg.ranks = a.ranks.clone();
@@ -277,7 +256,7 @@ pub fn beff_io(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
 
 pub fn validate(a: ValidateArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
     let out = outputs(&a.json);
-    target(&LocalRunner, "", &a.dir, SUITE_DIR, &out)?;
+    target(&LocalRunner, "", &a.dir, iolens_suites::SUITE_DIR, &out)?;
     if let Some(extra) = &a.target {
         target(
             &LocalRunner,

@@ -430,6 +430,30 @@ fn warnings(page: &mut Page, doc: &Value) {
     page.body.push_str("</ul>\n");
 }
 
+/// Writes a rendered page by the rules of every result file (atomic for regular files); a
+/// failed write is reported and fails the command.
+pub fn write_page(path: &std::path::Path, page: &str) {
+    iolens_output::console::check_write(path, crate::write_output(path, |w| w.write_all(page.as_bytes())));
+}
+
+/// `report.html` in the results directory `dir`: every result of `files` (names inside `dir`)
+/// read back from what was just written, so the page shows exactly what the files hold. A file
+/// that cannot be read is left out with a warning (its failed write was already reported).
+pub fn write_results_page(dir: &std::path::Path, files: &[String], generator: &str) {
+    let mut docs = Vec::new();
+    for file in files {
+        match crate::compare::read_result_file(&dir.join(file)) {
+            Ok(doc) => docs.push((file.as_str(), doc)),
+            Err(e) => iolens_output::errln!("iolens: warning: report.html leaves out {e}"),
+        }
+    }
+    let sources: Vec<Source<'_>> = docs.iter().map(|(name, doc)| Source { name, doc }).collect();
+    match render(&sources, generator) {
+        Ok(page) => write_page(&dir.join("report.html"), &page),
+        Err(e) => iolens_output::errln!("iolens: warning: no report.html: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! Terminal text of the commands' results: one module per kind of result, all laid out with the
 //! one [`table::Table`] and the one number format family of [`number`].
 
+pub mod beff;
 pub mod beff_io;
 pub mod compare;
 pub mod darshan;

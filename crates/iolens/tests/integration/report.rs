@@ -201,7 +201,7 @@ fn beff_result(env: &Env) -> PathBuf {
 /// model of a network instead of measurements.
 #[cfg(not(feature = "mpi"))]
 fn beff_result(env: &Env) -> PathBuf {
-    use iolens_mpi::beff::{
+    use iolens_suites::beff::{
         message_sizes, pattern_results, patterns, summarize, BeffOutput, Measurement, FORMULA, METHODS, REPS,
     };
     let (processes, lmax) = (4, 64 << 10);
@@ -215,7 +215,7 @@ fn beff_result(env: &Env) -> PathBuf {
                     let latency_s = 2e-6 * (1.0 + m as f64 * 0.3) * (1.0 + p.number as f64 * 0.1);
                     let time_s = 100.0 * (latency_s + size as f64 / 2e9) * (1.0 + rep as f64 * 0.05);
                     let messages = p.messages();
-                    let bandwidth = iolens_mpi::beff::bandwidth(size, messages, 100, time_s);
+                    let bandwidth = iolens_suites::beff::bandwidth(size, messages, 100, time_s);
                     let (pattern, kind) = (p.name.clone(), p.kind);
                     protocol.push(Measurement {
                         pattern,

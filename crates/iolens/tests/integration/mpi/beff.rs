@@ -8,7 +8,7 @@ use super::*;
 /// recomputed from the JSON protocol with the paper's formula equals the reported one.
 #[test]
 fn beff_quick_protocol_recomputes_b_eff() {
-    use iolens_mpi::beff::{pattern_results, summarize, BeffOutput, Kind, Method};
+    use iolens_suites::beff::{pattern_results, summarize, BeffOutput, Kind, Method};
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("beff.json");
     let t0 = Instant::now();

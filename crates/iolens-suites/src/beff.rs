@@ -1,6 +1,7 @@
 //! b_eff, the effective bandwidth of the communication network (section 4 of the b_eff_io
 //! paper, seed `002`): the MPI-free part — message sizes, ring patterns, random patterns and
-//! the averaging. The measurement itself is in [`crate::beff_mpi`] (feature `mpi`).
+//! the averaging. The measurement itself is `iolens_mpi::beff_mpi`'s (feature `mpi`), the
+//! terminal table `iolens_report::text::beff`'s.
 //!
 //! The definition, as the paper writes it:
 //!
@@ -338,7 +339,7 @@ pub struct BeffOutput {
     pub protocol: Vec<Measurement>,
 }
 
-impl iolens_report::Body for BeffOutput {}
+impl iolens_output::contract::Body for BeffOutput {}
 
 /// The definition, as written in the JSON.
 pub const FORMULA: &str = "b_eff = logavg(logavg_ring(sum_L(max_method(max_rep(b)))/21), \
