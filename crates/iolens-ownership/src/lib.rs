@@ -1,7 +1,14 @@
-//! What iolens owns: the files and scratch directories it created, recorded so that it writes
-//! only into its own files and can remove what a killed run left behind — and nothing else.
+//! What iolens owns, and how it proves it: the one place every crate asks before it writes
+//! into, replaces or removes a file it did not just create.
 //!
-//! The model (docs/safety.md, "Killed runs and `iolens clean`"):
+//! The registry (this crate): the files and scratch directories iolens created, recorded so that
+//! it writes only into its own files and can remove what a killed run left behind — and
+//! nothing else. Used by the engine's targets, the suites' scratch directories, tracing, MPI
+//! runs and `iolens clean`.
+//!
+//! This crate depends on no other iolens crate, so every crate that writes files can use it.
+//!
+//! The registry's model (docs/safety.md, "Killed runs and `iolens clean`"):
 //! - **Where.** The registry lives in a *trusted* directory ([`trusted`]): `$IOLENS_STATE_DIR`,
 //!   else `$XDG_STATE_HOME/iolens`, else `~/.local/state/iolens`, reached from `/` through
 //!   descriptors with every component owned by this user or root and writable by no one else
