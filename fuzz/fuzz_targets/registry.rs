@@ -3,7 +3,7 @@
 //! entry written back reads back the same.
 #![no_main]
 
-use iolens_engine::ownership::{format_document, parse_document, Entry};
+use iolens_ownership::{format_document, parse_document, Entry};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -12,7 +12,6 @@ pub mod backend;
 pub mod barrier;
 pub mod buffers;
 pub mod offsets;
-pub mod ownership;
 pub mod pacing;
 pub mod placement;
 pub mod target;

@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use iolens_engine::ownership::ScratchDir;
 use iolens_engine::{run_job_detailed, PhaseBarrier, RunObserver, RunOptions};
 use iolens_output::console::{text_to_stderr, EXIT_FAILED, EXIT_USAGE};
 use iolens_output::errln;
+use iolens_ownership::ScratchDir;
 use iolens_record::busy::read_period_log;
 use iolens_record::Interval;
 use iolens_report::publish::{document_value, report_error};

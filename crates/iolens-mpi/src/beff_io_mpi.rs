@@ -34,7 +34,7 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 
-use iolens_engine::ownership::ScratchDir;
+use iolens_ownership::ScratchDir;
 use iolens_suites::beff_io::{
     assemble_partition, system_result, table2, BeffIoConfig, BeffIoResult, BeffIoStep, Method, MpiIoInfo,
     Partition, PatternFile, PatternIo, PatternStep, Placement, Ranks,

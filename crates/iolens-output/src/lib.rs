@@ -18,10 +18,15 @@
 //! is not iolens's, whatever it holds: a plain copy of a result (`cp` drops the mark) is the
 //! user's. Any other file — a trace named by mistake where an output belongs — and any read-only
 //! file (no write bit, which root could otherwise ignore) is refused before anything is written:
-//! iolens writes only to files it created.
+//! iolens writes only to files it created. The mark is one of the two kinds of claim
+//! `iolens_ownership` holds ([`iolens_ownership::result_mark`]): setting it, and reading it and
+//! the file's head from a descriptor of the very file that was looked at (opened without
+//! following links or blocking, same device and inode), so a file swapped in at the path
+//! meanwhile, or another file's mark, never decides. It lets a result be *replaced*, never
+//! anything be removed.
 //!
-//! This crate sits below every crate that writes such files (it depends on nothing of iolens),
-//! so the same rules hold everywhere; `iolens_report` re-exports it.
+//! This crate sits below every crate that writes such files (of iolens it depends only on
+//! `iolens-ownership`), so the same rules hold everywhere; `iolens_report` re-exports it.
 
 pub mod console;
 pub mod contract;
@@ -32,6 +37,8 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use iolens_ownership::result_mark::{self, ExistingFile, Mark, Opened};
 
 /// Where an output's bytes go until [`OutputFile::commit`].
 enum Dest {
@@ -199,11 +206,20 @@ fn plan(path: &Path) -> io::Result<Plan> {
     Err(refused(&format!("a symlink to {}", describe_file_type(&tft))))
 }
 
-/// The extended attribute that marks a file as a result iolens wrote (kept across the rename).
-const OUTPUT_MARK: &std::ffi::CStr = c"user.iolens.output";
-
-/// Whether the existing regular file `path` (`meta`: its metadata) may be replaced by a result.
-fn replaceable(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+/// Whether the existing regular file `path` (`seen`: its metadata, as [`plan`] looked at it)
+/// may be replaced by a result. It is judged on a descriptor of that very file
+/// ([`result_mark`]): a file swapped in at the path after the look, or another file's mark,
+/// never decides for it.
+fn replaceable(path: &Path, seen: &fs::Metadata) -> io::Result<()> {
+    let existing = match ExistingFile::open(path, seen) {
+        Opened::Same(file) => Some(file),
+        Opened::Changed => return Err(io::Error::other(
+            "the file changed while iolens was checking it: iolens does not replace it\n  hint: run the command again, or choose another path",
+        )),
+        // Neither its mark nor its content can be read: only empty is it known to hold nothing.
+        Opened::Unreadable(_) => None,
+    };
+    let meta = existing.as_ref().map_or(seen, ExistingFile::metadata);
     let mode = meta.permissions().mode();
     if mode & 0o222 == 0 {
         return Err(io::Error::other(format!(
@@ -214,9 +230,9 @@ fn replaceable(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
     if meta.len() == 0 {
         return Ok(());
     }
-    match mark_of(path) {
+    match existing.as_ref().map_or(Mark::NotKept, ExistingFile::mark) {
         Mark::Marked => Ok(()),
-        Mark::NotKept if holds_iolens_json(path) => Ok(()),
+        Mark::NotKept if existing.as_ref().is_some_and(ExistingFile::holds_iolens_json) => Ok(()),
         Mark::NotKept => Err(io::Error::other(
             "the file exists and is not a result iolens wrote (not an iolens JSON document): iolens does not replace it\n  hint: remove it first or choose another path",
         )),
@@ -224,55 +240,6 @@ fn replaceable(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
             "the file exists and is not a result iolens wrote (no user.iolens.output attribute, which this file system keeps on every result; a copy made with cp has none): iolens does not replace it\n  hint: remove it first or choose another path",
         )),
     }
-}
-
-/// What [`OUTPUT_MARK`] says of a file.
-#[derive(Debug, PartialEq)]
-enum Mark {
-    Marked,
-    /// The file system keeps user attributes, and this file has no mark.
-    Unmarked,
-    /// The file system keeps no user attributes (or they cannot be read): no file has the mark.
-    NotKept,
-}
-
-fn mark_of(path: &Path) -> Mark {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return Mark::NotKept };
-    let mut value = [0u8; 8];
-    // SAFETY: both strings are NUL-terminated; the value buffer is ours and its length given.
-    let n = unsafe {
-        libc::getxattr(name.as_ptr(), OUTPUT_MARK.as_ptr(), value.as_mut_ptr().cast(), value.len())
-    };
-    if n >= 0 {
-        return Mark::Marked;
-    }
-    match io::Error::last_os_error().raw_os_error() {
-        // The attribute is missing (or too long to be ours): the file system has attributes.
-        Some(libc::ENODATA) | Some(libc::ERANGE) => Mark::Unmarked,
-        _ => Mark::NotKept,
-    }
-}
-
-/// Whether `path` begins as every iolens JSON document does (an envelope naming the tool):
-/// results written where attributes are not kept, or by an iolens before the mark.
-fn holds_iolens_json(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let Ok(file) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else {
-        return false;
-    };
-    let Ok(n) = file.take(head.len() as u64).read(&mut head) else { return false };
-    let head = String::from_utf8_lossy(&head[..n]);
-    let compact: String = head.split_whitespace().collect();
-    compact.starts_with("{\"schema_version\":") && compact.contains("\"tool\":{\"name\":\"iolens\"")
-}
-
-/// Marks a result file as iolens's (where the file system keeps user attributes).
-fn mark(file: &File) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the name is NUL-terminated, the one-byte value ours; a failure leaves no mark.
-    unsafe { libc::fsetxattr(file.as_raw_fd(), OUTPUT_MARK.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
 }
 
 /// A temporary file beside `target` (random name, `O_EXCL`) that `commit` renames over it.
@@ -290,7 +257,7 @@ fn atomic(target: &Path, mode: Option<u32>) -> io::Result<OutputFile> {
         .permissions(fs::Permissions::from_mode(mode.unwrap_or(0o666) & 0o777))
         .tempfile_in(dir)
         .map_err(plain)?;
-    mark(temp.as_file());
+    result_mark::set(temp.as_file());
     Ok(OutputFile { dest: Dest::Atomic { temp, target: target.to_path_buf() } })
 }
 
@@ -345,6 +312,14 @@ pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    /// The mark of the regular file at `path`.
+    fn mark_of(path: &Path) -> Mark {
+        match ExistingFile::open(path, &fs::symlink_metadata(path).unwrap()) {
+            Opened::Same(file) => file.mark(),
+            other => panic!("{}: {other:?}", path.display()),
+        }
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
@@ -417,6 +392,33 @@ mod tests {
             Mark::Marked => panic!("nothing marked it"),
         }
         assert_eq!(mark_of(&ours), Mark::Marked);
+    }
+
+    /// The file judged is the one `plan` looked at: a user's file swapped, after the look, for
+    /// an earlier result (another name for it, or a link to it) is not vouched for by that
+    /// result's mark or content. (Read by path, the mark and the content were the swapped-in
+    /// result's, and the user's file counted as replaceable.)
+    #[test]
+    fn a_result_swapped_in_after_the_look_does_not_vouch_for_the_file_looked_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let result = dir.path().join("earlier.json");
+        let document = "{\n  \"schema_version\": 2,\n  \"tool\": {\n    \"name\": \"iolens\",";
+        write_output(&result, |w| w.write_all(document.as_bytes())).unwrap();
+        let path = dir.path().join("r.json");
+        fs::write(&path, "precious\n").unwrap();
+        let seen = fs::symlink_metadata(&path).unwrap();
+        assert!(replaceable(&path, &seen).is_err(), "the user's file is not a result");
+        replaceable(&result, &fs::symlink_metadata(&result).unwrap()).unwrap();
+
+        fs::rename(&path, dir.path().join("precious")).unwrap();
+        fs::hard_link(&result, &path).unwrap();
+        let e = replaceable(&path, &seen).unwrap_err().to_string();
+        assert!(e.contains("changed while iolens was checking it") && e.contains("hint:"), "{e}");
+
+        fs::remove_file(&path).unwrap();
+        symlink(&result, &path).unwrap();
+        let e = replaceable(&path, &seen).unwrap_err().to_string();
+        assert!(e.contains("changed while iolens was checking it"), "a link is not followed: {e}");
     }
 
     #[test]

@@ -336,7 +336,7 @@ impl Drop for SuiteTarget {
     fn drop(&mut self) {
         if self.created && !self.keep {
             // Only the regular file the registry says iolens made; never a link or another file.
-            let _ = iolens_engine::ownership::remove_owned_file(&self.path);
+            let _ = iolens_ownership::remove_owned_file(&self.path);
         }
     }
 }

@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iolens_engine::ownership::ScratchDir;
 use iolens_engine::RunObserver;
 use iolens_metrics::number::{fmt_mib, fmt_rate};
 use iolens_output::contract::{Body, Notice};
 use iolens_output::sayln;
+use iolens_ownership::ScratchDir;
 use iolens_workload::format_bytes;
 use serde::Serialize;
 

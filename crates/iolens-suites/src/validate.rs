@@ -20,7 +20,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use iolens_engine::ownership::ScratchDir;
+use iolens_ownership::ScratchDir;
 
 use crate::{run_point, PointWarning, SuiteContext, SuiteError};
 

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use iolens_engine::ownership::ScratchDir;
 use iolens_engine::TargetPolicy;
+use iolens_ownership::ScratchDir;
 use iolens_workload::{format_bytes, FlagWorkload};
 use serde::Serialize;
 

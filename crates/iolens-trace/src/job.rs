@@ -16,8 +16,8 @@
 //! process group, as mpirun would), and the ranks other than 0 exit only once rank 0 left
 //! `summarized` (or after [`RANK_WAIT`]).
 
-use iolens_engine::ownership::{claim_made_dir, Claimed};
 use iolens_output::errln;
+use iolens_ownership::{claim_made_dir, Claimed};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};

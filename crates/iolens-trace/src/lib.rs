@@ -11,7 +11,7 @@ pub mod spawn;
 
 use std::path::Path;
 
-use iolens_engine::ownership::ScratchDir;
+use iolens_ownership::ScratchDir;
 
 pub use job::RankOfJob;
 pub use spawn::{exit_like, program_notes, run_traced, ProgramNote, Ran, StreamDir, TracedProgram};
@@ -32,8 +32,8 @@ mod spill_tests {
     /// lease on disk while it exists, and goes with its runs.
     #[test]
     fn the_unions_spill_directory_is_in_the_lease_and_goes_with_its_runs() {
-        let Some(state) = iolens_engine::ownership::state_dir() else {
-            panic!("no ownership registry for this test: {:?}", iolens_engine::ownership::registry_notice())
+        let Some(state) = iolens_ownership::state_dir() else {
+            panic!("no ownership registry for this test: {:?}", iolens_ownership::registry_notice())
         };
         let base = tempfile::tempdir().unwrap();
         let spill = registered_spill_dir(base.path()).unwrap();

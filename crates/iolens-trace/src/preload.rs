@@ -5,7 +5,7 @@
 //! be changeable by anyone but this user or root, or the library checked is not the one loaded
 //! (an unprivileged user who owns a directory on the way could swap it in between — with
 //! `sudo -E` root would then run the user's code). So the directory is reached through a trusted
-//! walk ([`iolens_engine::ownership::trusted`]): every component owned by this user or root and
+//! walk ([`iolens_ownership::trusted`]): every component owned by this user or root and
 //! writable by no one else (unless sticky), the last one this user's. A directory that fails is
 //! refused — for root, `XDG_CACHE_HOME` under the user's home falls back to `/var/cache/iolens`.
 //! The library itself is checked on its descriptor: a regular file of this user with one link,
@@ -18,8 +18,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use iolens_engine::ownership::fs_at::{euid, open_at, open_file_at, rename_at, unlink_at};
-use iolens_engine::ownership::trusted::{open_trusted_dir, open_trusted_dir_to_read};
+use iolens_ownership::fs_at::{euid, open_at, open_file_at, rename_at, unlink_at};
+use iolens_ownership::trusted::{open_trusted_dir, open_trusted_dir_to_read};
 
 /// The library, built by build.rs with this binary's profile.
 static EMBEDDED: &[u8] = include_bytes!(env!("IOLENS_PRELOAD_EMBEDDED"));

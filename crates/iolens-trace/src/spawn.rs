@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::Instant;
 
-use iolens_engine::ownership::ScratchDir;
+use iolens_ownership::ScratchDir;
 use iolens_record::program::{elf_is_static, ELF_PROBE_BYTES};
 
 /// The program to trace and where its calls go.

@@ -2,7 +2,7 @@
 //! directories), as recorded in the ownership registry, proving each object first. Every other
 //! command that writes does the same quietly first.
 
-use iolens_engine::ownership::{clean_leftovers, registry_notice, state_dir, Cleaned};
+use iolens_ownership::{clean_leftovers, registry_notice, state_dir, Cleaned};
 
 /// Lists what was removed, what was left in place and why, what was only forgotten (the path
 /// now holds something else), and what could not be removed.

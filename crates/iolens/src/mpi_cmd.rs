@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iolens_engine::ownership::ScratchDir;
 use iolens_engine::{Layout, Placement, RunOptions, TargetPolicy};
 use iolens_mpi::across::{check_reorder, rank_path, render_combined, run_across, Rank, RankOutcome};
 use iolens_mpi::combine::MpiRunResult;
 use iolens_mpi::world::World;
+use iolens_ownership::ScratchDir;
 use iolens_workload::{load_job, Job};
 
 use crate::cli::RunArgs;

@@ -186,7 +186,7 @@ pub fn trace(a: TraceArgs, mpi: Option<RankOfJob>) -> Result<(), u8> {
     rank_0_done();
     if let Some((job_dir, true, _)) = &job_dir {
         // The summary is written: the streams go (what iolens made there, one by one).
-        let _ = iolens_engine::ownership::remove_made_dir(job_dir);
+        let _ = iolens_ownership::remove_made_dir(job_dir);
     }
     exit_like(&ran.status)
 }

@@ -15,7 +15,6 @@ use iolens_workload::format_bytes;
 
 use super::{io_err, Target, TargetKind, Targets, Use, LAYOUT_CHUNK};
 use crate::buffers::fill_random;
-use crate::ownership;
 use crate::EngineError;
 
 pub(super) fn check_free_space(targets: &Targets) -> Result<(), EngineError> {
@@ -97,7 +96,7 @@ pub(super) fn materialize(
         }
     }
     if t.created {
-        ownership::claim_file(file, &path, t.region, t.laid_out);
+        iolens_ownership::claim_file(file, &path, t.region, t.laid_out);
     }
     Ok(written)
 }

@@ -10,7 +10,7 @@
 //! - only regular files and block devices are used: FIFOs, sockets, character devices and
 //!   directories are refused;
 //! - iolens writes only into files it created in this run, or files the ownership registry
-//!   ([`crate::ownership`]) says it created and nobody changed since; any other existing file,
+//!   ([`iolens_ownership`]) says it created and nobody changed since; any other existing file,
 //!   and any block device, is written only with `allow_overwrite`;
 //! - a block device that is mounted, used as swap, held by another device, or a loop device
 //!   sharing its backing file with another loop device, is never written, flag or not; while it
@@ -27,9 +27,9 @@ use std::sync::atomic::AtomicBool;
 use iolens_metrics::{TargetReport, Warning, WarningCode};
 use iolens_workload::{format_bytes, AgentSpec, Job, DEFAULT_REGION_SIZE};
 
-use crate::ownership::{self, Identity};
 use crate::placement::{Layout, OffsetMap, Placement};
 use crate::EngineError;
+use iolens_ownership::Identity;
 
 mod layout;
 mod ranks;
@@ -132,7 +132,7 @@ impl Targets {
         for t in self.targets.iter().filter(|t| t.created) {
             let Some(id) = t.handle.as_ref().and_then(|f| Identity::of(f).ok()) else { continue };
             // Gone, or replaced by something else: not ours to remove.
-            if let Err(e) = ownership::remove_created_file(&t.path, &id) {
+            if let Err(e) = iolens_ownership::remove_created_file(&t.path, &id) {
                 failed.push((t.path.clone(), e));
             }
         }
@@ -148,11 +148,11 @@ impl Targets {
         let stays = |t: &&Target| t.owned && t.kind == TargetKind::File && !(created_removed && t.created);
         for t in self.targets.iter().filter(stays) {
             let Some(f) = &t.handle else { continue };
-            let this_process = t.created || ownership::owned(f).is_some_and(|o| o.this_process);
+            let this_process = t.created || iolens_ownership::owned(f).is_some_and(|o| o.this_process);
             if scratch && this_process {
-                ownership::claim_file(f, &t.path, t.region, t.laid_out);
+                iolens_ownership::claim_file(f, &t.path, t.region, t.laid_out);
             } else {
-                ownership::keep_file(f, &t.path, t.laid_out)?;
+                iolens_ownership::keep_file(f, &t.path, t.laid_out)?;
             }
         }
         Ok(())
@@ -218,8 +218,8 @@ pub fn shared_file_in_dir(dir: &Path, job: &str) -> PathBuf {
 
 /// Whether `path` is a regular file the registry says iolens created and nobody changed since.
 pub fn is_own_file(path: &Path) -> bool {
-    let Ok(f) = crate::ownership::open_nofollow(path, false) else { return false };
-    ownership::owned(&f).is_some()
+    let Ok(f) = iolens_ownership::open_nofollow(path, false) else { return false };
+    iolens_ownership::owned(&f).is_some()
 }
 
 struct Use {
@@ -466,7 +466,7 @@ fn open_target(
             hint: "give a directory, a regular file or a block device as target".into(),
         });
     }
-    let owned_entry = ownership::owned(&file);
+    let owned_entry = iolens_ownership::owned(&file);
     let owned = owned_entry.is_some();
     // Made by this process (a suite's earlier point): still new, not found.
     let fresh = owned_entry.is_some_and(|o| o.this_process);
@@ -532,7 +532,7 @@ fn create_target(path: &Path, usage: &Use) -> Result<Target, EngineError> {
         })?;
     // In this process's lease at once: if the run is killed, the next run (or `iolens clean`)
     // knows the file is a leftover of its own.
-    ownership::claim_file(&file, path, usage.region.unwrap_or(DEFAULT_REGION_SIZE), 0);
+    iolens_ownership::claim_file(&file, path, usage.region.unwrap_or(DEFAULT_REGION_SIZE), 0);
     Ok(Target {
         path: path.to_path_buf(),
         kind: TargetKind::File,

@@ -111,11 +111,10 @@ fn run_partition(
     stop: &AtomicBool,
     on_pattern: &(dyn Fn(&PatternStep) + Sync),
 ) -> Result<Partition, SuiteError> {
-    let scratch =
-        iolens_engine::ownership::ScratchDir::create(&cfg.dir, &format!("iolens-beffio-{n}-"), false)
-            .map_err(|e| {
-                SuiteError::Config(format!("cannot create a scratch directory in {}: {e}", cfg.dir.display()))
-            })?;
+    let scratch = iolens_ownership::ScratchDir::create(&cfg.dir, &format!("iolens-beffio-{n}-"), false)
+        .map_err(|e| {
+            SuiteError::Config(format!("cannot create a scratch directory in {}: {e}", cfg.dir.display()))
+        })?;
     let dir = scratch.path().to_path_buf();
     let table = table2(cfg.mpart);
     let started = Instant::now();

@@ -1,7 +1,20 @@
-//! What iolens owns: the files and scratch directories it created, recorded so that it writes
-//! only into its own files and can remove what a killed run left behind — and nothing else.
+//! What iolens owns, and how it proves it: the one place every crate asks before it writes
+//! into, replaces or removes a file it did not just create.
 //!
-//! The model (docs/safety.md, "Killed runs and `iolens clean`"):
+//! Two kinds of claim, each proved on an open descriptor, never on a path that could name
+//! something else by the time it is used:
+//! - **The registry** (the crate root): the files and scratch directories iolens created, recorded
+//!   so that it writes only into its own files and can remove what a killed run left behind —
+//!   and nothing else. Used by the engine's targets, the suites' scratch directories, tracing,
+//!   MPI runs and `iolens clean`.
+//! - **The result mark** ([`result_mark`]): the `user.iolens.output` attribute on the result
+//!   files a user names (`--json`, `--csv`, …), which says an existing file may be *replaced* by
+//!   a new result. Used by `iolens-output`. It proves much less than the registry, and is used
+//!   for less: see that module for why it is enough to replace a result and never to remove.
+//!
+//! This crate depends on no other iolens crate, so every crate that writes files can use it.
+//!
+//! The registry's model (docs/safety.md, "Killed runs and `iolens clean`"):
 //! - **Where.** The registry lives in a *trusted* directory ([`trusted`]): `$IOLENS_STATE_DIR`,
 //!   else `$XDG_STATE_HOME/iolens`, else `~/.local/state/iolens`, reached from `/` through
 //!   descriptors with every component owned by this user or root and writable by no one else
@@ -27,6 +40,7 @@
 mod clean;
 mod entry;
 pub mod fs_at;
+pub mod result_mark;
 mod scratch;
 pub mod trusted;
 
