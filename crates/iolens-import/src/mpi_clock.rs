@@ -15,10 +15,13 @@
 //! offset (the measurements are made only when every rank is
 //! traced, `IOLENS_MPI_CLOCK=1`; without them the file has its first line only). Between the two measurements the offset is
 //! interpolated (clocks drift apart linearly over a job), outside them extrapolated; with one
-//! measurement it is constant, and with none (a job of one rank) zero.
+//! measurement it is constant, and with none (a job of one rank) zero. That line is
+//! [`OffsetLine`], the one `iolens-mpi` moves ranks' times to rank 0's clock with as well.
 
 use std::io::Read;
 use std::path::Path;
+
+use iolens_record::clock_offset::OffsetLine;
 
 use crate::ImportError;
 
@@ -94,28 +97,19 @@ impl RankClock {
         }
     }
 
+    /// The offset from rank 0's clock over local time: the line through the measurements.
+    fn line(&self) -> OffsetLine {
+        OffsetLine::through_all(&self.points)
+    }
+
     /// The offset from rank 0's clock at local time `t`, in ns.
     pub fn offset_at(&self, t: u64) -> i64 {
-        match self.points[..] {
-            [] => 0,
-            [(_, offset)] => offset,
-            [(a0, o0), (a1, o1), ..] if a1 > a0 => {
-                let (change, since, span) =
-                    (o1 as i128 - o0 as i128, t as i128 - a0 as i128, (a1 - a0) as i128);
-                let drift = match change.checked_mul(since) {
-                    Some(product) => product / span,
-                    // Only values no tracer writes get here: a float (which saturates) will do.
-                    None => (change as f64 * since as f64 / span as f64) as i128,
-                };
-                (o0 as i128 + drift).clamp(i64::MIN as i128, i64::MAX as i128) as i64
-            }
-            [(_, o0), ..] => o0,
-        }
+        self.line().offset_at(t)
     }
 
     /// Local time `t` on rank 0's clock.
     pub fn to_rank0(&self, t: u64) -> u64 {
-        (t as i128 + self.offset_at(t) as i128).clamp(0, u64::MAX as i128) as u64
+        self.line().to_reference(t)
     }
 
     /// Whether the clock was measured at all (`IOLENS_MPI_CLOCK=1` in the traced job).
