@@ -25,7 +25,10 @@ use std::path::PathBuf;
 
 pub use barrier::{LocalBarrier, PhaseBarrier};
 pub use placement::{Layout, OffsetMap, Placement};
-pub use run::{run_job, run_job_detailed, Progress, RunDetail, RunObserver, RunOptions, MIN_LOG_INTERVAL};
+pub use run::{
+    parse_log_interval, run_job, run_job_detailed, Progress, RunDetail, RunObserver, RunOptions,
+    MIN_LOG_INTERVAL,
+};
 pub use target::{TargetPolicy, Targets};
 
 /// Why a run could not start, or ended early.

@@ -21,6 +21,25 @@ const VARIABLES: [(&str, &str); 4] = [
 ];
 
 impl Launch {
+    /// How this process was started, for messages: "started by an MPI launcher as rank R of N
+    /// (VAR=N)".
+    pub fn describe(&self) -> String {
+        match (self.size, self.rank) {
+            (Some(n), Some(r)) => {
+                format!("started by an MPI launcher as rank {r} of {n} ({}={n})", self.variable)
+            }
+            (_, Some(r)) => format!("started by an MPI launcher as rank {r} ({} is set)", self.variable),
+            _ => format!("started by an MPI launcher ({} is set)", self.variable),
+        }
+    }
+
+    /// Ranks sharing this node (Open MPI, MPICH/Hydra, MVAPICH2), when the launcher tells.
+    pub fn local_ranks() -> Option<u64> {
+        ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
+    }
+
     /// More than one process: without MPI, they would all run the same job on the same files.
     pub fn many(&self) -> bool {
         self.size.is_some_and(|s| s > 1) || self.rank.is_some_and(|r| r > 0)

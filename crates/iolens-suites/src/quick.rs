@@ -23,6 +23,13 @@ use serde::Serialize;
 
 use crate::{beff_io, saturate, sweep, write_modes, PointRunner, Processes, SuiteContext, SuiteError};
 
+/// Where quick keeps its results unless told: `iolens-results-<seconds since the epoch>` in the
+/// current directory.
+pub fn default_results_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    PathBuf::from(format!("iolens-results-{secs}"))
+}
+
 /// What quick measures, and where it keeps its results.
 pub struct QuickConfig {
     /// The directory whose storage is measured (quick works in a scratch directory inside it).

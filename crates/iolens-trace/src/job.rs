@@ -197,6 +197,33 @@ impl RankOfJob {
         }
     }
 
+    /// After this rank's program ended with `status` (its streams in `rank_dir`): tells the
+    /// other ranks of a failure and that this rank is done. Rank 0 then waits for every rank and
+    /// gets the job's notes (ranks missing or failed, the first abort); any other rank gets
+    /// `None`, after waiting for rank 0's summary when the job aborted (so that it is written
+    /// before mpirun ends the job).
+    pub fn after_program(
+        &self,
+        job_dir: &Path,
+        rank_dir: &Path,
+        status: &std::process::ExitStatus,
+    ) -> Option<Vec<String>> {
+        if !status.success() {
+            self.mark_aborted(job_dir, status);
+        }
+        mark_done(rank_dir, status);
+        if self.rank != 0 {
+            if self.aborted(job_dir).is_some() {
+                self.wait_for_summary(job_dir);
+            }
+            return None;
+        }
+        let mut notes = wait_for_ranks(job_dir, self.size);
+        notes
+            .extend(self.aborted(job_dir).map(|first| crate::ProgramNote::RankAborted { first }.to_string()));
+        Some(notes)
+    }
+
     /// Waits for the traced program (the leader of its process group), stopping it (SIGTERM,
     /// then SIGKILL after [`STOP_GRACE`]) once another rank's program failed.
     pub fn wait_stopping_on_abort(

@@ -24,4 +24,4 @@ pub use jobfile::{
 };
 pub use model::*;
 pub use resolved::resolved_job;
-pub use units::{format_bytes, parse_duration, parse_size, UnitError};
+pub use units::{format_bytes, parse_duration, parse_size, unit_apart_from_its_number, UnitError};

@@ -37,15 +37,6 @@ mod with_mpi {
     use crate::cli::BeffArgs;
     use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
-    /// Ranks sharing this node (Open MPI, MPICH/Hydra), for the default memory per process.
-    fn local_ranks(size: usize) -> u64 {
-        ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
-            .unwrap_or(size as u64)
-            .max(1)
-    }
-
     pub fn run(a: BeffArgs) -> Result<(), u8> {
         let world = World::init()
             .map_err(|e| report_error(a.json.as_deref(), &format!("MPI: {e}"), false, EXIT_FAILED))?;
@@ -66,7 +57,10 @@ mod with_mpi {
         }
         let memory = match &a.memory_per_process {
             Some(v) => parse_size(v).map_err(|e| fail(format!("--memory-per-process: {e}")))?,
-            None => iolens_device::memory_total().unwrap_or(1 << 30) / local_ranks(size),
+            None => {
+                iolens_device::memory_total().unwrap_or(1 << 30)
+                    / iolens_mpi::Launch::local_ranks().unwrap_or(size as u64).max(1)
+            }
         };
         let mut l = lmax(memory);
         if let Some(v) = &a.max_size {

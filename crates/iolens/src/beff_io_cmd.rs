@@ -13,7 +13,7 @@ use iolens_suites::beff_io;
 
 use crate::cli::BeffIoArgs;
 
-use crate::output::{check_write, report_error, write_result, ProgressLine, EXIT_FAILED, EXIT_USAGE};
+use crate::output::{report_error, ProgressLine, EXIT_FAILED, EXIT_USAGE};
 
 pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let json = a.json.clone();
@@ -84,18 +84,9 @@ pub fn run(a: BeffIoArgs, stop: &Arc<AtomicBool>) -> Result<(), u8> {
     let Some(result) = result else {
         return Ok(());
     };
-    say!("{}", iolens_report::text::beff_io::render(&result));
     let mut job = cfg.job();
     job["hints"] = hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    #[cfg(feature = "parquet")]
-    if let Some(path) = &a.parquet {
-        use iolens_report::export::parquet;
-        let envelope =
-            crate::output::parquet_envelope(&result, Some(job.clone()), &parquet::POINT_TABLE_KEYS);
-        check_write(path, parquet::write_points(path, &result, envelope).map(|_| ()));
-    }
-    if let Some(path) = &json {
-        write_result(path, &result, Some(job));
-    }
+    let table = iolens_report::text::beff_io::render(&result);
+    iolens_report::publish::publish_points(&result, job, &table, json.as_deref(), a.parquet.as_deref());
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! directories), as recorded in the ownership registry, proving each object first. Every other
 //! command that writes does the same quietly first.
 
-use iolens_ownership::{clean_leftovers, registry_notice, state_dir, Cleaned};
+use iolens_ownership::{clean_leftovers, registry_notice, state_dir};
 
 /// Lists what was removed, what was left in place and why, what was only forgotten (the path
 /// now holds something else), and what could not be removed.
@@ -12,7 +12,7 @@ pub fn clean() -> Result<(), u8> {
     }
     match clean_leftovers() {
         Ok(c) => {
-            report(&c);
+            say!("{}", iolens_report::text::clean::render(&c));
             if c.failed.is_empty() {
                 Ok(())
             } else {
@@ -25,36 +25,6 @@ pub fn clean() -> Result<(), u8> {
             errln!("iolens: cannot read the ownership registry in {registry}: {e}");
             Err(1)
         }
-    }
-}
-
-fn report(c: &Cleaned) {
-    for p in &c.removed {
-        sayln!("removed {}", p.display());
-    }
-    for (p, why) in &c.left {
-        sayln!("left {}: {why}", p.display());
-    }
-    for p in &c.forgotten {
-        sayln!(
-            "forgotten {} (it now holds something iolens did not create, or nothing; left alone)",
-            p.display()
-        );
-    }
-    for (p, e) in &c.failed {
-        sayln!("could not remove {}: {e}", p.display());
-    }
-    if c.removed.is_empty() && c.forgotten.is_empty() && c.failed.is_empty() && c.left.is_empty() {
-        sayln!("nothing left behind by earlier runs");
-    }
-    if c.live_runs > 0 {
-        sayln!("{} run(s) still going on this host: not touched", c.live_runs);
-    }
-    if c.other_hosts > 0 {
-        sayln!(
-            "{} other host(s), boot(s) or namespace(s) share this registry: their runs are judged only there",
-            c.other_hosts
-        );
     }
 }
 

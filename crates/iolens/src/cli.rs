@@ -732,37 +732,10 @@ const UNIT_FLAGS: [&str; 19] = [
     "--max-size",
 ];
 
-/// `--time 200 ms`: the unit written apart from its number would be read as a job file (or an
-/// extra argument), and clap's error would speak of that instead. The message naming the word
-/// and the flag, with the value written whole as the hint; None when no such word is there. A
-/// word naming an existing file is an argument, not a unit. `--rate` takes a plain number
-/// (operations per second): a unit after it (`--rate 100 iops`) is named too. Arguments after
-/// `--` (a traced program's) are not looked at.
+/// `--time 200 ms` and its like, refused with a message naming the word and the flag (see
+/// [`iolens_workload::unit_apart_from_its_number`]).
 pub fn unit_apart_from_its_number(argv: &[std::ffi::OsString]) -> Option<String> {
-    let args: Vec<String> =
-        argv.iter().skip(1).take_while(|a| *a != "--").map(|a| a.to_string_lossy().into_owned()).collect();
-    args.windows(3).find_map(|w| {
-        let (flag, number, word) = (&w[0], &w[1], &w[2]);
-        if number.parse::<f64>().is_err() || word.starts_with('-') || std::path::Path::new(word).exists() {
-            return None;
-        }
-        let read_as = "it would be read as another argument (a job file)";
-        if flag == "--rate" && !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic() || c == '/') {
-            return Some(format!(
-                "`{word}` after `{flag} {number}` looks like a unit: {read_as}\n  hint: --rate takes a plain \
-                 number of operations per second per agent: {flag} {number}"
-            ));
-        }
-        let whole = format!("{number}{word}");
-        let is_unit =
-            iolens_workload::parse_size(&whole).is_ok() || iolens_workload::parse_duration(&whole).is_ok();
-        (UNIT_FLAGS.contains(&flag.as_str()) && is_unit).then(|| {
-            format!(
-                "`{word}` after `{flag} {number}` looks like the unit of {flag}, written apart from its number: \
-                 {read_as}\n  hint: write the value without a space: {flag} {whole}"
-            )
-        })
-    })
+    iolens_workload::unit_apart_from_its_number(argv, &UNIT_FLAGS)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! printed, the JSON written. `--fail-if-slower` turns a throughput drop into an exit status for
 //! CI.
 
-use iolens_report::compare::{compare_files, render};
+use iolens_report::compare::{compare_files, parse_percent, render};
 
 use crate::cli::CompareArgs;
 use crate::output::{report_error, write_json_or_warn, EXIT_USAGE};
@@ -26,28 +26,4 @@ pub fn compare(a: CompareArgs) -> Result<(), u8> {
         return Err(EXIT_SLOWER);
     }
     Ok(())
-}
-
-/// `5%`, `5` (percent) → 0.05.
-fn parse_percent(text: &str) -> Result<f64, String> {
-    let number = text.trim().trim_end_matches('%').trim();
-    match number.parse::<f64>() {
-        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
-        _ => Err(format!("--fail-if-slower {text:?}: expected a percentage between 0 and 100, e.g. 5%")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentages_parse_with_or_without_the_sign() {
-        assert_eq!(parse_percent("5%"), Ok(0.05));
-        assert_eq!(parse_percent("12.5"), Ok(0.125));
-        assert!(parse_percent("0%").is_err());
-        assert!(parse_percent("100").is_err());
-        assert!(parse_percent("NaN").is_err());
-        assert!(parse_percent("-3%").is_err());
-    }
 }

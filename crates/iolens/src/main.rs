@@ -174,16 +174,8 @@ fn under_mpi(
     stop: &Arc<AtomicBool>,
     command: String,
 ) -> u8 {
-    let how = match &launch {
-        Some(l) => match (l.size, l.rank) {
-            (Some(n), Some(r)) => {
-                format!("started by an MPI launcher as rank {r} of {n} ({}={n})", l.variable)
-            }
-            (_, Some(r)) => format!("started by an MPI launcher as rank {r} ({} is set)", l.variable),
-            _ => format!("started by an MPI launcher ({} is set)", l.variable),
-        },
-        None => "asked to run under MPI (--mpi)".into(),
-    };
+    let how =
+        launch.as_ref().map_or_else(|| "asked to run under MPI (--mpi)".into(), iolens_mpi::Launch::describe);
     #[cfg(not(feature = "mpi"))]
     {
         // Every rank refuses: run alone, each would write the same files and the same JSON.

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iolens_engine::{Layout, Placement, RunOptions, TargetPolicy};
+use iolens_engine::{Layout, Placement, RunOptions};
 use iolens_mpi::across::{check_reorder, rank_path, render_combined, run_across, Rank, RankOutcome};
 use iolens_mpi::combine::MpiRunResult;
 use iolens_mpi::world::World;
@@ -48,20 +48,10 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
     let busy_log =
         a.busy_log.as_ref().map_or_else(|| scratch.path().join("iolens-busy"), |p| rank_path(p, rank));
     let opts = RunOptions {
-        policy: TargetPolicy {
-            allow_overwrite: a.allow_overwrite,
-            keep_cache: a.keep_cache,
-            drop_cache: a.drop_cache,
-            sparse: false,
-        },
-        keep: a.output.keep,
-        scratch: false,
         trace: a.trace.as_ref().map(|p| rank_path(p, rank)),
         busy_log: Some(busy_log),
-        stop: Arc::clone(stop),
-        command: command.clone(),
         placement: Some(Placement { rank, ranks: size, shared_file: a.shared_file, layout, reorder }),
-        log_interval: None,
+        ..crate::run_cmd::run_options(&a, stop, &command)
     };
     let layout_name =
         if a.shared_file { format!("shared-{}", layout.name()) } else { "file-per-process".into() };

@@ -15,12 +15,6 @@ use iolens_workload::{parse_duration, parse_size};
 use crate::cli::QuickArgs;
 use crate::output::{fail, write_json_copies, EXIT_FAILED, EXIT_USAGE};
 
-/// `iolens-results-<seconds since the epoch>` in the current directory.
-fn default_results_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    PathBuf::from(format!("iolens-results-{secs}"))
-}
-
 pub fn quick(
     runner: &dyn PointRunner,
     a: QuickArgs,
@@ -51,7 +45,7 @@ pub fn quick(
         time,
         time_text: a.time.clone(),
         size,
-        results: a.results.clone().unwrap_or_else(default_results_dir),
+        results: a.results.clone().unwrap_or_else(quick::default_results_dir),
         keep: out.keep,
         quiet: out.quiet,
     };

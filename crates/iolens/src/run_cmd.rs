@@ -51,16 +51,9 @@ pub(crate) fn job_from_flags(a: &RunArgs) -> Result<Job, String> {
     flags.to_job().map_err(|e| e.to_string())
 }
 
-pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
-    let job = match &a.job {
-        Some(path) => load_job(path).map_err(|e| e.to_string()),
-        None => job_from_flags(&a),
-    };
-    let job = job.map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
-    let log_interval = parse_log_interval(a.log_interval.as_deref())
-        .and_then(|l| check_companions(&a, l.is_some()).map(|()| l))
-        .map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
-    let opts = RunOptions {
+/// What the flags say of how to run a job in this process (no MPI placement, no series).
+pub(crate) fn run_options(a: &RunArgs, stop: &Arc<AtomicBool>, command: &str) -> RunOptions {
+    RunOptions {
         policy: TargetPolicy {
             allow_overwrite: a.allow_overwrite,
             keep_cache: a.keep_cache,
@@ -72,10 +65,22 @@ pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8
         trace: a.trace.clone(),
         busy_log: a.busy_log.clone(),
         stop: Arc::clone(stop),
-        command: command.clone(),
+        command: command.to_string(),
         placement: None,
-        log_interval,
+        log_interval: None,
+    }
+}
+
+pub fn run(a: RunArgs, stop: &Arc<AtomicBool>, command: String) -> Result<(), u8> {
+    let job = match &a.job {
+        Some(path) => load_job(path).map_err(|e| e.to_string()),
+        None => job_from_flags(&a),
     };
+    let job = job.map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
+    let log_interval = iolens_engine::parse_log_interval(a.log_interval.as_deref())
+        .and_then(|l| check_companions(&a, l.is_some()).map(|()| l))
+        .map_err(|e| fail(&a.output, &e, false, EXIT_USAGE))?;
+    let opts = RunOptions { log_interval, ..run_options(&a, stop, &command) };
     if a.shared_file {
         return Err(fail(
             &a.output,
@@ -146,20 +151,6 @@ fn check_companions(a: &RunArgs, series: bool) -> Result<(), String> {
         return Err("--parquet -: the series and per-op tables go to files beside it\n  hint: give --parquet a file name".into());
     }
     Ok(())
-}
-
-/// `--log-interval DUR`, at least [`iolens_engine::MIN_LOG_INTERVAL`].
-fn parse_log_interval(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
-    let Some(text) = text else { return Ok(None) };
-    let d = iolens_workload::parse_duration(text).map_err(|e| format!("--log-interval {text}: {e}"))?;
-    let min = iolens_engine::MIN_LOG_INTERVAL;
-    if d < min {
-        return Err(format!(
-            "--log-interval {text}: shorter than {} ms\n  hint: give 10ms or more (e.g. 250ms, 1s)",
-            min.as_millis()
-        ));
-    }
-    Ok(Some(d))
 }
 
 /// The exit of a run: its error (exit 1) over failed verification (exit 3), each printed.

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use iolens_engine::TargetPolicy;
-use iolens_report::text::study::{render_correlation, render_study};
+use iolens_report::text::study::{
+    render_correlation, render_plan, render_study, render_study_outcome, render_study_run,
+};
 use iolens_stats::csv::CsvTable;
 use iolens_stats::study::{analyze_study, correlate_table, dataset_of_table, goal_of_response, StudyOptions};
 use iolens_stats::Goal;
@@ -48,54 +50,18 @@ fn run_plan(
 ) -> Result<(), u8> {
     let plan = Plan::load(plan_path).map_err(|e| fail(&None, &e.to_string(), EXIT_USAGE))?;
     let csv = out.unwrap_or_else(|| plan_path.with_extension("csv"));
-    let total = plan.runs().len();
-    sayln!(
-        "doe {}: {} factors, {} combinations × {} replicates = {total} runs in randomized order (seed {}), rows in {}",
-        plan_path.display(),
-        plan.factors.len(),
-        plan.combinations().len(),
-        plan.replicates,
-        plan.seed,
-        csv.display()
-    );
+    sayln!("{}", render_plan(&plan, &csv));
     let progress = ProgressLine::new(quiet, "doe");
     // Every run starts from the device, as a suite's points do.
     let policy = TargetPolicy { allow_overwrite, keep_cache: false, drop_cache: true, sparse: false };
     let outcome = run_study(&plan, &csv, policy, stop, &progress, |run, result, i, n| {
         if !quiet {
-            let levels: Vec<String> = plan
-                .factors
-                .iter()
-                .zip(&run.levels)
-                .map(|(f, &l)| format!("{}={}", f.name, f.levels[l].1))
-                .collect();
-            errln!(
-                "run {i}/{n} (id {}, replicate {}): {} → {}",
-                run.run_id,
-                run.replicate,
-                levels.join(" "),
-                iolens_report::text::number::fmt_mib(result.aggregate.bw_bytes_s)
-            );
+            errln!("{}", render_study_run(&plan, run, result.aggregate.bw_bytes_s, i, n));
         }
     });
     progress.finish();
     let outcome = outcome.map_err(|e| fail(&None, &e.to_string(), EXIT_FAILED))?;
-    sayln!(
-        "{} runs in the study: {} were already done, {} ran now{}",
-        outcome.total_runs,
-        outcome.already_done,
-        outcome.ran,
-        if outcome.interrupted { "; interrupted — re-run the same command to resume" } else { "" }
-    );
-    if !outcome.interrupted {
-        let factors: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
-        sayln!(
-            "analyze: iolens doe analyze {} --response {} --factors {}",
-            csv.display(),
-            plan.response,
-            factors.join(",")
-        );
-    }
+    say!("{}", render_study_outcome(&plan, &outcome, &csv));
     Ok(())
 }
 

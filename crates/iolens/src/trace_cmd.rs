@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use iolens_analyze::trace_summary::{summarize, TraceInput};
+use iolens_analyze::trace_summary::{summarize, SummaryDocument, TraceInput};
 use iolens_analyze::{emit_workload, export::OpExports, AnalyzeOptions, PathFilter, TraceSummary};
 use iolens_import::darshan::DarshanLog;
 use iolens_import::{detect_format, input_bytes, Format, ImportReport};
@@ -52,28 +52,14 @@ fn summarize_trace(
     summarize(&input, opts, &reading)
 }
 
-/// The JSON of `analyze`: the summary, and a Darshan log's job and module totals beside it.
-#[derive(serde::Serialize)]
-struct AnalyzeJson<'a> {
-    #[serde(flatten)]
-    summary: &'a TraceSummary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    darshan: Option<&'a DarshanLog>,
-}
-
-impl iolens_report::Body for AnalyzeJson<'_> {
-    fn interrupted(&self) -> bool {
-        self.summary.interrupted
-    }
-}
-
 /// Prints the summary and writes its files; the per-operation exports are completed with the
 /// result's envelope (their Parquet metadata).
 fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs, exports: OpExports) {
     // The envelope serializes the whole summary: made only for files that carry it.
     if !exports.is_empty() {
         #[cfg(feature = "parquet")]
-        let envelope = Some(crate::output::parquet_envelope(&AnalyzeJson { summary, darshan }, None, &[]));
+        let envelope =
+            Some(crate::output::parquet_envelope(&SummaryDocument { summary, darshan }, None, &[]));
         // Only a Parquet file carries the envelope, and this build writes none.
         #[cfg(not(feature = "parquet"))]
         let envelope: Option<String> = None;
@@ -93,7 +79,7 @@ fn publish(summary: &TraceSummary, darshan: Option<&DarshanLog>, s: &SummaryArgs
     }
     // Last: its `error` tells a file above that could not be written.
     if let Some(path) = &s.json {
-        write_json_or_warn(path, &AnalyzeJson { summary, darshan });
+        write_json_or_warn(path, &SummaryDocument { summary, darshan });
     }
 }
 
@@ -150,21 +136,13 @@ pub fn trace(a: TraceArgs, mpi: Option<RankOfJob>) -> Result<(), u8> {
 
     let mut notes = Vec::new();
     let summarized = match (&mpi, &job_dir) {
-        (Some(job), Some((job_dir, _, _))) => {
-            if !ran.status.success() {
-                job.mark_aborted(job_dir, &ran.status);
+        (Some(job), Some((job_dir, _, _))) => match job.after_program(job_dir, &stream_dir, &ran.status) {
+            Some(job_notes) => {
+                notes = job_notes;
+                job_dir.clone()
             }
-            iolens_trace::job::mark_done(&stream_dir, &ran.status);
-            if job.rank != 0 {
-                if job.aborted(job_dir).is_some() {
-                    job.wait_for_summary(job_dir);
-                }
-                return exit_like(&ran.status);
-            }
-            notes = iolens_trace::job::wait_for_ranks(job_dir, job.size);
-            notes.extend(job.aborted(job_dir).map(|first| ProgramNote::RankAborted { first }.to_string()));
-            job_dir.clone()
-        }
+            None => return exit_like(&ran.status),
+        },
         _ => stream_dir.clone(),
     };
     // A job's wall time is its ranks' (first start to last end, on rank 0's clock).

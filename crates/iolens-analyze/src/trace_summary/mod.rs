@@ -25,6 +25,21 @@ use process_tree::{DataCalls, ProcessForest};
 use crate::export::OpExports;
 use crate::{AnalyzeOptions, Analyzer, ExecutableRow, TraceSummary};
 
+/// The JSON of `trace` and `analyze`: the summary, and a Darshan log's job and module totals beside it.
+#[derive(serde::Serialize)]
+pub struct SummaryDocument<'a> {
+    #[serde(flatten)]
+    pub summary: &'a TraceSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub darshan: Option<&'a iolens_import::darshan::DarshanLog>,
+}
+
+impl iolens_output::contract::Body for SummaryDocument<'_> {
+    fn interrupted(&self) -> bool {
+        self.summary.interrupted
+    }
+}
+
 /// What reading a trace tells the person waiting: the counters the importers add to, and the
 /// step under way (a second pass, summarizing). The binary shows it with
 /// `iolens_report::progress::ReadingLine`.

@@ -57,6 +57,20 @@ pub struct RunOptions {
 /// The shortest `--log-interval`: each interval keeps a few hundred bytes per agent.
 pub const MIN_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// `--log-interval DUR`, at least [`MIN_LOG_INTERVAL`]; the message names the flag, with a hint.
+pub fn parse_log_interval(text: Option<&str>) -> Result<Option<std::time::Duration>, String> {
+    let Some(text) = text else { return Ok(None) };
+    let d = iolens_workload::parse_duration(text).map_err(|e| format!("--log-interval {text}: {e}"))?;
+    let min = MIN_LOG_INTERVAL;
+    if d < min {
+        return Err(format!(
+            "--log-interval {text}: shorter than {} ms\n  hint: give 10ms or more (e.g. 250ms, 1s)",
+            min.as_millis()
+        ));
+    }
+    Ok(Some(d))
+}
+
 /// Most intervals an agent makes room for up front; longer series grow once per interval.
 const MAX_RESERVED_INTERVALS: usize = 1 << 16;
 

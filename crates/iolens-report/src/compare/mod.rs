@@ -272,3 +272,27 @@ fn significance(before: &[f64], b: &Side, after: &[f64], a: &Side, alpha: f64) -
         value < low || value > high,
     ))
 }
+
+/// `--fail-if-slower`'s limit: `5%`, `5` (percent) → 0.05.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
+        _ => Err(format!("--fail-if-slower {text:?}: expected a percentage between 0 and 100, e.g. 5%")),
+    }
+}
+
+#[cfg(test)]
+mod percent_tests {
+    use super::*;
+
+    #[test]
+    fn percentages_parse_with_or_without_the_sign() {
+        assert_eq!(parse_percent("5%"), Ok(0.05));
+        assert_eq!(parse_percent("12.5"), Ok(0.125));
+        assert!(parse_percent("0%").is_err());
+        assert!(parse_percent("100").is_err());
+        assert!(parse_percent("NaN").is_err());
+        assert!(parse_percent("-3%").is_err());
+    }
+}

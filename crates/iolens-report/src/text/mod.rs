@@ -3,6 +3,7 @@
 
 pub mod beff;
 pub mod beff_io;
+pub mod clean;
 pub mod compare;
 pub mod darshan;
 pub mod monitor;

@@ -134,3 +134,61 @@ pub fn render_correlation(r: &CorrelationReport) -> String {
     );
     out
 }
+
+/// `doe PLAN`'s first line: the plan's size and order, and where its rows go.
+pub fn render_plan(plan: &iolens_suites::doe::Plan, csv: &std::path::Path) -> String {
+    format!(
+        "doe {}: {} factors, {} combinations × {} replicates = {} runs in randomized order (seed {}), rows in {}",
+        plan.file.display(),
+        plan.factors.len(),
+        plan.combinations().len(),
+        plan.replicates,
+        plan.runs().len(),
+        plan.seed,
+        csv.display()
+    )
+}
+
+/// One run of a study as it ends: its levels and the bandwidth it reached.
+pub fn render_study_run(
+    plan: &iolens_suites::doe::Plan,
+    run: &iolens_suites::doe::PlannedRun,
+    bw_bytes_s: f64,
+    i: usize,
+    n: usize,
+) -> String {
+    let levels: Vec<String> =
+        plan.factors.iter().zip(&run.levels).map(|(f, &l)| format!("{}={}", f.name, f.levels[l].1)).collect();
+    format!(
+        "run {i}/{n} (id {}, replicate {}): {} → {}",
+        run.run_id,
+        run.replicate,
+        levels.join(" "),
+        super::number::fmt_mib(bw_bytes_s)
+    )
+}
+
+/// How a study went, and (when it is complete) the command that analyses it.
+pub fn render_study_outcome(
+    plan: &iolens_suites::doe::Plan,
+    outcome: &iolens_suites::doe::StudyOutcome,
+    csv: &std::path::Path,
+) -> String {
+    let mut text = format!(
+        "{} runs in the study: {} were already done, {} ran now{}\n",
+        outcome.total_runs,
+        outcome.already_done,
+        outcome.ran,
+        if outcome.interrupted { "; interrupted — re-run the same command to resume" } else { "" }
+    );
+    if !outcome.interrupted {
+        let factors: Vec<&str> = plan.factors.iter().map(|f| f.name.as_str()).collect();
+        text += &format!(
+            "analyze: iolens doe analyze {} --response {} --factors {}\n",
+            csv.display(),
+            plan.response,
+            factors.join(",")
+        );
+    }
+    text
+}
