@@ -94,12 +94,31 @@ pub struct StudyAnalysis {
     pub recommendations: Vec<Recommendation>,
 }
 
-/// The goal a response suggests by its name: times and latencies are better small, rates large.
-pub fn goal_of_response(response: &str) -> Goal {
-    if ["arpt", "lat", "wall", "busy", "time"].iter().any(|k| response.contains(k)) {
-        Goal::Minimize
+/// Which way `metric` is better: the metric catalogue's word for a metric of iolens (so a study
+/// and `compare` never disagree), else what the name says (times and latencies small, rates
+/// large); `None` when neither tells.
+fn better_of(metric: &str) -> Option<bool> {
+    use iolens_metrics::catalogue::{lookup, Better};
+    match lookup(metric).map(|m| m.better) {
+        Some(Better::Higher) => return Some(true),
+        Some(Better::Lower) => return Some(false),
+        Some(Better::Neither) | None => {}
+    }
+    let m = metric.to_ascii_lowercase();
+    if ["arpt", "lat", "response", "wall", "busy", "time"].iter().any(|k| m.contains(k)) {
+        Some(false)
+    } else if ["iops", "bw", "bandwidth", "bps"].iter().any(|k| m.contains(k)) {
+        Some(true)
     } else {
-        Goal::Maximize
+        None
+    }
+}
+
+/// The goal a response suggests ([`better_of`]); a name that tells nothing is maximized.
+pub fn goal_of_response(response: &str) -> Goal {
+    match better_of(response) {
+        Some(false) => Goal::Minimize,
+        _ => Goal::Maximize,
     }
 }
 
@@ -173,17 +192,17 @@ pub fn analyze_study(
     })
 }
 
-/// The expected direction of a metric's correlation with execution time (BPS paper, Table 1),
-/// by its name; `None` for a name that tells none.
+/// The expected direction of a metric's correlation with execution time (BPS paper, Table 1):
+/// a metric better higher falls as the run time grows (negative), one better lower rises with
+/// it (positive); `None` for a name that tells neither (see [`better_of`]). Elapsed times
+/// (`wall_s`, `busy_s`) are the run time itself, not metrics judged against it.
 pub fn built_in_direction(metric: &str) -> Option<Direction> {
     let m = metric.to_ascii_lowercase();
-    if m.contains("arpt") || m.contains("response") || m.contains("latency") {
-        Some(Direction::Positive)
-    } else if m.contains("iops") || m.contains("bw") || m.contains("bandwidth") || m.contains("bps") {
-        Some(Direction::Negative)
-    } else {
-        None
+    let per_operation = ["arpt", "response", "lat"].iter().any(|k| m.contains(k));
+    if !per_operation && ["wall", "busy", "time"].iter().any(|k| m.contains(k)) {
+        return None;
     }
+    better_of(metric).map(|higher| if higher { Direction::Negative } else { Direction::Positive })
 }
 
 /// One metric's correlation with execution time.
@@ -319,4 +338,31 @@ pub fn correlate_table(
         metrics: rows,
         rows: times.len(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The metric catalogue decides which way a metric of iolens is better; names outside it
+    /// (a study's own columns, the paper's short names) are read by what they say.
+    #[test]
+    fn goals_and_directions_follow_the_metric_catalogue() {
+        for m in iolens_metrics::catalogue::CATALOGUE {
+            let (goal, direction) = match m.better {
+                iolens_metrics::catalogue::Better::Higher => (Goal::Maximize, Some(Direction::Negative)),
+                iolens_metrics::catalogue::Better::Lower => (Goal::Minimize, Some(Direction::Positive)),
+                iolens_metrics::catalogue::Better::Neither => continue,
+            };
+            assert_eq!(goal_of_response(m.name), goal, "{}", m.name);
+            assert_eq!(built_in_direction(m.name), direction, "{}", m.name);
+        }
+        assert_eq!(goal_of_response("runtime"), Goal::Minimize);
+        assert_eq!(goal_of_response("bw"), Goal::Maximize);
+        assert_eq!(built_in_direction("ARPT"), Some(Direction::Positive));
+        assert_eq!(built_in_direction("bw"), Some(Direction::Negative));
+        assert_eq!(built_in_direction("hostname"), None);
+        assert_eq!(built_in_direction("response_time"), Some(Direction::Positive));
+        assert_eq!(built_in_direction("wall_s"), None, "the run time is not judged against itself");
+    }
 }
