@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use super::table::Table;
+use super::run::TERMINAL_COLUMNS;
+use super::table::{shorten_path, Table};
+use super::{wrap, wrap_list};
 use iolens_import::darshan::{DarshanLog, DarshanModule, LustreFile};
 
 /// A module row's reads, writes, bytes read and bytes written: DXT segments, or the sums of
@@ -104,19 +106,30 @@ pub fn render(log: &DarshanLog) -> String {
     let _ = writeln!(
         out,
         "darshan log {} ({}): job {}, {} processes, uid {}\nexe: {}",
-        log.log_version, log.compression, j.jobid, j.nprocs, j.uid, j.exe
+        log.log_version,
+        log.compression,
+        j.jobid,
+        j.nprocs,
+        j.uid,
+        shorten_path(&j.exe, TERMINAL_COLUMNS - "exe: ".len())
     );
-    let _ = writeln!(
-        out,
+    let times = format!(
         "start {}.{:09} end {}.{:09} (Unix seconds), runtime {:.4} s — the wall time below",
         j.start_time_s, j.start_time_ns, j.end_time_s, j.end_time_ns, j.runtime_s
     );
+    let _ = writeln!(out, "{}", wrap(&times, TERMINAL_COLUMNS, 2));
     if !log.mounts.is_empty() {
         let mounts: Vec<String> =
             log.mounts.iter().take(MOUNTS_SHOWN).map(|m| format!("{} ({})", m.path, m.fs_type)).collect();
+        let mut mounts = mounts;
         let more = log.mounts.len().saturating_sub(MOUNTS_SHOWN);
-        let more = if more > 0 { format!(" and {more} more (all in --json)") } else { String::new() };
-        let _ = writeln!(out, "mounts: {}{more}", mounts.join(", "));
+        if more > 0 {
+            // The last item carries the count of the rest: "…, /scratch (lustre) and 4 more".
+            if let Some(last) = mounts.last_mut() {
+                last.push_str(&format!(" and {more} more (all in --json)"));
+            }
+        }
+        let _ = writeln!(out, "{}", wrap_list("mounts: ", &mounts, TERMINAL_COLUMNS, 2));
     }
     if log.modules.is_empty() {
         out.push_str("\nno module recorded any data\n");
@@ -165,8 +178,11 @@ pub fn render(log: &DarshanLog) -> String {
                 .into_iter()
                 .filter_map(|(what, t)| t.map(|t| format!("{what} {t:.6} s")))
                 .collect();
-        let times = if times.is_empty() { String::new() } else { format!("; time {}", times.join(", ")) };
-        let _ = writeln!(out, "{}: {}{times}", m.name, counters.join(", "));
+        let mut items = counters;
+        if !times.is_empty() {
+            items.push(format!("time {}", times.join(", ")));
+        }
+        let _ = writeln!(out, "{}", wrap_list(&format!("{}: ", m.name), &items, TERMINAL_COLUMNS, 2));
     }
     if !log.lustre.is_empty() {
         render_lustre(&log.lustre, &mut out);

@@ -45,6 +45,15 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
     out
 }
 
+/// `head` then `items` joined by ", ", as lines of at most `width` characters with the lines
+/// after the first indented by `indent`; an item (`POSIX_READS 12`) is never broken.
+pub fn wrap_list(head: &str, items: &[String], width: usize, indent: usize) -> String {
+    // Spaces inside an item are held as a character no item holds while the line is wrapped.
+    const HELD: char = '\u{1}';
+    let held: Vec<String> = items.iter().map(|i| i.replace(' ', &HELD.to_string())).collect();
+    wrap(&format!("{head}{}", held.join(", ")), width, indent).replace(HELD, " ")
+}
+
 #[cfg(test)]
 mod wrap_tests {
     use super::wrap;
@@ -63,5 +72,16 @@ mod wrap_tests {
         assert_eq!(wrap("short", 60, 2), "short");
         let path = format!("target {}", "/very".repeat(20));
         assert_eq!(wrap(&path, 40, 2), format!("target\n  {}", "/very".repeat(20)));
+    }
+
+    #[test]
+    fn a_list_breaks_between_its_items_only() {
+        let items: Vec<String> = (0..30).map(|i| format!("POSIX_COUNTER_{i} {}", i * 1000)).collect();
+        let text = super::wrap_list("POSIX: ", &items, 60, 2);
+        assert!(text.lines().count() > 3, "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        for item in &items {
+            assert!(text.lines().any(|l| l.contains(item.as_str())), "{item} kept whole: {text}");
+        }
     }
 }

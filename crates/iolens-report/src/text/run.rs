@@ -6,7 +6,7 @@ use std::fmt::Write;
 use iolens_metrics::{DeviceReport, DirectionFigures, Figures, RunResult};
 
 use super::number::{fmt_mib, fmt_ns, fmt_rate};
-use super::table::{Table, COLUMN_GAP};
+use super::table::{shorten_path, Table, COLUMN_GAP};
 
 fn figure_cells(f: &Figures) -> Vec<String> {
     vec![
@@ -80,20 +80,6 @@ pub const TERMINAL_COLUMNS: usize = 100;
 
 /// The agent columns before the figures.
 const AGENT_HEADER: [&str; 4] = ["agent", "rw", "bs", "engine"];
-
-/// `path` within `width` characters: whole when it fits, else its start and its end (the file
-/// name) around an ellipsis.
-pub fn shorten_path(path: &str, width: usize) -> String {
-    let chars: Vec<char> = path.chars().collect();
-    if chars.len() <= width || width < 5 {
-        return path.to_string();
-    }
-    let tail = (width - 1) * 2 / 3;
-    let head = width - 1 - tail;
-    let start: String = chars[..head].iter().collect();
-    let end: String = chars[chars.len() - tail..].iter().collect();
-    format!("{start}…{end}")
-}
 
 /// The table of agents, and the lines naming their targets (paths do not fit in a row). The
 /// figures that do not fit within [`TERMINAL_COLUMNS`] go to a second table of the same rows.

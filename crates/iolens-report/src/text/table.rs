@@ -33,6 +33,21 @@ impl Table {
             .collect()
     }
 
+    /// Shortens the last column's cells (paths, command lines) in the middle so that every row
+    /// fits `columns` characters, keeping at least 24 of each cell: the start and the end (a
+    /// file name) tell a path apart; the JSON keeps it whole.
+    pub fn fit_last_column(&mut self, columns: usize) {
+        let widths = self.widths();
+        let Some((_, before)) = widths.split_last() else { return };
+        let used: usize = before.iter().map(|w| w + COLUMN_GAP).sum();
+        let room = columns.saturating_sub(used).max(24);
+        for row in &mut self.rows {
+            if let Some(last) = row.last_mut() {
+                *last = shorten_path(last, room);
+            }
+        }
+    }
+
     pub fn render(&self, out: &mut String) {
         let widths = self.widths();
         let gap = " ".repeat(COLUMN_GAP);
@@ -54,4 +69,18 @@ impl Table {
             line(r.iter().map(String::as_str).collect(), out);
         }
     }
+}
+
+/// `path` within `width` characters: whole when it fits, else its start and its end (the file
+/// name) around an ellipsis.
+pub fn shorten_path(path: &str, width: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= width || width < 5 {
+        return path.to_string();
+    }
+    let tail = (width - 1) * 2 / 3;
+    let head = width - 1 - tail;
+    let start: String = chars[..head].iter().collect();
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    format!("{start}…{end}")
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use iolens_analyze::TraceSummary;
 
 use super::number::{fmt_mib, fmt_ns, fmt_rate};
+use super::run::TERMINAL_COLUMNS;
 use super::table::Table;
 
 /// The summary as text for the terminal.
@@ -52,6 +53,7 @@ pub fn render_summary(s: &TraceSummary) -> String {
                 r.path.clone(),
             ]);
         }
+        t.fit_last_column(TERMINAL_COLUMNS);
         t.render(&mut out);
     }
     if !s.processes.is_empty() {
@@ -83,6 +85,7 @@ pub fn render_summary(s: &TraceSummary) -> String {
                 e.exe.clone(),
             ]);
         }
+        t.fit_last_column(TERMINAL_COLUMNS);
         t.render(&mut out);
     }
     write_process_trees(&mut out, s);
@@ -102,14 +105,14 @@ pub fn render_summary(s: &TraceSummary) -> String {
                 o.path.clone(),
             ]);
         }
+        t.fit_last_column(TERMINAL_COLUMNS);
         t.render(&mut out);
     }
     if let Some(r) = &s.filters {
         let mut given = Vec::new();
         given.extend(r.include.iter().map(|p| format!("--include {p:?}")));
         given.extend(r.exclude.iter().map(|p| format!("--exclude {p:?}")));
-        let _ = writeln!(
-            out,
+        let line = format!(
             "path filters {}: left out {} file(s), {} data ops, {} MiB ({} bytes), {} syncs",
             given.join(" "),
             r.files_out,
@@ -118,9 +121,10 @@ pub fn render_summary(s: &TraceSummary) -> String {
             r.bytes_out,
             r.syncs_out
         );
+        let _ = writeln!(out, "{}", super::wrap(&line, TERMINAL_COLUMNS, 2));
     }
     for n in &s.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "{}", super::wrap(&format!("note: {n}"), TERMINAL_COLUMNS, "note: ".len()));
     }
     out
 }
@@ -224,6 +228,24 @@ mod tests {
         let headline: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
         assert!(headline.len() >= 5, "{text}");
         assert!(headline.iter().all(|l| l.chars().count() <= 100), "{text}");
+    }
+
+    /// Notes are sentences, wrapped to the terminal's 100 columns, each starting with `note:`;
+    /// long paths are shortened in the middle (the JSON keeps them whole).
+    #[test]
+    fn notes_and_paths_fit_100_columns() {
+        let mut summary = analyze(&sample(), AnalyzeOptions::default());
+        let long = "reads and writes on descriptors that are not files are left out, as Darshan does: \
+                    8580 calls (165125 bytes) on character devices (terminals, /dev/zero, /dev/null)";
+        summary.notes.push(long.into());
+        let path = format!("/scratch/{}/checkpoint.h5", "deep/".repeat(30));
+        summary.files[0].path = path.clone();
+        let text = render_summary(&summary);
+        assert!(text.contains("checkpoint.h5") && !text.contains(&path), "a long path is shortened: {text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        let note: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("note: reads")).take(2).collect();
+        assert_eq!(note.len(), 2, "{text}");
+        assert!(note[1].starts_with("      ") && note[1].trim_end().ends_with("/dev/null)"), "{text}");
     }
 
     #[test]
