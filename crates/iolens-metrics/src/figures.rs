@@ -443,10 +443,7 @@ impl iolens_output::contract::Body for RunResult {
         self.interrupted
     }
     fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
-        self.warnings
-            .iter()
-            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
-            .collect()
+        crate::Warning::notices(&self.warnings)
     }
     fn error(&self) -> Option<iolens_output::contract::Notice> {
         self.error.as_ref().map(|e| iolens_output::contract::Notice::new("run_failed", e.clone()))

@@ -167,6 +167,14 @@ impl Warning {
     pub fn new(code: WarningCode, message: impl Into<String>) -> Warning {
         Warning { code, message: message.into() }
     }
+
+    /// `warnings` as the envelope's notices (what a result's `Body::warnings` tells).
+    pub fn notices(warnings: &[Warning]) -> Vec<iolens_output::contract::Notice> {
+        warnings
+            .iter()
+            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
+            .collect()
+    }
 }
 
 /// The facts about a run the warning rules look at.

@@ -117,10 +117,7 @@ impl iolens_output::contract::Body for BeffIoResult {
         self.interrupted
     }
     fn warnings(&self) -> Vec<iolens_output::contract::Notice> {
-        self.warnings
-            .iter()
-            .map(|w| iolens_output::contract::Notice::new(w.code.as_str(), w.message.clone()))
-            .collect()
+        iolens_metrics::Warning::notices(&self.warnings)
     }
 }
 
