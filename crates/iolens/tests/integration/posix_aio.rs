@@ -156,7 +156,8 @@ fn aio_requests_never_collected_are_counted_in_a_note() {
 
     let (csv, json) = (dir.path().join("ops.csv"), dir.path().join("summary.json"));
     let out = traced(dir.path(), &exe, &["--csv", csv.to_str().unwrap(), "--json", json.to_str().unwrap()]);
-    let said = String::from_utf8_lossy(&out.stdout);
+    // Notes are wrapped to the terminal's width: read the sentences as one line.
+    let said = String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(said.contains("left 3 requests uncollected"), "{said}");
     let (writes, _, written) = iolens_calls(&std::fs::read_to_string(&csv).unwrap(), "write", &file);
     assert_eq!((writes, written), (1, 1000), "the one collected request");
