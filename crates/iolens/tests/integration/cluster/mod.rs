@@ -6,6 +6,7 @@
 //! test brings up a cluster of its own ([`Cluster::up`]), torn down when the test ends, passed or
 //! failed.
 
+mod defects;
 mod failures;
 mod mpich;
 mod nodes;

@@ -3,6 +3,7 @@
 //! MPICH build of iolens in `IOLENS_MPICH_BIN` (as the `mpich::` tests).
 
 use super::nodes::{check_three_nodes, node_views, view_script};
+use super::runs::{check_hosts_and_clocks, PLACEMENT, RANKS};
 use super::*;
 
 fn mpich_bin() -> PathBuf {
@@ -38,7 +39,7 @@ fn under_mpich_file_per_process_on_node_local_scratch_names_three_hosts() {
     let local = c.local.to_str().unwrap();
     ok(
         "mpirun.mpich iolens run",
-        c.mpich("node1:2,node2:1,node3:1", 4)
+        c.mpich(PLACEMENT, RANKS)
             .env("IOLENS_STATE_DIR", c.shared.join("state"))
             .arg(&bin)
             .args(["run", "--target", local, "--rw", "write", "--bs", "64k", "--size", "4m", "--bytes", "4m"])
@@ -46,9 +47,8 @@ fn under_mpich_file_per_process_on_node_local_scratch_names_three_hosts() {
     );
     let d = read_json(&json);
     assert!(d["mpi_library"].as_str().unwrap().contains("MPICH"), "{}", d["mpi_library"]);
-    assert_eq!(d["hosts"], serde_json::json!(["node1", "node2", "node3"]), "{}", d["hosts"]);
-    assert_eq!(rank_hosts(&d), ["node1", "node1", "node2", "node3"]);
-    assert_eq!(u(&d["aggregate"]["bytes"]), 4 * (4 << 20));
+    check_hosts_and_clocks(&d);
+    assert_eq!(u(&d["aggregate"]["bytes"]), RANKS as u64 * (4 << 20));
     for (node, count) in [("node1", 2), ("node2", 1), ("node3", 1)] {
         assert_eq!(c.local_data_files(node).len(), count, "{node}");
     }

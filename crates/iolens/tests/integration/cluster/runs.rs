@@ -3,8 +3,8 @@
 
 use super::*;
 
-const PLACEMENT: &str = "node1:2,node2:1,node3:1";
-const RANKS: usize = 4;
+pub(super) const PLACEMENT: &str = "node1:2,node2:1,node3:1";
+pub(super) const RANKS: usize = 4;
 /// The node of each rank under [`PLACEMENT`].
 const RANK_HOSTS: [&str; RANKS] = ["node1", "node1", "node2", "node3"];
 
@@ -27,7 +27,7 @@ fn run_across(c: &Cluster, args: &[&str]) -> Value {
 }
 
 /// The hosts, and each rank's clock offset: what the cluster's nodes make a run see.
-fn check_hosts_and_clocks(d: &Value) {
+pub(super) fn check_hosts_and_clocks(d: &Value) {
     assert_eq!(u(&d["ranks"]), RANKS as u64);
     assert_eq!(d["hosts"], serde_json::json!(["node1", "node2", "node3"]), "{}", d["hosts"]);
     assert_eq!(rank_hosts(d), RANK_HOSTS);
