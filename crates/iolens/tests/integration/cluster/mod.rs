@@ -101,7 +101,21 @@ impl Cluster {
     /// passed to the ranks (`-x`) from this command's environment.
     pub fn openmpi(&self, hosts: &str, np: usize, pass: &[&str]) -> Command {
         let mut c = self.exec("node1", "timeout");
-        c.args([&MPIRUN_LIMIT_S.to_string(), "mpirun", "--allow-run-as-root", "--oversubscribe"]);
+        c.args([&MPIRUN_LIMIT_S.to_string(), "mpirun"]);
+        self.openmpi_options(&mut c, hosts, np, pass);
+        c
+    }
+
+    /// [`Cluster::openmpi`] without the time limit: mpirun itself, for a test that signals it
+    /// (`timeout` would pass a signal on to its whole process group, the ranks on node1 too).
+    pub fn openmpi_unbounded(&self, hosts: &str, np: usize, pass: &[&str]) -> Command {
+        let mut c = self.exec("node1", "mpirun");
+        self.openmpi_options(&mut c, hosts, np, pass);
+        c
+    }
+
+    fn openmpi_options(&self, c: &mut Command, hosts: &str, np: usize, pass: &[&str]) {
+        c.args(["--allow-run-as-root", "--oversubscribe"]);
         c.args(["--mca", "plm_rsh_agent", self.agent.to_str().unwrap()]);
         c.args(["--mca", "btl", "tcp,self,vader"]);
         c.args(["--mca", "btl_tcp_if_include", &self.iface, "--mca", "oob_tcp_if_include", &self.iface]);
@@ -109,7 +123,6 @@ impl Cluster {
         for name in pass {
             c.args(["-x", name]);
         }
-        c
     }
 
     /// MPICH's mpirun (hydra) on node1, starting its proxies through the agent as its ssh

@@ -89,17 +89,37 @@ fn under_open_mpi_three_nodes_have_their_own_hostname_clock_and_local_file_syste
 }
 
 /// Nodes resolve each other's names from the cluster's hosts file, and the root namespace
-/// neither resolves them nor gains an interface while the cluster is up.
+/// neither resolves them nor gains an interface or a mount while the cluster is up; after
+/// tear-down no holder process, loop device, mount or state of the cluster remains.
 #[test]
-fn the_cluster_adds_nothing_to_the_root_namespace() {
+fn the_cluster_adds_nothing_to_the_root_namespace_and_leaves_nothing() {
     let links = || ok("ip link", Command::new("ip").args(["-o", "link"])).stdout;
     let before = links();
     let Some(c) = Cluster::up("root-ns", 2) else { return };
+    let state = c.local.parent().unwrap().to_path_buf();
+    let mounts = || std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let loops = || String::from_utf8(ok("losetup -a", Command::new("losetup").arg("-a")).stdout).unwrap();
     assert_eq!(links(), before, "the cluster added interfaces to the root namespace");
+    assert!(!mounts().contains(state.to_str().unwrap()), "a node's mount shows in the root namespace");
+    assert_eq!(loops().matches(state.to_str().unwrap()).count(), 2, "one loop device per node:\n{}", loops());
     let resolved = c.sh("node1", "getent hosts node2");
     assert!(resolved.starts_with("10.77.0.2 "), "{resolved}");
     let hosts = std::fs::read_to_string("/etc/hosts").unwrap();
     assert!(!hosts.contains("node2"), "/etc/hosts was edited:\n{hosts}");
+    // The holders: the bridge's and one per node, each "PID NET-NAMESPACE-INODE".
+    let holders: Vec<String> = ["bridge.pid", "node1.pid", "node2.pid"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(state.join(f)).unwrap().split_whitespace().next().unwrap().to_string()
+        })
+        .collect();
     drop(c);
     assert_eq!(links(), before);
+    assert!(!state.exists(), "{} remains", state.display());
+    assert!(!loops().contains(state.to_str().unwrap()), "a loop device remains:\n{}", loops());
+    assert!(!mounts().contains(state.to_str().unwrap()));
+    for pid in holders {
+        // Gone, or a zombie not yet reaped by init, which holds no namespace.
+        assert!(!Path::new(&format!("/proc/{pid}/ns/net")).exists(), "holder {pid} still runs");
+    }
 }
