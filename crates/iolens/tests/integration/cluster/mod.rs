@@ -55,6 +55,7 @@ impl Cluster {
         if !prerequisites() {
             return None;
         }
+        down_clusters_of_ended_tests();
         let name = format!("t{}-{tag}", std::process::id());
         let out = Command::new(script())
             .args(["up", &name, &nodes.to_string(), "--offset-s", &OFFSET_S.to_string()])
@@ -155,6 +156,25 @@ impl Drop for Cluster {
             eprintln!("scripts/cluster down {} failed: {failure}", self.name);
         } else {
             panic!("scripts/cluster down {} failed: {failure}", self.name);
+        }
+    }
+}
+
+/// Tears down the clusters of test binaries that ended without tearing theirs down (killed:
+/// no `Drop` ran), so that their loop devices and holders do not pile up over runs. A test's
+/// cluster is named after the test binary's pid (`tPID-TAG`).
+fn down_clusters_of_ended_tests() {
+    let root = std::env::var_os("IOLENS_CLUSTER_ROOT").unwrap_or_else(|| "/run/iolens-cluster".into());
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix('t').and_then(|rest| rest.split_once('-')).map(|(pid, _)| pid)
+        else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let out = Command::new(script()).args(["down", &name]).output().unwrap();
+            eprintln!("tore down {name}, left by an ended test: {}", String::from_utf8_lossy(&out.stderr));
         }
     }
 }
