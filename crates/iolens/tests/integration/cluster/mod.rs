@@ -11,6 +11,7 @@ mod failures;
 mod mpich;
 mod nodes;
 mod runs;
+mod suites;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
