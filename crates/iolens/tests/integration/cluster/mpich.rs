@@ -53,3 +53,35 @@ fn under_mpich_file_per_process_on_node_local_scratch_names_three_hosts() {
         assert_eq!(c.local_data_files(node).len(), count, "{node}");
     }
 }
+
+/// Rank 2 (alone on node2) is killed (SIGKILL) two seconds into a 30 s run under hydra: the
+/// ranks on node1 and node3 end too, within 10 s of it.
+#[test]
+#[ignore = "needs an MPICH build of iolens in IOLENS_MPICH_BIN; scripts/test-mpi runs it"]
+fn under_mpich_a_rank_killed_on_another_node_ends_every_rank_within_10_s() {
+    let bin = mpich_bin();
+    let Some(c) = mpich_cluster("mpich-kill") else { return };
+    let script = format!(
+        "if [ \"$PMI_RANK\" = 2 ]; then (sleep 2; kill -9 $$) & fi; \
+         exec \"$IOLENS_BIN\" run --target '{}' --rw write --bs 64k --size 4m --time 30s -q",
+        c.local.display()
+    );
+    let started = std::time::Instant::now();
+    let out = c
+        .mpich(PLACEMENT, RANKS)
+        .env("IOLENS_BIN", &bin)
+        .env("IOLENS_STATE_DIR", c.shared.join("state"))
+        .args(["sh", "-c", &script])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    // The job ran until the kill, not into an error of its own at start.
+    assert!(took >= std::time::Duration::from_secs(2), "ended after {took:?}, before the kill:\n{err}");
+    // Two seconds until the kill, then at most ten until every rank is out.
+    assert!(
+        took < std::time::Duration::from_secs(12),
+        "took {took:?}: the other ranks were not stopped\n{err}"
+    );
+}
