@@ -7,6 +7,10 @@
 
 mod util;
 
+// The multi-node tests: MPI across the nodes of a cluster simulated with namespaces
+// (scripts/cluster); `scripts/test-mpi` runs them one at a time.
+#[cfg(feature = "mpi")]
+mod cluster;
 mod compare;
 mod contract;
 mod figures;
