@@ -4,13 +4,14 @@
 //!
 //! ```text
 //! rank 3 size 4
-//! boot <the kernel's boot id>
+//! boot <the kernel's boot id>:<the time namespace's inode>
 //! init <local ns> <offset ns>
 //! finalize <local ns> <offset ns>
 //! ```
 //!
-//! Ranks that ran under the same kernel as rank 0 (the same boot id) read the very same
-//! `CLOCK_MONOTONIC`: their offsets are exactly zero, whatever the ping-pong's noise says (on an
+//! The `boot` line names the kernel and the time namespace (`<boot id>:<namespace inode>`; the
+//! boot id alone from a kernel without time namespaces). Ranks with rank 0's (the same kernel and
+//! time namespace) read the very same `CLOCK_MONOTONIC`: their offsets are exactly zero, whatever the ping-pong's noise says (on an
 //! oversubscribed node a round trip takes milliseconds). Others: rank 0's time = local time +
 //! offset (the measurements are made only when every rank is
 //! traced, `IOLENS_MPI_CLOCK=1`; without them the file has its first line only). Between the two measurements the offset is
@@ -188,6 +189,20 @@ mod tests {
         other.align_with(Some("another"));
         assert_eq!(other.to_rank0(20), 9020, "another node: the measurement stands");
         assert_eq!(RankClock::parse("rank 1 size 2\nboot a\nboot b\n").unwrap_err().0, 3);
+    }
+
+    /// Issue 25, defect 1: a node in a time namespace of its own (a container, a simulated
+    /// cluster) runs under rank 0's kernel but not on its clock: the measurement stands.
+    #[test]
+    fn a_rank_in_another_time_namespace_keeps_its_measured_offset() {
+        let text = "rank 1 size 2\nboot 7c1e:4026532300\ninit 10 1000000000000\nfinalize 20 1000000000000\n";
+        let mut other_clock = RankClock::parse(text).unwrap();
+        other_clock.align_with(Some("7c1e:4026531834"));
+        assert!(other_clock.measured());
+        assert_eq!(other_clock.to_rank0(15), 1_000_000_000_015);
+        let mut same_clock = RankClock::parse(text).unwrap();
+        same_clock.align_with(Some("7c1e:4026532300"));
+        assert_eq!(same_clock.to_rank0(15), 15, "same kernel and time namespace: the very same clock");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! rank 3 size 4
-//! boot <the kernel's boot id: ranks with rank 0's share its clock>
+//! boot <the kernel's boot id>:<the time namespace's inode: ranks with rank 0's share its clock>
 //! init <local ns> <offset ns>
 //! finalize <local ns> <offset ns>
 //! ```
@@ -151,11 +151,13 @@ unsafe fn write_measurement(name: &[u8], (at_ns, offset): (u64, i64)) {
     }
 }
 
-/// Writes `boot <id>\n` into `out` (at least 64 bytes): the kernel's boot id, which ranks
-/// under the same kernel share, and with it `CLOCK_MONOTONIC`. Its length (0 if unreadable).
+/// Writes `boot <id>[:<time namespace>]\n` into `out` (at least 80 bytes): the kernel's boot
+/// id and the inode of this process's time namespace. Ranks with rank 0's boot id *and* time
+/// namespace read its very `CLOCK_MONOTONIC`; a node in a time namespace of its own (a container,
+/// a simulated cluster) shares the boot id but not the clock. Its length (0 if unreadable).
 unsafe fn boot_line(out: &mut [u8]) -> usize {
-    // SAFETY: the path is NUL-terminated; the read is into a local array, at most its size, and the
-    // file closed.
+    // SAFETY: the paths are NUL-terminated; each read is into a local array, at most its size,
+    // and the file closed.
     unsafe {
         let fd = sys()(
             libc::SYS_openat,
@@ -171,13 +173,39 @@ unsafe fn boot_line(out: &mut [u8]) -> usize {
         sys()(libc::SYS_close, fd);
         let id = &id[..n.max(0) as usize];
         let id = &id[..id.iter().position(|b| !b.is_ascii_hexdigit() && *b != b'-').unwrap_or(id.len())];
-        if id.is_empty() || out.len() < 6 + id.len() {
+        // `time:[4026531834]`: the digits name the namespace (none before Linux 5.6).
+        let mut link = [0u8; 32];
+        let n = sys()(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD,
+            c"/proc/self/ns/time".as_ptr(),
+            link.as_mut_ptr(),
+            link.len(),
+        );
+        let link = &link[..n.max(0) as usize];
+        let digits: &[u8] = match link.iter().position(u8::is_ascii_digit) {
+            Some(start) => {
+                let rest = &link[start..];
+                &rest[..rest.iter().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len())]
+            }
+            None => &[],
+        };
+        let len = 5 + id.len() + if digits.is_empty() { 0 } else { 1 + digits.len() } + 1;
+        if id.is_empty() || out.len() < len {
             return 0;
         }
-        out[..5].copy_from_slice(b"boot ");
-        out[5..5 + id.len()].copy_from_slice(id);
-        out[5 + id.len()] = b'\n';
-        6 + id.len()
+        let mut at = 0;
+        for part in [&b"boot "[..], id] {
+            out[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        if !digits.is_empty() {
+            out[at] = b':';
+            out[at + 1..at + 1 + digits.len()].copy_from_slice(digits);
+            at += 1 + digits.len();
+        }
+        out[at] = b'\n';
+        at + 1
     }
 }
 

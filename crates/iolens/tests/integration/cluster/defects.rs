@@ -6,11 +6,11 @@ use super::runs::{check_hosts_and_clocks, PLACEMENT, RANKS};
 use super::*;
 
 /// Issue 25, defect 1: `mpirun … iolens trace -- APP` across nodes whose clocks differ. The
-/// analysis takes every rank on rank 0's boot id as on rank 0's clock (offset 0), but nodes in
-/// time namespaces share the boot id and not the clock: node3's operations land 2000 s late, and
-/// a program of about a second is reported with a wall time of 2000 s.
+/// analysis took every rank on rank 0's boot id as on rank 0's clock (offset 0), but nodes in
+/// time namespaces share the boot id and not the clock: node3's operations landed 2000 s late,
+/// and a program of about a second was reported with a wall time of 2000 s. The clock file now
+/// names the time namespace beside the boot id.
 #[test]
-#[ignore = "issue 25, defect 1: trace across nodes reports the wrong wall time (fails until fixed)"]
 fn defect_1_trace_across_nodes_puts_every_rank_on_rank_0s_clock() {
     if !require_tool("mpicc") {
         return;
