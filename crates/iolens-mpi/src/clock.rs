@@ -39,8 +39,13 @@ pub struct ClockCorrection {
     pub before: OffsetEstimate,
     pub after: OffsetEstimate,
     /// Change of the offset per nanosecond of rank 0's time (after − before over elapsed):
-    /// the rate difference of the two clocks, e.g. 1e-6 for 1 ppm.
+    /// the rate difference of the two clocks, e.g. 1e-6 for 1 ppm. 0 when the change is within
+    /// the two estimates' uncertainties: then it is noise, not a measured drift, and `drift_bound`
+    /// says how large a drift could hide in it.
     pub drift: f64,
+    /// The largest drift the two estimates cannot tell from none: their uncertainties summed over
+    /// the time between them (0 with a single estimate).
+    pub drift_bound: f64,
 }
 
 impl ClockCorrection {
@@ -50,8 +55,18 @@ impl ClockCorrection {
     }
 
     pub fn new(before: OffsetEstimate, after: OffsetEstimate) -> ClockCorrection {
-        let without_drift = ClockCorrection { before, after, drift: 0.0 };
+        let elapsed = after.at_ns.saturating_sub(before.at_ns);
+        let noise = before.uncertainty_ns.saturating_add(after.uncertainty_ns);
+        let drift_bound = if elapsed > 0 { noise as f64 / elapsed as f64 } else { 0.0 };
+        let without_drift = ClockCorrection { before, after, drift: 0.0, drift_bound };
         ClockCorrection { drift: without_drift.line().drift(), ..without_drift }
+    }
+
+    /// Whether the offset changed by more than the two estimates can be wrong by: only then is
+    /// the change a drift of the clocks rather than the noise of the round trips.
+    fn drift_measured(&self) -> bool {
+        let change = (self.after.offset_ns as i128 - self.before.offset_ns as i128).unsigned_abs();
+        change > self.before.uncertainty_ns as u128 + self.after.uncertainty_ns as u128
     }
 
     /// The offset over the rank's time, as rank 0's time minus the rank's (the line's sign).
@@ -64,6 +79,10 @@ impl ClockCorrection {
     /// used, kept so that results stay comparable with earlier runs. The shifts stay within u64
     /// for any estimate of [`estimate`]: `at + offset` is the rank's own reading in that round.
     fn line(&self) -> OffsetLine {
+        if !self.drift_measured() {
+            // No drift to tell: the best constant is the mean of the two estimates.
+            return OffsetLine::constant(self.offset_ns().saturating_neg());
+        }
         let on_rank_axis = |e: &OffsetEstimate| {
             (e.at_ns.saturating_add_signed(self.before.offset_ns), e.offset_ns.saturating_neg())
         };
@@ -137,6 +156,25 @@ mod tests {
             assert!(r >= last);
             last = r;
         }
+    }
+
+    /// Issue 25, defect 7: a change of the offset smaller than the estimates' own uncertainty
+    /// is no drift. It was reported as one (−1.59e-4 from noise) and applied to every time.
+    #[test]
+    fn a_change_within_the_uncertainty_is_no_drift() {
+        let before =
+            OffsetEstimate { offset_ns: 1_000, uncertainty_ns: 500, rtt_ns: 1_000, at_ns: 1_000_000 };
+        let after =
+            OffsetEstimate { offset_ns: 1_600, uncertainty_ns: 500, rtt_ns: 1_000, at_ns: 1_001_000_000 };
+        let c = ClockCorrection::new(before, after);
+        assert_eq!(c.drift, 0.0);
+        assert!((c.drift_bound - 1e-6).abs() < 1e-15, "{}", c.drift_bound);
+        // The constant offset is the mean of the two: 1300 ns at either end.
+        assert_eq!(c.to_root(1_000_000 + 1_300), 1_000_000);
+        assert_eq!(c.to_root(1_001_000_000 + 1_300), 1_001_000_000);
+        // Beyond the noise it is a drift again.
+        let after = OffsetEstimate { offset_ns: 2_001, ..after };
+        assert!(ClockCorrection::new(before, after).drift > 0.0);
     }
 
     #[test]
