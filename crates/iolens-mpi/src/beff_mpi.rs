@@ -133,15 +133,16 @@ fn timed(world: &World, loops: u64, mut body: impl FnMut()) -> f64 {
     max_over_ranks(world, mpi::time() - t0)
 }
 
-/// Measures with `loops`, re-measuring with an adjusted loop length while the loop is outside
-/// 2.5–5 ms (at most [`MAX_ADJUST`] times); returns the loop length used and the time.
-fn adjusted(world: &World, loops: &mut u64, mut body: impl FnMut()) -> f64 {
+/// Measures with `loops`, re-measuring with an adjusted loop length (at most `most`) while the
+/// loop is outside 2.5–5 ms (at most [`MAX_ADJUST`] times); returns the loop length used and the
+/// time.
+fn adjusted(world: &World, loops: &mut u64, most: u64, mut body: impl FnMut()) -> f64 {
     let mut t = timed(world, *loops, &mut body);
     for _ in 0..MAX_ADJUST {
         if (TARGET_MIN_S..=TARGET_MAX_S).contains(&t) {
             break;
         }
-        let next = next_loops(*loops, t);
+        let next = next_loops(*loops, t, most);
         if next == *loops {
             break;
         }
@@ -171,7 +172,9 @@ pub fn run(world: &World, lmax: u64, seed: u64, mut progress: impl FnMut(&str)) 
         for &l in &sizes {
             for method in METHODS {
                 for rep in 0..REPS {
-                    let t = adjusted(world, &mut loops, || {
+                    // The seed's loop length: 300 for the shortest message, then only reduced.
+                    let most = loops;
+                    let t = adjusted(world, &mut loops, most, || {
                         exchange(world, left, right, l as usize, method, &mut bufs)
                     });
                     protocol.push(Measurement {
@@ -206,7 +209,7 @@ fn ping_pong(world: &World, lmax: u64, b: &mut Bufs) -> Vec<PingPong> {
     let mut out = Vec::new();
     let mut loops = 1;
     for rep in 0..REPS {
-        let t = adjusted(world, &mut loops, || {
+        let t = adjusted(world, &mut loops, START_LOOPS, || {
             // SAFETY: Lmax-byte messages within 2·Lmax buffers; blocking calls.
             unsafe {
                 if rank == 0 {
