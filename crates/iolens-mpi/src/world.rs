@@ -111,6 +111,13 @@ impl World {
         self.comm.abort(code)
     }
 
+    /// Collective: the smallest of every rank's `mine`.
+    pub fn min(&self, mine: u64) -> u64 {
+        let mut min = 0u64;
+        self.comm.all_reduce_into(&mine, &mut min, SystemOperation::min());
+        min
+    }
+
     /// Collective: whether `mine` is true on any rank (a logical or over all ranks).
     pub fn any(&self, mine: bool) -> bool {
         let mut any = 0u64;

@@ -73,6 +73,9 @@ mod with_mpi {
         if a.quick {
             l = l.min(QUICK_LMAX);
         }
+        // Each rank's default comes from its own node (memory ÷ its ranks there): with uneven
+        // placement they differ, and every message must have the same size on both ends.
+        let l = world.min(l);
         if rank == 0 && !a.quiet {
             errln!(
                 "iolens beff: {size} processes, Lmax {}, 12 patterns × 21 sizes × 3 methods × 3 repetitions",

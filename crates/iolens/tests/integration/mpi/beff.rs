@@ -216,3 +216,29 @@ fn beff_io_a_failing_rank_ends_the_job_naming_the_rank() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "nothing made before the failure: {left:?}");
 }
+
+/// Issue 25, defect 2: each rank derives Lmax from its own node's memory (÷ its local ranks), so
+/// with uneven placement the ranks disagree and their messages no longer match (the job died
+/// after its first pattern). Here rank 0 is given less memory than the others: every rank must
+/// run with the smallest Lmax, agreed before the first pattern.
+#[test]
+fn ranks_agree_on_lmax_before_the_first_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("beff.json");
+    let script = format!(
+        "case \"$OMPI_COMM_WORLD_RANK\" in 0) m=1m;; *) m=1g;; esac; \
+         exec \"$IOLENS_BIN\" beff -q --memory-per-process \"$m\" --max-size 64k --json '{}'",
+        json.display()
+    );
+    let out = Command::new("timeout")
+        .args(["-s", "KILL", "300", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(RANKS.to_string())
+        .args(["sh", "-c", &script])
+        .env("IOLENS_BIN", bin())
+        .output()
+        .expect("timeout and mpirun");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = read_json(&json);
+    // Rank 0's 1 MiB per process gives Lmax = max(1 MiB / 128, 4 KiB) = 8 KiB; the others' 64 KiB.
+    assert_eq!(v["summary"]["lmax_bytes"].as_u64(), Some(8 << 10), "{}", v["summary"]);
+}
