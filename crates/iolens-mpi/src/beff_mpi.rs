@@ -153,8 +153,16 @@ fn adjusted(world: &World, loops: &mut u64, most: u64, mut body: impl FnMut()) -
 }
 
 /// Runs b_eff on every rank of `world` with message sizes up to `lmax`; `progress` is called
-/// (on every rank) after each pattern. Collective: every rank must call it.
-pub fn run(world: &World, lmax: u64, seed: u64, mut progress: impl FnMut(&str)) -> BeffRun {
+/// (on every rank) after each pattern. Collective: every rank must call it. `None` when `stop`
+/// was set on any rank: the ranks agree on it after each message size, and b_eff, an average over
+/// every pattern, has no value without all of them.
+pub fn run(
+    world: &World,
+    lmax: u64,
+    seed: u64,
+    stop: &std::sync::atomic::AtomicBool,
+    mut progress: impl FnMut(&str),
+) -> Option<BeffRun> {
     let (rank, n) = (world.rank(), world.size());
     let sizes = message_sizes(lmax);
     let lmax = *sizes.last().unwrap();
@@ -190,6 +198,9 @@ pub fn run(world: &World, lmax: u64, seed: u64, mut progress: impl FnMut(&str)) 
                     });
                 }
             }
+            if world.any(stop.load(std::sync::atomic::Ordering::SeqCst)) {
+                return None;
+            }
         }
         progress(&p.name);
     }
@@ -197,7 +208,7 @@ pub fn run(world: &World, lmax: u64, seed: u64, mut progress: impl FnMut(&str)) 
     let pp = ping_pong.iter().map(|m| m.bandwidth).fold(0.0, f64::max);
     let results = pattern_results(&pats, &sizes, &protocol);
     let summary = summarize(&results, n, lmax, (!ping_pong.is_empty()).then_some(pp));
-    BeffRun { sizes, patterns: pats, results, summary, ping_pong, protocol }
+    Some(BeffRun { sizes, patterns: pats, results, summary, ping_pong, protocol })
 }
 
 /// Ping-pong between ranks 0 and 1 with messages of Lmax: bandwidth = 2·L·loops / time.

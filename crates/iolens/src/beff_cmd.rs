@@ -28,6 +28,8 @@ pub use with_mpi::run;
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
+    use std::sync::atomic::AtomicBool;
+
     use iolens_mpi::beff_mpi;
     use iolens_mpi::world::World;
     use iolens_suites::beff::{lmax, BeffOutput, FORMULA};
@@ -37,7 +39,7 @@ mod with_mpi {
     use crate::cli::BeffArgs;
     use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
-    pub fn run(a: BeffArgs) -> Result<(), u8> {
+    pub fn run(a: BeffArgs, stop: &AtomicBool) -> Result<(), u8> {
         let world = World::init()
             .map_err(|e| report_error(a.json.as_deref(), &format!("MPI: {e}"), false, EXIT_FAILED))?;
         let (rank, size) = (world.rank(), world.size());
@@ -84,12 +86,22 @@ mod with_mpi {
         }
         let quiet = a.quiet || rank != 0;
         let mut done = 0;
-        let run = beff_mpi::run(&world, l, a.seed, |name| {
+        let run = beff_mpi::run(&world, l, a.seed, stop, |name| {
             done += 1;
             if !quiet {
                 errln!("iolens beff: {name} done ({done}/12)");
             }
         });
+        let Some(run) = run else {
+            let message = format!(
+                "b_eff interrupted after {done} of 12 patterns: no value (b_eff averages over every pattern)"
+            );
+            return Err(if rank == 0 {
+                report_error(a.json.as_deref(), &message, true, EXIT_FAILED)
+            } else {
+                EXIT_FAILED
+            });
+        };
         if rank != 0 {
             return Ok(());
         }

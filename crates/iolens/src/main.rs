@@ -192,7 +192,7 @@ fn under_mpi(
             clean_cmd::remove_leftovers_quietly();
             mpi_cmd::run(*a, stop, command).err().unwrap_or(0)
         }
-        cli::Command::Beff(a) => beff_cmd::run(a).err().unwrap_or(0),
+        cli::Command::Beff(a) => beff_cmd::run(a, stop).err().unwrap_or(0),
         cli::Command::Sweep(a) => {
             let json = a.suite.json.clone();
             let fp = iolens_mpi::fingerprint::of_suite(&a);

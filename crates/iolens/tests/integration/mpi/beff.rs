@@ -242,3 +242,57 @@ fn ranks_agree_on_lmax_before_the_first_pattern() {
     // Rank 0's 1 MiB per process gives Lmax = max(1 MiB / 128, 4 KiB) = 8 KiB; the others' 64 KiB.
     assert_eq!(v["summary"]["lmax_bytes"].as_u64(), Some(8 << 10), "{}", v["summary"]);
 }
+
+/// Issue 25, defect 3: SIGTERM to mpirun (passed on to the ranks) stops b_eff at the next
+/// message size on every rank. It ran to the end and wrote its JSON as if complete; now the JSON,
+/// if any, is an interrupted error document without a b_eff value.
+#[test]
+fn beff_stops_on_sigterm() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("beff.json");
+    // Lmax from the memory per process (up to 128 MiB): minutes of patterns, far longer than
+    // the wait for the first one.
+    let mut child = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &RANKS.to_string(), bin()])
+        .args(["beff", "--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun");
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    // The observable state: rank 0 says its first pattern is done.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("done (1/12)") {
+            break;
+        }
+    }
+    assert!(seen.contains("done (1/12)"), "b_eff ended before its first pattern: {seen}");
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let sent = Instant::now();
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        // Not a speed limit: a lost signal would run every remaining pattern (minutes).
+        if sent.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("mpirun still runs 120 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = rest.join().unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(!err.contains("done (12/12)"), "every pattern ran: {err}");
+    if json.exists() {
+        let d = read_json(&json);
+        assert_eq!(d["interrupted"], true, "{d}");
+        assert!(d.get("summary").is_none(), "no b_eff value from some of the patterns: {d}");
+    }
+}
