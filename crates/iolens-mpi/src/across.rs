@@ -141,6 +141,10 @@ pub fn run_across(
     let report = RankReport {
         rank,
         host: world.host().to_string(),
+        boot: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
         raw: RawTotals::from_raw(&detail.total),
         files: detail.files.iter().map(|p| p.display().to_string()).collect(),
         result: document_value(&detail.result),

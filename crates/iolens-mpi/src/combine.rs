@@ -51,7 +51,8 @@ pub struct MpiRunResult {
     /// lowest rank on it), since every rank of a host reads the same whole-device counters.
     /// Empty when some host has none (the aggregate `device` is then null).
     pub device_ranks: Vec<usize>,
-    /// Some host runs more than one rank: its device counters count all of them once.
+    /// Some device serves more than one rank (several ranks on a host, or hosts under one
+    /// kernel): its counters count all of them once.
     pub device_shared: bool,
     pub per_rank: Vec<RankEntry>,
 }
@@ -178,9 +179,12 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     total.busy = g.union;
     let aggregate = total.figures(g.block_unit);
     let clock_uncertainty_ns = g.clocks.iter().map(|c| c.uncertainty_ns()).max().unwrap_or(0);
+    let device = hosts_device(g.reports, &aggregate);
+    let hosts_share_a_device = device.as_ref().is_some_and(|(_, _, shared)| !shared.is_empty());
     let mut run = g.base;
-    // Rank 0's own warnings stay (they describe the job), but for its device ones.
-    if shared_host {
+    // Rank 0's own warnings stay (they describe the job), but for its device ones: other ranks'
+    // I/O is in the counters it compared its own bytes with.
+    if shared_host || hosts_share_a_device {
         run.warnings.retain(|w| !DEVICE_WARNINGS.contains(&w.code.as_str()));
     }
     run.warnings.extend(warnings);
@@ -196,13 +200,24 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
             ),
         ));
     }
-    let (device, device_ranks) = match hosts_device(g.reports, &aggregate) {
-        Some((d, ranks)) => (Some(d), ranks),
+    let (device, device_ranks) = match device {
+        Some((d, ranks, shared)) => {
+            for (device, hosts) in shared {
+                run.warnings.push(Warning::new(
+                    WarningCode::DeviceShared,
+                    format!(
+                        "hosts {} run under one kernel and read the same device {device}: its counters are counted once",
+                        hosts.join(", ")
+                    ),
+                ));
+            }
+            (Some(d), ranks)
+        }
         None => (None, Vec::new()),
     };
     run.verify = ranks_verify(g.reports);
     ranks_targets(&mut run.targets, g.reports);
-    let device_shared = shared_host;
+    let device_shared = shared_host || hosts_share_a_device;
     run.aggregate = aggregate;
     run.agents = rows;
     run.device = device;
@@ -283,17 +298,42 @@ fn ranks_verify(reports: &[RankReport]) -> Option<VerifyReport> {
 /// The device counters of the whole job: one report per host (its lowest rank's; every rank of
 /// a host reads the same whole-device counters, so adding them would count the disk once per
 /// rank), summed over hosts. `None` when some host has no device report.
-fn hosts_device(reports: &[RankReport], aggregate: &Figures) -> Option<(DeviceReport, Vec<usize>)> {
+///
+/// Hosts under one kernel (the same boot id: containers, the nodes of a simulated cluster) read
+/// one disk's counters: a device is known by the kernel and its name, counted once, and the
+/// hosts that share it are returned as (device, hosts) for a warning.
+fn hosts_device(
+    reports: &[RankReport],
+    aggregate: &Figures,
+) -> Option<(DeviceReport, Vec<usize>, Vec<(String, Vec<String>)>)> {
     let mut seen_hosts: Vec<&str> = Vec::new();
     let mut per_host: Vec<(&str, usize, DeviceReport)> = Vec::new();
+    // Per device known by its kernel: the hosts that read it.
+    let mut sharing: Vec<((&str, String), Vec<String>)> = Vec::new();
     for report in reports {
         if seen_hosts.contains(&report.host.as_str()) {
             continue;
         }
         seen_hosts.push(&report.host);
         let device = report.result.get("device").filter(|d| !d.is_null())?;
-        per_host.push((&report.host, report.rank, serde_json::from_value(device.clone()).ok()?));
+        let device: DeviceReport = serde_json::from_value(device.clone()).ok()?;
+        if !report.boot.is_empty() {
+            let key = (report.boot.as_str(), device.device.clone());
+            match sharing.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, hosts)) => {
+                    hosts.push(report.host.clone());
+                    continue;
+                }
+                None => sharing.push((key, vec![report.host.clone()])),
+            }
+        }
+        per_host.push((&report.host, report.rank, device));
     }
+    let shared: Vec<(String, Vec<String>)> = sharing
+        .into_iter()
+        .filter(|(_, hosts)| hosts.len() > 1)
+        .map(|((_, dev), hosts)| (dev, hosts))
+        .collect();
     let ranks = per_host.iter().map(|(_, rank, _)| *rank).collect();
     let mut sum = if per_host.len() == 1 {
         per_host.pop()?.2
@@ -329,7 +369,7 @@ fn hosts_device(reports: &[RankReport], aggregate: &Figures) -> Option<(DeviceRe
     sum.read_amplification = amp(sum.read_bytes, aggregate.read_bytes);
     sum.write_amplification = amp(sum.write_bytes, aggregate.write_bytes);
     sum.amplification = amp(sum.read_bytes + sum.write_bytes, aggregate.read_bytes + aggregate.write_bytes);
-    Some((sum, ranks))
+    Some((sum, ranks, shared))
 }
 
 #[cfg(test)]
@@ -352,6 +392,7 @@ mod tests {
         RankReport {
             rank,
             host: if rank < 2 { "a".into() } else { "b".into() },
+            boot: String::new(),
             raw: RawTotals::from_raw(&raw),
             files: vec![format!("/d/iolens-j-a0-r{rank}.dat")],
             result: serde_json::json!({"agents": [{"rw": "write", "bs_spec": "4KiB", "engine": "sync", "qd": 1}],
@@ -520,6 +561,32 @@ mod tests {
         // Amplification against every rank's bytes, not one rank's.
         assert_eq!(d.write_amplification, Some(1.0));
         assert_eq!(m.per_rank[3].result["device"]["write_bytes"], 1000 * 4096);
+    }
+
+    /// Issue 25, defect 6: hosts under one kernel (containers, namespaces of a simulated
+    /// cluster) read the same disk's counters; each host's share of it is not another disk.
+    #[test]
+    fn a_device_hosts_share_under_one_kernel_is_counted_once_with_a_warning() {
+        let mut reports: Vec<RankReport> = (0..4).map(|r| report(r, 250, 1_000)).collect();
+        for (r, host) in reports.iter_mut().zip(["node1", "node1", "node2", "node3"]) {
+            r.host = host.into();
+            r.boot = "7c1e".into();
+            r.result["device"] = device_json("vda", 1000 * 4096, 0.5);
+        }
+        let m = combined(&reports);
+        let d = m.run.device.as_ref().expect("the one disk");
+        assert_eq!((d.device.as_str(), d.write_bytes), ("vda", 1000 * 4096), "counted once, not per host");
+        assert_eq!(d.write_amplification, Some(1.0));
+        let shared = m.run.warnings.iter().find(|w| w.code == WarningCode::DeviceShared);
+        let shared = shared.unwrap_or_else(|| panic!("no warning: {:?}", m.run.warnings));
+        assert!(
+            shared.message.contains("node1, node2, node3") && shared.message.contains("vda"),
+            "{shared:?}"
+        );
+        // Different kernels: different disks of the same name, summed.
+        reports[2].boot = "another".into();
+        reports[3].boot = "a third".into();
+        assert_eq!(combined(&reports).run.device.unwrap().write_bytes, 3 * 1000 * 4096);
     }
 
     #[test]

@@ -79,6 +79,10 @@ impl RawTotals {
 pub struct RankReport {
     pub rank: usize,
     pub host: String,
+    /// The kernel's boot id where the rank ran: hosts with the same one (containers, namespaces)
+    /// share its disks. Empty when unreadable.
+    #[serde(default)]
+    pub boot: String,
     pub raw: RawTotals,
     /// The files (or devices) this rank's agents used.
     pub files: Vec<String>,

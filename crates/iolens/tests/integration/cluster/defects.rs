@@ -1,6 +1,5 @@
-//! Defects of issue 25 that only show across nodes, each a test that fails until it is fixed:
-//! ignored so far (the fix removes the `#[ignore]`); run them with
-//! `cargo test -p iolens --features mpi --test integration -- cluster::defects:: --ignored`.
+//! Defects of issue 25 that only showed across nodes, each a test that failed before its fix
+//! (`scripts/test-mpi cluster::defects::`).
 
 use super::runs::{check_hosts_and_clocks, PLACEMENT, RANKS};
 use super::*;
@@ -46,7 +45,6 @@ fn defect_1_trace_across_nodes_puts_every_rank_on_rank_0s_clock() {
 /// (`node1:vda+node2:vda+node3:vda`: the disk's traffic three times, no warning). Counted once,
 /// the device is named once, and a warning says that the hosts share it.
 #[test]
-#[ignore = "issue 25, defect 6: one device seen from several hosts is summed per host (fails until fixed)"]
 fn defect_6_a_device_several_hosts_share_is_counted_once() {
     let Some(c) = Cluster::up("defect6", 3) else { return };
     let target = c.shared.join("data");
