@@ -295,6 +295,10 @@ fn ranks_verify(reports: &[RankReport]) -> Option<VerifyReport> {
     total
 }
 
+/// The device of the whole job: its counters, the ranks whose reports make them up, and each
+/// device that several hosts read, with those hosts.
+type JobDevice = (DeviceReport, Vec<usize>, Vec<(String, Vec<String>)>);
+
 /// The device counters of the whole job: one report per host (its lowest rank's; every rank of
 /// a host reads the same whole-device counters, so adding them would count the disk once per
 /// rank), summed over hosts. `None` when some host has no device report.
@@ -305,7 +309,7 @@ fn ranks_verify(reports: &[RankReport]) -> Option<VerifyReport> {
 fn hosts_device(
     reports: &[RankReport],
     aggregate: &Figures,
-) -> Option<(DeviceReport, Vec<usize>, Vec<(String, Vec<String>)>)> {
+) -> Option<JobDevice> {
     let mut seen_hosts: Vec<&str> = Vec::new();
     let mut per_host: Vec<(&str, usize, DeviceReport)> = Vec::new();
     // Per device known by its kernel: the hosts that read it.
