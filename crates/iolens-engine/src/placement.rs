@@ -4,7 +4,8 @@
 //! target, named with the rank. One shared file (`shared_file`): every agent of every rank is a
 //! *participant* with index `rank × agents + agent`, addressing its own share of the file:
 //! - segmented: participant `p` owns the contiguous segment `[p × R, (p + 1) × R)`, where `R` is
-//!   the file size divided by the participants (IOR's `-s 1 -b R`);
+//!   the agent's own region (`size`), as IOR's `-s 1 -b R` is per process: the file holds
+//!   `P × R` bytes for `P` participants;
 //! - strided: the file is a sequence of blocks of the request size; participant `p` owns blocks
 //!   `p, p + P, p + 2P, …` (IOR's interleaved `-t` transfers).
 //!

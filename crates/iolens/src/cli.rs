@@ -249,7 +249,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub mpi: bool,
     /// Under MPI: every rank's agents share one file (in a directory target:
-    /// iolens-JOB-shared.dat) instead of each rank its own files.
+    /// iolens-JOB-shared.dat) instead of each rank its own files. Each agent of each rank owns a
+    /// share of --size bytes, as IOR's -b is per process: the file is ranks × agents × size.
     #[arg(long)]
     pub shared_file: bool,
     /// With --shared-file: segmented (each agent of each rank its contiguous segment) or
