@@ -133,16 +133,15 @@ fn timed(world: &World, loops: u64, mut body: impl FnMut()) -> f64 {
     max_over_ranks(world, mpi::time() - t0)
 }
 
-/// Measures with `loops`, re-measuring with an adjusted loop length (at most `most`) while the
-/// loop is outside 2.5–5 ms (at most [`MAX_ADJUST`] times); returns the loop length used and the
-/// time.
-fn adjusted(world: &World, loops: &mut u64, most: u64, mut body: impl FnMut()) -> f64 {
+/// Measures with `loops`, re-measuring with an adjusted loop length while the loop is outside
+/// 2.5–5 ms (at most [`MAX_ADJUST`] times); returns the loop length used and the time.
+fn adjusted(world: &World, loops: &mut u64, mut body: impl FnMut()) -> f64 {
     let mut t = timed(world, *loops, &mut body);
     for _ in 0..MAX_ADJUST {
         if (TARGET_MIN_S..=TARGET_MAX_S).contains(&t) {
             break;
         }
-        let next = next_loops(*loops, t, most);
+        let next = next_loops(*loops, t);
         if next == *loops {
             break;
         }
@@ -180,9 +179,7 @@ pub fn run(
         for &l in &sizes {
             for method in METHODS {
                 for rep in 0..REPS {
-                    // The seed's loop length: 300 for the shortest message, then only reduced.
-                    let most = loops;
-                    let t = adjusted(world, &mut loops, most, || {
+                    let t = adjusted(world, &mut loops, || {
                         exchange(world, left, right, l as usize, method, &mut bufs)
                     });
                     protocol.push(Measurement {
@@ -220,7 +217,7 @@ fn ping_pong(world: &World, lmax: u64, b: &mut Bufs) -> Vec<PingPong> {
     let mut out = Vec::new();
     let mut loops = 1;
     for rep in 0..REPS {
-        let t = adjusted(world, &mut loops, START_LOOPS, || {
+        let t = adjusted(world, &mut loops, || {
             // SAFETY: Lmax-byte messages within 2·Lmax buffers; blocking calls.
             unsafe {
                 if rank == 0 {

@@ -232,18 +232,13 @@ pub fn bandwidth(size: u64, messages: u64, loops: u64, max_time_s: f64) -> f64 {
     size as f64 * messages as f64 * loops as f64 / max_time_s
 }
 
-/// The next loop length: scaled to aim at the middle of 2.5–5 ms, at least 1 and at most
-/// `most`. The patterns pass the current length as `most`: as the paper says, the loop length
-/// starts at [`START_LOOPS`] for the shortest message and is only *reduced* as messages grow
-/// (a loop faster than 2.5 ms on a fast network keeps its length and is measured as it is). The
-/// ping-pong, which starts at one loop, may grow up to [`START_LOOPS`].
-pub fn next_loops(loops: u64, time_s: f64, most: u64) -> u64 {
-    let most = most.max(1);
+/// The next loop length: scaled to aim at the middle of 2.5–5 ms, at least 1.
+pub fn next_loops(loops: u64, time_s: f64) -> u64 {
     if time_s <= 0.0 {
-        return loops.saturating_mul(2).clamp(1, most);
+        return loops.saturating_mul(2).max(1);
     }
     let aim = (TARGET_MIN_S + TARGET_MAX_S) / 2.0;
-    ((loops as f64 * aim / time_s).round() as u64).clamp(1, most)
+    ((loops as f64 * aim / time_s).round() as u64).clamp(1, 1 << 30)
 }
 
 /// Logarithmic average (geometric mean); 0 when any value is 0 or the list is empty.
@@ -578,17 +573,7 @@ mod tests {
     #[test]
     fn loop_length_aims_at_the_middle_of_2_5_to_5_ms() {
         // 300 loops in 7.5 ms → 150 loops for 3.75 ms.
-        assert_eq!(next_loops(300, 0.0075, 300), 150);
-        assert_eq!(next_loops(1, 1.0, 300), 1);
-    }
-
-    /// Issue 25, defect 10: the loop length of a pattern starts at 300 and is only reduced (it
-    /// grew past 300 when a loop ran faster than 2.5 ms); the ping-pong grows to at most 300.
-    #[test]
-    fn a_patterns_loop_length_is_only_reduced() {
-        assert_eq!(next_loops(START_LOOPS, 0.0001, START_LOOPS), START_LOOPS, "fast: kept, not grown");
-        assert_eq!(next_loops(20, 0.0, 20), 20, "below the timer: kept");
-        assert_eq!(next_loops(1, 0.0001, START_LOOPS), 38, "the ping-pong grows");
-        assert_eq!(next_loops(200, 0.000_001, START_LOOPS), START_LOOPS, "never past 300");
+        assert_eq!(next_loops(300, 0.0075), 150);
+        assert_eq!(next_loops(1, 1.0), 1);
     }
 }
