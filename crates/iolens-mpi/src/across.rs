@@ -108,6 +108,28 @@ pub fn render_combined(combined: &MpiRunResult) -> String {
         combined.clock_uncertainty_ns as f64 / 1e3,
         combined.mpi_library
     ));
+    if combined.per_node.len() > 1 {
+        use iolens_report::text::number::{fmt_mib, fmt_rate};
+        use iolens_report::text::table::Table;
+        text.push_str("per node (rates over the job's window; busy: the union of the node's ranks):\n");
+        let mut t = Table::new(vec!["host", "ranks", "ops", "IOPS", "MiB/s", "busy_s", "BPS", "device"]);
+        t.left_aligned = vec![1, 7];
+        for n in &combined.per_node {
+            let ranks: Vec<String> = n.ranks.iter().map(usize::to_string).collect();
+            t.rows.push(vec![
+                n.host.clone(),
+                ranks.join(","),
+                n.ops.to_string(),
+                fmt_rate(n.iops),
+                fmt_mib(n.bw_bytes_s),
+                format!("{:.3}", n.busy_s),
+                fmt_rate(n.bps),
+                n.device.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        t.fit_last_column(iolens_report::text::run::TERMINAL_COLUMNS);
+        t.render(&mut text);
+    }
     text
 }
 
@@ -167,9 +189,10 @@ pub fn run_across(
     let corrections: Vec<Box<dyn Fn(u64) -> u64 + '_>> =
         clocks.iter().map(|c| Box::new(move |t| c.to_root(t)) as Box<dyn Fn(u64) -> u64>).collect();
     let refs: Vec<&dyn Fn(u64) -> u64> = corrections.iter().map(|f| f.as_ref()).collect();
-    let union = world.busy_union(periods, &refs);
+    let node_of = reports.as_deref().map(nodes_of_ranks).unwrap_or_default();
+    let union = world.busy_union(periods, &refs, &node_of);
 
-    let (Some(reports), Some(union)) = (reports, union) else {
+    let (Some(reports), Some((union, node_unions))) = (reports, union) else {
         return Ok(RankOutcome { combined: None, own_error });
     };
     let combined = combine(Gathered {
@@ -177,6 +200,7 @@ pub fn run_across(
         reports: &reports,
         clocks: &clocks,
         union,
+        node_unions,
         block_unit: job.block_unit,
         layout,
         mpi_library: world.library(),
@@ -184,6 +208,21 @@ pub fn run_across(
     })
     .map_err(|e| (e, false))?;
     Ok(RankOutcome { combined: Some(combined), own_error })
+}
+
+/// Each rank's node: the index of its host among the hosts in the order they first appear.
+fn nodes_of_ranks(reports: &[RankReport]) -> Vec<usize> {
+    let mut hosts: Vec<&str> = Vec::new();
+    reports
+        .iter()
+        .map(|r| match hosts.iter().position(|h| *h == r.host) {
+            Some(i) => i,
+            None => {
+                hosts.push(&r.host);
+                hosts.len() - 1
+            }
+        })
+        .collect()
 }
 
 /// A suite's figures of one point from the combined result: the aggregate, and each rank's part.

@@ -55,6 +55,70 @@ pub struct MpiRunResult {
     /// kernel): its counters count all of them once.
     pub device_shared: bool,
     pub per_rank: Vec<RankEntry>,
+    /// Each node's share of the job: its ranks' operations and bytes, their rates over the job's
+    /// measured window (so the nodes' rates add up to the job's), and the union of its ranks'
+    /// busy periods (so BPS is the node's own).
+    pub per_node: Vec<NodeEntry>,
+}
+
+/// One node (host) of a job run over several.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeEntry {
+    pub host: String,
+    pub ranks: Vec<usize>,
+    pub ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Operations and requested bytes per second of the job's measured window.
+    pub iops: f64,
+    pub bw_bytes_s: f64,
+    /// The union of the node's ranks' in-flight intervals (on rank 0's clock).
+    pub busy_s: f64,
+    /// Blocks requested by the node's ranks per second of the node's busy time.
+    pub bps: f64,
+    /// The device the node's counters come from (as in the job's `device`), when it has one.
+    pub device: Option<String>,
+}
+
+/// Each node's entry: the ranks of `per_rank` grouped by host in order of first appearance, the
+/// busy time of `unions[node]`.
+fn nodes(per_rank: &[RankEntry], unions: &[UnionTotals], wall_s: f64, block_unit: u64) -> Vec<NodeEntry> {
+    let mut out: Vec<NodeEntry> = Vec::new();
+    for r in per_rank {
+        let i = match out.iter().position(|n| n.host == r.host) {
+            Some(i) => i,
+            None => {
+                let device = r.result.pointer("/device/device").and_then(|d| d.as_str()).map(str::to_string);
+                out.push(NodeEntry {
+                    host: r.host.clone(),
+                    ranks: Vec::new(),
+                    ops: 0,
+                    read_bytes: 0,
+                    write_bytes: 0,
+                    iops: 0.0,
+                    bw_bytes_s: 0.0,
+                    busy_s: 0.0,
+                    bps: 0.0,
+                    device,
+                });
+                out.len() - 1
+            }
+        };
+        let n = &mut out[i];
+        n.ranks.push(r.rank);
+        n.ops += r.figures.ops;
+        n.read_bytes += r.figures.read_bytes;
+        n.write_bytes += r.figures.write_bytes;
+    }
+    let per_s = |v: f64, s: f64| if s > 0.0 { v / s } else { 0.0 };
+    for (i, n) in out.iter_mut().enumerate() {
+        let bytes = (n.read_bytes + n.write_bytes) as f64;
+        n.iops = per_s(n.ops as f64, wall_s);
+        n.bw_bytes_s = per_s(bytes, wall_s);
+        n.busy_s = unions.get(i).map_or(0.0, |u| u.busy_ns as f64 / 1e9);
+        n.bps = per_s(bytes / block_unit.max(1) as f64, n.busy_s);
+    }
+    out
 }
 
 /// Rank 0's run tells the envelope how the whole run went (its warnings include the ranks').
@@ -78,6 +142,8 @@ pub struct Gathered<'a> {
     pub clocks: &'a [ClockCorrection],
     /// The union over all ranks' corrected busy periods.
     pub union: UnionTotals,
+    /// The union over each node's ranks' periods, by node (hosts in order of first appearance).
+    pub node_unions: Vec<UnionTotals>,
     pub block_unit: u64,
     pub layout: String,
     pub mpi_library: String,
@@ -227,6 +293,7 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     run.union_ring_stalls = stalls;
     run.trace_file = None;
     run.trace_dropped_records = dropped;
+    let per_node = nodes(&per_rank, &g.node_unions, run.aggregate.wall_s, g.block_unit);
     Ok(MpiRunResult {
         run,
         ranks: g.reports.len(),
@@ -237,6 +304,7 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
         reorder_ranks: g.reorder_ranks,
         device_ranks,
         device_shared,
+        per_node,
         per_rank,
     })
 }
@@ -306,10 +374,7 @@ type JobDevice = (DeviceReport, Vec<usize>, Vec<(String, Vec<String>)>);
 /// Hosts under one kernel (the same boot id: containers, the nodes of a simulated cluster) read
 /// one disk's counters: a device is known by the kernel and its name, counted once, and the
 /// hosts that share it are returned as (device, hosts) for a warning.
-fn hosts_device(
-    reports: &[RankReport],
-    aggregate: &Figures,
-) -> Option<JobDevice> {
+fn hosts_device(reports: &[RankReport], aggregate: &Figures) -> Option<JobDevice> {
     let mut seen_hosts: Vec<&str> = Vec::new();
     let mut per_host: Vec<(&str, usize, DeviceReport)> = Vec::new();
     // Per device known by its kernel: the hosts that read it.
@@ -423,6 +488,10 @@ mod tests {
             reports: &reports,
             clocks: &clocks,
             union,
+            node_unions: vec![
+                UnionTotals { busy_ns: 400_000_000, ..UnionTotals::default() },
+                UnionTotals { busy_ns: 500_000_000, ..UnionTotals::default() },
+            ],
             block_unit: 4096,
             layout: "file-per-process".into(),
             mpi_library: "test".into(),
@@ -430,6 +499,17 @@ mod tests {
         })
         .unwrap();
         assert_eq!(m.ranks, 4);
+        // Issue 25, item 8: each node's share, its busy time its own ranks' union.
+        let hosts: Vec<(&str, &[usize])> =
+            m.per_node.iter().map(|n| (n.host.as_str(), &n.ranks[..])).collect();
+        assert_eq!(hosts, [("a", &[0, 1][..]), ("b", &[2, 3][..])]);
+        let ops: u64 = m.per_node.iter().map(|n| n.ops).sum();
+        assert_eq!(ops, m.run.aggregate.ops, "the nodes' operations are the job's");
+        let iops: f64 = m.per_node.iter().map(|n| n.iops).sum();
+        assert!((iops - m.run.aggregate.iops).abs() <= 1e-9 * iops, "{iops} vs {}", m.run.aggregate.iops);
+        assert_eq!((m.per_node[0].busy_s, m.per_node[1].busy_s), (0.4, 0.5));
+        let b = &m.per_node[1];
+        assert!((b.bps - (b.write_bytes as f64 / 4096.0) / 0.5).abs() < 1e-6, "{b:?}");
         assert_eq!(m.hosts, vec!["a".to_string(), "b".to_string()]);
         let sum: u64 = m.per_rank.iter().map(|r| r.figures.bytes).sum();
         assert_eq!(m.run.aggregate.bytes, sum);
@@ -461,6 +541,7 @@ mod tests {
             reports: &reports,
             clocks: &clocks,
             union: UnionTotals { busy_ns: 1_000_000, ..UnionTotals::default() },
+            node_unions: Vec::new(),
             block_unit: 512,
             layout: "x".into(),
             mpi_library: "test".into(),
@@ -478,6 +559,7 @@ mod tests {
             reports,
             clocks: &clocks,
             union: UnionTotals { busy_ns: 1_000_000_000, ..UnionTotals::default() },
+            node_unions: Vec::new(),
             block_unit: 4096,
             layout: "file-per-process".into(),
             mpi_library: "test".into(),

@@ -12,7 +12,7 @@ use mpi::traits::*;
 use mpi::Threading;
 
 use iolens_engine::PhaseBarrier;
-use iolens_record::busy::{merge_sorted_streams, UnionTotals};
+use iolens_record::busy::{merge_sorted_streams_grouped, UnionTotals};
 use iolens_record::clock::now_ns;
 use iolens_record::Interval;
 
@@ -240,12 +240,14 @@ impl World {
     /// Collective: the union of every rank's busy periods (`mine`: this rank's, sorted and
     /// disjoint), each rank's moved to rank 0's clock by `to_root[rank]`. The periods travel in
     /// chunks of [`CHUNK_PERIODS`] and are merged as sorted runs, so rank 0 holds one chunk per
-    /// rank at a time. Rank 0 gets the totals, the others `None`.
+    /// rank at a time. Rank 0 gets the totals, and beside them each node's (`node_of[rank]`: the
+    /// rank's node, from 0; read on rank 0 only); the others `None`.
     pub fn busy_union(
         &self,
         mine: impl Iterator<Item = Interval>,
         to_root: &[&dyn Fn(u64) -> u64],
-    ) -> Option<UnionTotals> {
+        node_of: &[usize],
+    ) -> Option<(UnionTotals, Vec<UnionTotals>)> {
         if self.rank != 0 {
             let root = self.comm.process_at_rank(0);
             let mut chunk = Vec::with_capacity(CHUNK_PERIODS);
@@ -268,7 +270,7 @@ impl World {
             let next = move || decode_chunk(&p.receive_vec_with_tag::<u64>(TAG_CHUNK).0);
             streams.push(Box::new(ChunkStream::new(next, correct)));
         }
-        Some(merge_sorted_streams(streams))
+        Some(merge_sorted_streams_grouped(streams, node_of))
     }
 }
 

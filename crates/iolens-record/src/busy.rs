@@ -333,6 +333,21 @@ pub fn merge_sorted_streams<I>(streams: Vec<I>) -> UnionTotals
 where
     I: Iterator<Item = Interval>,
 {
+    let groups = vec![0; streams.len()];
+    merge_sorted_streams_grouped(streams, &groups).0
+}
+
+/// [`merge_sorted_streams`], and beside the union of all the union of each group of streams
+/// (`group_of[i]`: stream `i`'s group, from 0): the busy time of each node of a job whose
+/// streams are its ranks'. One pass: the periods leave the merge in start order, so each
+/// group's are in start order too and feed a sweep of their own.
+pub fn merge_sorted_streams_grouped<I>(streams: Vec<I>, group_of: &[usize]) -> (UnionTotals, Vec<UnionTotals>)
+where
+    I: Iterator<Item = Interval>,
+{
+    assert_eq!(group_of.len(), streams.len(), "one group per stream");
+    let groups = group_of.iter().max().map_or(0, |g| g + 1);
+    let mut group_sweeps = vec![UnionSweep::new(); groups];
     let mut streams = streams;
     let mut heap = BinaryHeap::with_capacity(streams.len());
     for (i, s) in streams.iter_mut().enumerate() {
@@ -343,12 +358,13 @@ where
     let mut sweep = UnionSweep::new();
     while let Some(Reverse((start, end, i))) = heap.pop() {
         sweep.push(Interval::new(start, end));
+        group_sweeps[group_of[i]].push(Interval::new(start, end));
         if let Some(iv) = streams[i].next() {
             debug_assert!(iv.start >= start, "stream {i} not sorted by start");
             heap.push(Reverse((iv.start, iv.end, i)));
         }
     }
-    sweep.finish()
+    (sweep.finish(), group_sweeps.into_iter().map(UnionSweep::finish).collect())
 }
 
 /// A file of busy periods (16 bytes each: start and end, little-endian u64 ns), sorted and
@@ -583,6 +599,23 @@ mod tests {
         let t = union.finish().0;
         assert_eq!(t.busy_ns, 100_000 * 10 + 2);
         assert_eq!(t.periods, 1);
+    }
+
+    /// Issue 25, item 8: each node's busy time is the union of its own ranks' periods, from the
+    /// same pass that gives the job's union.
+    #[test]
+    fn each_group_of_streams_gets_its_own_union() {
+        let streams = vec![
+            vec![Interval::new(0, 10), Interval::new(50, 60)],
+            vec![Interval::new(5, 20)],
+            vec![Interval::new(15, 30)],
+        ];
+        let (all, groups) =
+            merge_sorted_streams_grouped(streams.into_iter().map(Vec::into_iter).collect(), &[0, 0, 1]);
+        assert_eq!((all.busy_ns, all.periods), (40, 2), "[0, 30) and [50, 60)");
+        assert_eq!(groups.len(), 2);
+        assert_eq!((groups[0].busy_ns, groups[0].periods), (30, 2), "[0, 20) and [50, 60)");
+        assert_eq!((groups[1].busy_ns, groups[1].periods), (15, 1), "[15, 30)");
     }
 
     #[test]

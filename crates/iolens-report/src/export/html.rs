@@ -506,6 +506,22 @@ mod tests {
         }
     }
 
+    /// Issue 25, item 8: a run over several hosts shows each node's share.
+    #[test]
+    fn a_run_over_several_hosts_shows_its_nodes() {
+        let node = |host: &str, ranks: serde_json::Value| {
+            json!({"host": host, "ranks": ranks, "ops": 10, "iops": 5.0, "bw_bytes_s": 1048576.0,
+                   "busy_s": 0.5, "bps": 40.0, "device": "vda"})
+        };
+        let doc = json!({"aggregate": {"iops": 10.0}, "agents": [],
+            "per_node": [node("node1", json!([0, 1])), node("node2<b>", json!([2]))]});
+        let page = render(&[Source { name: "r.json", doc: &doc }], "t").unwrap();
+        assert!(page.contains("Nodes") && page.contains("node1") && page.contains("0,1"), "{page}");
+        assert!(page.contains("node2&lt;b&gt;") && !page.contains("node2<b>"), "escaped");
+        let one = json!({"aggregate": {"iops": 10.0}, "agents": [], "per_node": [node("node1", json!([0]))]});
+        assert!(!render(&[Source { name: "r.json", doc: &one }], "t").unwrap().contains("Nodes"));
+    }
+
     #[test]
     fn the_cdf_comes_from_bins_when_present() {
         let lat = json!({"max": 9000, "bins": [
@@ -581,6 +597,8 @@ mod tests {
         "aggregate",
         "agents",
         "per_rank",
+        "per_node",
+        "host",
         "intervals",
         "end_s",
         "device",

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::svg::{Axis, BarChart, BarGroup, LineChart, Scale, Series, Unit};
+use super::svg::{format_value, Axis, BarChart, BarGroup, LineChart, Scale, Series, Unit};
 use super::{array, at, bandwidth, cell, latency, latency_cdf, num, text, Page};
 
 /// Agents (or ranks) drawn one by one at most; beyond, the aggregate speaks for them.
@@ -60,6 +60,7 @@ pub(crate) fn run(page: &mut Page, doc: &Value) {
         page.heading("Agents");
         page.table(&["name", "target", "rw", "bs", "engine", "qd", "direct"], &agents);
     }
+    nodes(page, doc);
 
     let mut cdf = LineChart::new(
         "Latency CDF",
@@ -85,6 +86,35 @@ pub(crate) fn run(page: &mut Page, doc: &Value) {
 
     interval_series(page, doc);
     device(page, doc);
+}
+
+/// Under MPI across several hosts: each node's share (`per_node`), rates over the job's window
+/// and busy time the union of the node's ranks.
+fn nodes(page: &mut Page, doc: &Value) {
+    let nodes = array(doc, "per_node");
+    if nodes.len() < 2 {
+        return;
+    }
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            let ranks: Vec<String> =
+                n["ranks"].as_array().into_iter().flatten().map(|r| r.to_string()).collect();
+            vec![
+                text(n, "host").unwrap_or_default(),
+                ranks.join(","),
+                num(n, &[&["ops"]]).map_or_else(|| "-".into(), |v| format_value(v, Unit::Count)),
+                num(n, &[&["iops"]]).map_or_else(|| "-".into(), |v| format_value(v, Unit::Count)),
+                num(n, &[&["bw_bytes_s"]]).map_or_else(|| "-".into(), |v| format_value(v, Unit::BytesPerSec)),
+                num(n, &[&["busy_s"]]).map_or_else(|| "-".into(), |v| format_value(v, Unit::Seconds)),
+                num(n, &[&["bps"]]).map_or_else(|| "-".into(), |v| format_value(v, Unit::Count)),
+                text(n, "device").unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    page.heading("Nodes");
+    page.note("Rates over the job's measured window (the nodes' add up to the job's); busy time is the union of each node's ranks' in-flight intervals.");
+    page.table(&["host", "ranks", "ops", "IOPS", "bandwidth", "busy", "BPS", "device"], &rows);
 }
 
 /// Time of an interval: its end, as the contract writes it, or whatever key a sample has.

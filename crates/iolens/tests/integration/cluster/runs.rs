@@ -65,6 +65,21 @@ fn file_per_process_on_node_local_scratch_names_three_hosts() {
     // would be about 1000 s more if node2's clock were taken as node1's).
     let busy = d["aggregate"]["busy_s"].as_f64().unwrap();
     assert!(busy > 0.0 && busy <= d["aggregate"]["wall_s"].as_f64().unwrap() + 1e-3, "busy {busy} s");
+    // Issue 25, item 8: the per-node view. Each node's busy time is the union of its own ranks',
+    // at most the job's; the nodes' bytes are the job's.
+    let nodes = d["per_node"].as_array().unwrap_or_else(|| panic!("no per_node: {d}"));
+    let hosts: Vec<(&str, Vec<u64>)> = nodes
+        .iter()
+        .map(|n| (n["host"].as_str().unwrap(), n["ranks"].as_array().unwrap().iter().map(u).collect()))
+        .collect();
+    assert_eq!(hosts, [("node1", vec![0, 1]), ("node2", vec![2]), ("node3", vec![3])]);
+    let bytes: u64 = nodes.iter().map(|n| u(&n["write_bytes"])).sum();
+    assert_eq!(bytes, RANKS as u64 * (4 << 20));
+    for n in nodes {
+        let node_busy = n["busy_s"].as_f64().unwrap();
+        assert!(node_busy > 0.0 && node_busy <= busy + 1e-9, "{n}");
+        assert!(n["bps"].as_f64().unwrap() > 0.0, "{n}");
+    }
     // Each node's files are on its own scratch: two on node1, one each on node2 and node3.
     for (node, ranks) in [("node1", vec![0, 1]), ("node2", vec![2]), ("node3", vec![3])] {
         let files = c.local_data_files(node);
