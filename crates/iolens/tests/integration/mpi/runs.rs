@@ -278,3 +278,25 @@ fn repeat_under_mpi_summarizes_every_combined_run() {
     assert_eq!(values, want);
     assert!(data_files(dir.path()).is_empty(), "every repetition removes its files");
 }
+
+/// Issue 25: the code paths see more than 4 ranks: 64 ranks (oversubscribed), tiny files, one
+/// combined result with every rank in it.
+#[test]
+fn sixty_four_ranks_make_one_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "64", bin()])
+        .args(["run", "--target", dir.path().to_str().unwrap(), "--rw", "write", "--bs", "4k"])
+        .args(["--size", "64k", "--bytes", "64k", "-q", "--json", json.to_str().unwrap()])
+        .output()
+        .expect("mpirun");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d = read_json(&json);
+    assert_eq!(u(&d["ranks"]), 64);
+    assert_eq!(d["per_rank"].as_array().unwrap().len(), 64);
+    assert_eq!(u(&d["aggregate"]["write_bytes"]), 64 * (64 << 10));
+    assert_eq!(u(&d["aggregate"]["ops"]), 64 * 16);
+    let ranks: Vec<u64> = d["per_rank"].as_array().unwrap().iter().map(|r| u(&r["rank"])).collect();
+    assert_eq!(ranks, (0..64).collect::<Vec<u64>>());
+}
