@@ -34,6 +34,34 @@ pub fn lmax(memory_per_process: u64) -> u64 {
     (memory_per_process / 128).clamp(4096, LMAX_CAP)
 }
 
+/// Lmax of `--quick`.
+pub const QUICK_LMAX: u64 = 64 << 10;
+
+/// The Lmax `beff`'s flags ask for: from `--memory-per-process` (else `default_memory()`, the
+/// node's memory over its ranks), capped by `--max-size` (at least 4 KiB, the 13th message size)
+/// and by [`QUICK_LMAX`] with `--quick`. The message names the flag.
+pub fn lmax_asked(
+    memory_per_process: Option<&str>,
+    max_size: Option<&str>,
+    quick: bool,
+    default_memory: impl FnOnce() -> u64,
+) -> Result<u64, String> {
+    let parse = |flag: &str, v: &str| iolens_workload::parse_size(v).map_err(|e| format!("{flag}: {e}"));
+    let memory = match memory_per_process {
+        Some(v) => parse("--memory-per-process", v)?,
+        None => default_memory(),
+    };
+    let mut l = lmax(memory);
+    if let Some(v) = max_size {
+        let cap = parse("--max-size", v)?;
+        if cap < 4096 {
+            return Err("--max-size: Lmax must be at least 4 KiB (the 13th message size)".into());
+        }
+        l = l.min(cap);
+    }
+    Ok(if quick { l.min(QUICK_LMAX) } else { l })
+}
+
 /// The 21 message lengths: `1, 2, 4, … 4096, 4096·a, … 4096·a⁸ = Lmax`, with `a = (Lmax/4096)^(1/8)`
 /// (rounded to whole bytes; the last is exactly Lmax).
 pub fn message_sizes(lmax: u64) -> Vec<u64> {
@@ -571,6 +599,17 @@ mod tests {
         assert!((logavg(&[2.0, 8.0, 32.0]) - 8.0).abs() < 1e-9);
         // b = L · messages · loops / time: 1000 B · 8 · 10 / 0.004 s = 20 MB/s.
         assert!((bandwidth(1000, 8, 10, 0.004) - 2.0e7).abs() < 1e-3);
+    }
+
+    #[test]
+    fn lmax_follows_memory_caps_and_quick() {
+        assert_eq!(lmax_asked(Some("1m"), None, false, || unreachable!()), Ok(8 << 10));
+        assert_eq!(lmax_asked(None, Some("64k"), false, || 1 << 30), Ok(64 << 10));
+        assert_eq!(lmax_asked(None, None, true, || 1 << 30), Ok(QUICK_LMAX));
+        assert!(lmax_asked(None, Some("1k"), false, || 1 << 30).unwrap_err().starts_with("--max-size"));
+        assert!(lmax_asked(Some("x"), None, false, || 1 << 30)
+            .unwrap_err()
+            .starts_with("--memory-per-process"));
     }
 
     #[test]

@@ -6,10 +6,6 @@
 use crate::cli::BeffArgs;
 use crate::output::{report_error, EXIT_USAGE};
 
-/// Lmax of `--quick`.
-#[cfg(feature = "mpi")]
-const QUICK_LMAX: u64 = 64 << 10;
-
 /// Without MPI, or in a single process: b_eff measures communication between processes.
 pub fn refuse(a: &BeffArgs) -> Result<(), u8> {
     let how = if cfg!(feature = "mpi") {
@@ -32,10 +28,10 @@ mod with_mpi {
 
     use iolens_mpi::beff_mpi;
     use iolens_mpi::world::World;
-    use iolens_suites::beff::{lmax, BeffOutput, FORMULA};
-    use iolens_workload::{format_bytes, parse_size};
+    use iolens_suites::beff::{lmax_asked, BeffOutput, FORMULA};
+    use iolens_workload::format_bytes;
 
-    use super::{refuse, QUICK_LMAX};
+    use super::refuse;
     use crate::cli::BeffArgs;
     use crate::output::{report_error, write_json_or_warn, EXIT_FAILED, EXIT_USAGE};
 
@@ -57,24 +53,12 @@ mod with_mpi {
         if size < 2 {
             return if rank == 0 { refuse(&a) } else { Err(EXIT_USAGE) };
         }
-        let memory = match &a.memory_per_process {
-            Some(v) => parse_size(v).map_err(|e| fail(format!("--memory-per-process: {e}")))?,
-            None => {
-                iolens_device::memory_total().unwrap_or(1 << 30)
-                    / iolens_mpi::Launch::local_ranks().unwrap_or(size as u64).max(1)
-            }
+        let default_memory = || {
+            iolens_device::memory_total().unwrap_or(1 << 30)
+                / iolens_mpi::Launch::local_ranks().unwrap_or(size as u64).max(1)
         };
-        let mut l = lmax(memory);
-        if let Some(v) = &a.max_size {
-            let cap = parse_size(v).map_err(|e| fail(format!("--max-size: {e}")))?;
-            if cap < 4096 {
-                return Err(fail("--max-size: Lmax must be at least 4 KiB (the 13th message size)".into()));
-            }
-            l = l.min(cap);
-        }
-        if a.quick {
-            l = l.min(QUICK_LMAX);
-        }
+        let l = lmax_asked(a.memory_per_process.as_deref(), a.max_size.as_deref(), a.quick, default_memory)
+            .map_err(fail)?;
         // Each rank's default comes from its own node (memory ÷ its ranks there): with uneven
         // placement they differ, and every message must have the same size on both ends.
         let l = world.min(l);
