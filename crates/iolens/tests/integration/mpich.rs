@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::util::{read_json, u};
+
 const RANKS: usize = 4;
 
 fn mpich_bin() -> PathBuf {
@@ -25,14 +27,6 @@ fn mpich_sh(script: &str) -> Output {
         .env("IOLENS_BIN", mpich_bin())
         .output()
         .expect("mpirun.mpich (apt-get install mpich libmpich-dev)")
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
 fn dat_files(dir: &Path) -> usize {

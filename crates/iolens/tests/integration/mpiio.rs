@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::util::{have, require};
+use crate::util::{have, require, u};
 
 const RANKS: u64 = 4;
 /// What each rank of `mpiio_app.c` asks for: 4 collective writes of 64 KiB, 2 independent
@@ -142,10 +142,6 @@ fn mpirun_with_io(io: &str, args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stdout)
     );
     out
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
 fn layer<'a>(summary: &'a Value, name: &str) -> &'a Value {

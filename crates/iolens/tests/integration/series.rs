@@ -8,11 +8,7 @@ use parquet::record::Field;
 use serde_json::Value;
 
 use crate::util::schema_check;
-use crate::util::{iolens, read_json, run_ok};
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
-}
+use crate::util::{iolens, read_json, run_ok, u};
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))

@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::util::{require, require_tool, root};
+use crate::util::{read_json, require, require_tool, root, u};
 
 /// Every node's clock is this many seconds ahead of the previous node's.
 const OFFSET_S: u64 = 1000;
@@ -214,14 +214,6 @@ fn ok(what: &str, c: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stdout)
     );
     out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
 /// The hosts of `per_rank`, in rank order.

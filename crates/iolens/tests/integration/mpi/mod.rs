@@ -21,7 +21,7 @@ use iolens_record::Interval;
 use iolens_record::OpKind;
 use serde_json::Value;
 
-use crate::util::{floats_check, holds_written_data, schema_check, wait_for};
+use crate::util::{floats_check, holds_written_data, read_json, schema_check, u, wait_for};
 
 const RANKS: usize = 4;
 
@@ -58,14 +58,6 @@ fn mpirun(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stdout)
     );
     out
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
 fn data_files(dir: &Path) -> Vec<PathBuf> {

@@ -8,16 +8,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::util::{holds_written_data, iolens, read_json, require, require_some, run_ok, wait_for};
+use crate::util::{holds_written_data, iolens, read_json, require, require_some, run_ok, u, wait_for};
 
 fn dir_entries(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     v.sort();
     v
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
 
 fn f(v: &Value) -> f64 {

@@ -43,6 +43,11 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A JSON integer, or the test fails naming the value.
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub state: PathBuf,
