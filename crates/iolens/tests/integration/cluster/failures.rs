@@ -103,23 +103,11 @@ fn sigint_to_mpirun_stops_the_ranks_on_every_node() {
         let files = data_files(&data);
         files.len() == 4 && files.iter().all(|f| crate::util::holds_written_data(&data.join(f)))
     });
-    // SAFETY: signalling the child this test started (`scripts/cluster exec` became mpirun).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        // Not a speed limit: the job was asked for 60 s; running that long means SIGINT was lost.
-        if sent.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("mpirun still runs 60 s after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (status, took) = crate::util::signal_and_wait(&mut child, libc::SIGINT, Duration::from_secs(60));
+    let sent = Instant::now() - took;
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-    println!("mpirun ended {:?} after SIGINT: {status}; JSON written: {}", sent.elapsed(), json.exists());
+    println!("mpirun ended {:?} after SIGINT: {status}; JSON written: {}", took, json.exists());
     assert!(!status.success(), "{err}");
     while iolens_running() {
         assert!(sent.elapsed() < Duration::from_secs(60), "a rank still runs 60 s after SIGINT\n{err}");

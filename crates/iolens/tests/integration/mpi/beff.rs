@@ -272,21 +272,8 @@ fn beff_stops_on_sigterm() {
         }
     }
     assert!(seen.contains("done (1/12)"), "b_eff ended before its first pattern: {seen}");
-    // SAFETY: signalling the child this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let sent = Instant::now();
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        // Not a speed limit: a lost signal would run every remaining pattern (minutes).
-        if sent.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("mpirun still runs 120 s after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (status, _) = crate::util::signal_and_wait(&mut child, libc::SIGTERM, Duration::from_secs(120));
     let err = rest.join().unwrap();
     assert!(!status.success(), "{err}");
     assert!(!err.contains("done (12/12)"), "every pattern ran: {err}");

@@ -43,6 +43,29 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Sends `signal` to `child` and waits for it to end: its status and how long it took. Not a
+/// speed limit: still running after `limit` (far longer than the command was asked to run)
+/// means the signal was lost, and the test fails saying so.
+pub fn signal_and_wait(
+    child: &mut std::process::Child,
+    signal: i32,
+    limit: std::time::Duration,
+) -> (std::process::ExitStatus, std::time::Duration) {
+    // SAFETY: signalling a child the test started.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let sent = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, sent.elapsed());
+        }
+        if sent.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{:?} still runs {limit:?} after signal {signal}", child.id());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A JSON integer, or the test fails naming the value.
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
