@@ -46,6 +46,10 @@ pub struct ClockCorrection {
     /// The largest drift the two estimates cannot tell from none: their uncertainties summed over
     /// the time between them (0 with a single estimate).
     pub drift_bound: f64,
+    /// The offset over the rank's time that [`ClockCorrection::to_root`] applies, made once from
+    /// the two estimates (see [`ClockCorrection::line_through`]) rather than for every timestamp.
+    #[serde(skip)]
+    line: OffsetLine,
 }
 
 impl ClockCorrection {
@@ -58,15 +62,15 @@ impl ClockCorrection {
         let elapsed = after.at_ns.saturating_sub(before.at_ns);
         let noise = before.uncertainty_ns.saturating_add(after.uncertainty_ns);
         let drift_bound = if elapsed > 0 { noise as f64 / elapsed as f64 } else { 0.0 };
-        let without_drift = ClockCorrection { before, after, drift: 0.0, drift_bound };
-        ClockCorrection { drift: without_drift.line().drift(), ..without_drift }
+        let line = ClockCorrection::line_through(&before, &after);
+        ClockCorrection { before, after, drift: line.drift(), drift_bound, line }
     }
 
     /// Whether the offset changed by more than the two estimates can be wrong by: only then is
     /// the change a drift of the clocks rather than the noise of the round trips.
-    fn drift_measured(&self) -> bool {
-        let change = (self.after.offset_ns as i128 - self.before.offset_ns as i128).unsigned_abs();
-        change > self.before.uncertainty_ns as u128 + self.after.uncertainty_ns as u128
+    fn drift_measured(before: &OffsetEstimate, after: &OffsetEstimate) -> bool {
+        let change = (after.offset_ns as i128 - before.offset_ns as i128).unsigned_abs();
+        change > before.uncertainty_ns as u128 + after.uncertainty_ns as u128
     }
 
     /// The offset over the rank's time, as rank 0's time minus the rank's (the line's sign).
@@ -78,20 +82,20 @@ impl ClockCorrection {
     /// times that change (1 ppm over 10 minutes: 0.6 ns). It is the placement iolens has always
     /// used, kept so that results stay comparable with earlier runs. The shifts stay within u64
     /// for any estimate of [`estimate`]: `at + offset` is the rank's own reading in that round.
-    fn line(&self) -> OffsetLine {
-        if !self.drift_measured() {
+    fn line_through(before: &OffsetEstimate, after: &OffsetEstimate) -> OffsetLine {
+        if !ClockCorrection::drift_measured(before, after) {
             // No drift to tell: the best constant is the mean of the two estimates.
-            return OffsetLine::constant(self.offset_ns().saturating_neg());
+            return OffsetLine::constant(mean_offset(before, after).saturating_neg());
         }
         let on_rank_axis = |e: &OffsetEstimate| {
-            (e.at_ns.saturating_add_signed(self.before.offset_ns), e.offset_ns.saturating_neg())
+            (e.at_ns.saturating_add_signed(before.offset_ns), e.offset_ns.saturating_neg())
         };
-        OffsetLine::through(on_rank_axis(&self.before), on_rank_axis(&self.after))
+        OffsetLine::through(on_rank_axis(before), on_rank_axis(after))
     }
 
     /// The offset (reported): the mean of the two estimates.
     pub fn offset_ns(&self) -> i64 {
-        ((self.before.offset_ns as i128 + self.after.offset_ns as i128) / 2) as i64
+        mean_offset(&self.before, &self.after)
     }
 
     /// The larger of the two estimates' uncertainties.
@@ -105,8 +109,13 @@ impl ClockCorrection {
         if t == 0 {
             return 0;
         }
-        self.line().to_reference(t)
+        self.line.to_reference(t)
     }
+}
+
+/// The mean of two estimates' offsets.
+fn mean_offset(before: &OffsetEstimate, after: &OffsetEstimate) -> i64 {
+    ((before.offset_ns as i128 + after.offset_ns as i128) / 2) as i64
 }
 
 #[cfg(test)]
