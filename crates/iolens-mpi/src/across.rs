@@ -163,10 +163,7 @@ pub fn run_across(
     let report = RankReport {
         rank,
         host: world.host().to_string(),
-        boot: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
+        boot: iolens_ownership::boot_id().unwrap_or_default(),
         raw: RawTotals::from_raw(&detail.total),
         files: detail.files.iter().map(|p| p.display().to_string()).collect(),
         result: document_value(&detail.result),
@@ -189,7 +186,7 @@ pub fn run_across(
     let corrections: Vec<Box<dyn Fn(u64) -> u64 + '_>> =
         clocks.iter().map(|c| Box::new(move |t| c.to_root(t)) as Box<dyn Fn(u64) -> u64>).collect();
     let refs: Vec<&dyn Fn(u64) -> u64> = corrections.iter().map(|f| f.as_ref()).collect();
-    let node_of = reports.as_deref().map(nodes_of_ranks).unwrap_or_default();
+    let node_of = reports.as_deref().map(crate::combine::nodes_of_ranks).unwrap_or_default();
     let union = world.busy_union(periods, &refs, &node_of);
 
     let (Some(reports), Some((union, node_unions))) = (reports, union) else {
@@ -208,21 +205,6 @@ pub fn run_across(
     })
     .map_err(|e| (e, false))?;
     Ok(RankOutcome { combined: Some(combined), own_error })
-}
-
-/// Each rank's node: the index of its host among the hosts in the order they first appear.
-fn nodes_of_ranks(reports: &[RankReport]) -> Vec<usize> {
-    let mut hosts: Vec<&str> = Vec::new();
-    reports
-        .iter()
-        .map(|r| match hosts.iter().position(|h| *h == r.host) {
-            Some(i) => i,
-            None => {
-                hosts.push(&r.host);
-                hosts.len() - 1
-            }
-        })
-        .collect()
 }
 
 /// A suite's figures of one point from the combined result: the aggregate, and each rank's part.

@@ -80,30 +80,47 @@ pub struct NodeEntry {
     pub device: Option<String>,
 }
 
-/// Each node's entry: the ranks of `per_rank` grouped by host in order of first appearance, the
-/// busy time of `unions[node]`.
-fn nodes(per_rank: &[RankEntry], unions: &[UnionTotals], wall_s: f64, block_unit: u64) -> Vec<NodeEntry> {
-    let mut out: Vec<NodeEntry> = Vec::new();
-    for r in per_rank {
-        let i = match out.iter().position(|n| n.host == r.host) {
+/// Each rank's node: the index of its host among the hosts in the order they first appear.
+pub fn nodes_of_ranks(reports: &[RankReport]) -> Vec<usize> {
+    let mut hosts: Vec<&str> = Vec::new();
+    reports
+        .iter()
+        .map(|r| match hosts.iter().position(|h| *h == r.host) {
             Some(i) => i,
             None => {
-                let device = r.result.pointer("/device/device").and_then(|d| d.as_str()).map(str::to_string);
-                out.push(NodeEntry {
-                    host: r.host.clone(),
-                    ranks: Vec::new(),
-                    ops: 0,
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    iops: 0.0,
-                    bw_bytes_s: 0.0,
-                    busy_s: 0.0,
-                    bps: 0.0,
-                    device,
-                });
-                out.len() - 1
+                hosts.push(&r.host);
+                hosts.len() - 1
             }
-        };
+        })
+        .collect()
+}
+
+/// Each node's entry: the ranks of `per_rank` grouped by their node (`node_of`, from
+/// [`nodes_of_ranks`], which the unions are by too), the busy time of `unions[node]`.
+fn nodes(
+    per_rank: &[RankEntry],
+    node_of: &[usize],
+    unions: &[UnionTotals],
+    wall_s: f64,
+    block_unit: u64,
+) -> Vec<NodeEntry> {
+    let mut out: Vec<NodeEntry> = Vec::new();
+    for (r, &i) in per_rank.iter().zip(node_of) {
+        if i == out.len() {
+            let device = r.result.pointer("/device/device").and_then(|d| d.as_str()).map(str::to_string);
+            out.push(NodeEntry {
+                host: r.host.clone(),
+                ranks: Vec::new(),
+                ops: 0,
+                read_bytes: 0,
+                write_bytes: 0,
+                iops: 0.0,
+                bw_bytes_s: 0.0,
+                busy_s: 0.0,
+                bps: 0.0,
+                device,
+            });
+        }
         let n = &mut out[i];
         n.ranks.push(r.rank);
         n.ops += r.figures.ops;
@@ -293,7 +310,8 @@ pub fn combine(g: Gathered<'_>) -> Result<MpiRunResult, String> {
     run.union_ring_stalls = stalls;
     run.trace_file = None;
     run.trace_dropped_records = dropped;
-    let per_node = nodes(&per_rank, &g.node_unions, run.aggregate.wall_s, g.block_unit);
+    let node_of = nodes_of_ranks(g.reports);
+    let per_node = nodes(&per_rank, &node_of, &g.node_unions, run.aggregate.wall_s, g.block_unit);
     Ok(MpiRunResult {
         run,
         ranks: g.reports.len(),

@@ -125,6 +125,15 @@ impl HostDir {
     }
 }
 
+/// The running kernel's boot id (hex digits, without dashes): processes that share it share one
+/// kernel, and so its disks and its process ids; `None` when it cannot be read.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().replace('-', ""))
+        .ok()
+        .filter(|b| !b.is_empty() && b.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
 /// `HOSTNAME.BOOTID.PIDNS.MNTNS`: what makes a process id and a path mean the same thing.
 fn host_key() -> String {
     let mut name = [0u8; 256];
@@ -137,11 +146,7 @@ fn host_key() -> String {
     };
     let host: String =
         host.chars().take(64).map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|b| b.trim().replace('-', ""))
-        .ok()
-        .filter(|b| !b.is_empty() && b.chars().all(|c| c.is_ascii_hexdigit()))
-        .unwrap_or_else(|| "noboot".into());
+    let boot = boot_id().unwrap_or_else(|| "noboot".into());
     let ns = |kind: &str| std::fs::metadata(format!("/proc/self/ns/{kind}")).map_or(0, |m| m.ino());
     format!("{}.{boot}.{}.{}", if host.is_empty() { "nohost" } else { &host }, ns("pid"), ns("mnt"))
 }
