@@ -1,9 +1,10 @@
 #![no_main]
 //! `iolens correlate` input: a CSV whose first column is the execution time and whose other
-//! columns are metrics, each correlated with the time.
+//! columns are metrics, each correlated with the time, through the command's own
+//! `correlate_table` (every column named, and the columns it picks itself).
 
 use iolens_stats::csv::parse_csv;
-use iolens_stats::{pearson_test, Direction, NormalizedCc};
+use iolens_stats::study::correlate_table;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,12 +14,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(row.fields.len(), table.header.len());
     }
     let Some(time_name) = table.header.first() else { return };
-    let Ok(time) = table.numbers("--time", time_name) else { return };
-    for m in &table.header[1..] {
-        let Ok(values) = table.numbers("--metrics", m) else { continue };
-        if let Ok(test) = pearson_test(&values, &time) {
-            let n = NormalizedCc::new(test.r, Direction::Negative);
-            assert!(n.cc.is_finite() || n.cc.is_nan());
+    let named: Vec<String> = table.header[1..].to_vec();
+    // A direction expected of the first metric, so `--expect` is read too.
+    let expect: Vec<String> = named.first().map(|m| format!("{m}:neg")).into_iter().collect();
+    for (metrics, expect) in [(&named[..], &expect[..]), (&[][..], &[][..])] {
+        if let Ok(report) = correlate_table(&table, time_name, metrics, expect) {
+            for row in &report.metrics {
+                assert!(row.cc.is_finite() || row.cc.is_nan());
+            }
         }
     }
 });
